@@ -1,0 +1,104 @@
+"""The one exception hierarchy: every failure a user can see has a stable code and a hint.
+
+Trouble with a single note is never an exception: it is a `Problem` in the report.
+Exceptions are for broken invariants and I/O failures that stop an operation.
+"""
+
+from __future__ import annotations
+
+
+class VaultmemError(Exception):
+    """Root of every error vaultmem raises on purpose. `code` is stable; `hint` is the next step."""
+
+    code = "error"
+    default_hint = ""
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint if hint is not None else self.default_hint
+
+    def to_dict(self) -> dict[str, object]:
+        return {"code": self.code, "message": self.message, "hint": self.hint}
+
+
+class ConfigError(VaultmemError):
+    """The config file or a command-line option is wrong."""
+
+    code = "config_invalid"
+    default_hint = "Fix the named key in .vaultmem/config.toml (see docs/configuration.md)."
+
+
+class VaultNotFoundError(VaultmemError):
+    code = "vault_not_found"
+    default_hint = "Pass --vault PATH, set VAULTMEM_VAULT, or run `vaultmem init` in the vault."
+
+
+class NotFoundError(VaultmemError):
+    """A note, topic or edge named by the user does not exist."""
+
+    code = "not_found"
+    default_hint = "Check the name with `vaultmem search` or `vaultmem status`."
+
+
+class AmbiguousError(VaultmemError):
+    """A name matches several notes; `candidates` lists them."""
+
+    code = "ambiguous"
+    default_hint = "Name the note by its path or id."
+
+    def __init__(self, message: str, candidates: list[str], *, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.candidates = candidates
+
+    def to_dict(self) -> dict[str, object]:
+        return {**super().to_dict(), "candidates": self.candidates}
+
+
+class LockedError(VaultmemError):
+    """Another writer holds the vault lock, or DuckDB's file lock stayed held past our retries."""
+
+    code = "locked"
+    default_hint = "Wait for the other vaultmem process to finish, then run the command again."
+
+
+class IndexUnavailableError(VaultmemError):
+    """The index is missing or unusable for a read."""
+
+    code = "index_unavailable"
+    default_hint = "Run `vaultmem reconcile` to build the index."
+
+
+class QueryError(VaultmemError):
+    """A search query or SQL statement was rejected."""
+
+    code = "query_invalid"
+    default_hint = "See docs/search.md for the query syntax."
+
+
+class PathEscapeError(VaultmemError):
+    """A key, scope id or imported name would leave the managed folder."""
+
+    code = "path_escape"
+    default_hint = "Use a key of lower-case letters, digits and hyphens."
+
+
+class SecretError(VaultmemError):
+    """Content holds a secret where the scope forbids one. Names patterns, never the bytes."""
+
+    code = "secret_detected"
+    default_hint = "Remove the secret, or store it in a session or project scope (redacted)."
+
+
+class PartialWriteError(VaultmemError):
+    """The file was published but the index update failed: the vault is right, the index stale."""
+
+    code = "partial_write"
+    default_hint = "Run `vaultmem reconcile` to repair the index. Do not retry the write."
+
+    def __init__(self, message: str, phases_done: list[str], *, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.phases_done = phases_done
+
+    def to_dict(self) -> dict[str, object]:
+        return {**super().to_dict(), "phases_done": self.phases_done, "retry": False}
