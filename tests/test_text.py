@@ -1,0 +1,318 @@
+"""The tokenizer: one test per rule, span offsets, and properties over arbitrary text."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from vaultmem.text import (
+    STOPWORDS,
+    TOKENIZER_VERSION,
+    fold,
+    is_stopword,
+    query_terms,
+    tokenize,
+    word_spans,
+)
+
+
+def test_version_is_a_positive_int() -> None:
+    assert isinstance(TOKENIZER_VERSION, int) and TOKENIZER_VERSION >= 1
+
+
+# --- normalisation -------------------------------------------------------------------------
+
+
+def test_nfkc_full_width_letters() -> None:
+    assert tokenize("ＤｕｃｋＤＢ") == tokenize("DuckDB") == ["duckdb", "duck", "db"]
+
+
+def test_nfkc_ligature() -> None:
+    assert tokenize("ﬁle") == ["file"]
+
+
+def test_nfkc_composes_combining_accents() -> None:
+    assert tokenize("cafe\u0301") == tokenize("café") == ["café"]
+
+
+def test_casefold_sharp_s() -> None:
+    assert tokenize("Groß") == tokenize("GROSS") == ["gross"]
+
+
+def test_marks_stay_inside_words() -> None:
+    assert tokenize("हिन्दी भाषा") == ["हिन्दी", "भाषा"]
+
+
+# --- identifiers ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "terms"),
+    [
+        ("TestPagerOrder", ["testpagerorder", "test", "pager", "order"]),
+        ("HTTPServer", ["httpserver", "http", "server"]),
+        ("getHTTPResponse", ["gethttprespons", "get", "http", "respons"]),
+        ("vault_root", ["vault_root", "vault", "root"]),
+        ("snake-case", ["snake-cas", "snake", "cas"]),
+        ("mistune.plugins", ["mistune.plugin", "mistune", "plugin"]),
+        ("a/b", ["a/b", "b"]),
+        ("src/vaultmem/text.py", ["src/vaultmem/text.py", "src", "vaultmem", "text", "py"]),
+        ("vault_root.TestPager", ["vault_root.testpager", "vault", "root", "testpager"]),
+    ],
+)
+def test_identifiers_kept_whole_and_split(text: str, terms: list[str]) -> None:
+    got = tokenize(text)
+    assert got[0] == terms[0]
+    assert set(terms) <= set(got)
+
+
+def test_identifier_splits_nest_camel_case_inside_separators() -> None:
+    assert tokenize("my_TestPager") == ["my_testpager", "testpager", "test", "pager"]
+
+
+def test_plain_words_are_not_split() -> None:
+    assert tokenize("Python NASA python") == ["python", "nasa", "python"]
+
+
+def test_edge_underscores_are_markup() -> None:
+    assert tokenize("__init__ _emphasis_") == ["init", "emphasis"]
+
+
+def test_trailing_punctuation_is_not_part_of_a_word() -> None:
+    assert tokenize("the end. (vault_root), 'quoted'") == [
+        "end",
+        "vault_root",
+        "vault",
+        "root",
+        "quoted",
+    ]
+
+
+# --- numbers -------------------------------------------------------------------------------
+
+
+def test_numbers_are_terms() -> None:
+    assert tokenize("2026 42") == ["2026", "42"]
+
+
+def test_dot_between_digits_does_not_split() -> None:
+    assert tokenize("Python 3.11 v1.2 1.0.0") == ["python", "3.11", "v1.2", "1.0.0"]
+
+
+def test_dates_give_whole_and_parts() -> None:
+    assert tokenize("2026-01-02") == ["2026-01-02", "2026", "01", "02"]
+
+
+def test_decade_plural() -> None:
+    assert tokenize("1990s") == ["1990"]
+
+
+# --- apostrophes ---------------------------------------------------------------------------
+
+
+def test_possessive_s_dropped() -> None:
+    assert tokenize("OpenAI's model") == ["openai", "open", "ai", "model"]
+    assert tokenize("Conway’s law") == tokenize("conway law")
+
+
+def test_contractions_fold_to_stop_words() -> None:
+    assert tokenize("don't it's we're can’t") == []
+
+
+def test_inner_apostrophes_removed() -> None:
+    assert tokenize("O'Reilly rock'n'roll") == ["oreilly", "rocknroll"]
+
+
+# --- stop words ----------------------------------------------------------------------------
+
+
+def test_stopwords_removed() -> None:
+    assert tokenize("The index of a vault") == ["index", "vault"]
+
+
+def test_stopword_list_is_small_and_casefolded() -> None:
+    assert 90 <= len(STOPWORDS) <= 150
+    assert all(w == w.casefold() and w.isalpha() for w in STOPWORDS)
+
+
+def test_is_stopword_normalises() -> None:
+    assert is_stopword("THE") and is_stopword("Don’t") and is_stopword("ｔｈｅ")
+    assert not is_stopword("vault")
+
+
+# --- stemming ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("plural", "singular"),
+    [
+        ("migrations", "migration"),  # -s
+        ("queries", "query"),  # -ies -> -y
+        ("cookies", "cookie"),  # -ies after consonant, singular in -ie
+        ("statuses", "status"),  # -uses of a Latin -us noun
+        ("buses", "bus"),
+        ("classes", "class"),  # -sses
+        ("boxes", "box"),  # sibilant + es
+        ("matches", "match"),
+        ("cases", "case"),  # sibilant + e + s
+        ("analyses", "analysis"),  # -yses -> -ysis
+        ("ties", "tie"),  # short -ies keeps its e
+        ("uses", "use"),
+    ],
+)
+def test_plural_and_singular_fold_together(plural: str, singular: str) -> None:
+    assert fold(plural) == fold(singular)
+
+
+@pytest.mark.parametrize("word", ["status", "analysis", "class", "bus", "gas", "its", "this"])
+def test_words_ending_in_s_that_are_not_plurals(word: str) -> None:
+    assert fold(word) == word
+
+
+def test_no_ing_ed_stemming() -> None:
+    assert fold("running") == "running" and fold("indexed") == "indexed"
+
+
+def test_digits_are_not_stemmed() -> None:
+    assert fold("3.11") == "3.11" and fold("abc1") == "abc1"
+
+
+def test_fold_normalises_then_stems() -> None:
+    assert fold("ＱＵＥＲＩＥＳ") == "query"
+    assert fold("OpenAI's") == "openai"
+
+
+# --- scripts without spaces ----------------------------------------------------------------
+
+
+def test_cjk_bigrams() -> None:
+    assert tokenize("東京都") == ["東京", "京都"]
+
+
+def test_single_cjk_char_is_a_unigram() -> None:
+    assert tokenize("本") == ["本"]
+
+
+def test_kana_and_han_share_a_run() -> None:
+    assert tokenize("東京タワー") == ["東京", "京タ", "タワ", "ワー"]
+
+
+def test_cjk_punctuation_breaks_runs() -> None:
+    assert tokenize("東京、大阪") == ["東京", "大阪"]
+
+
+def test_thai_bigrams() -> None:
+    assert tokenize("ภาษา") == ["ภา", "าษ", "ษา"]
+
+
+def test_hangul_is_spaced() -> None:
+    assert tokenize("한국어 텍스트") == ["한국어", "텍스트"]
+
+
+def test_mixed_scripts_split_at_the_boundary() -> None:
+    assert tokenize("DuckDB索引") == ["duckdb", "duck", "db", "索引"]
+    assert tokenize("东京ภาษา") == ["东京", "ภา", "าษ", "ษา"]
+
+
+def test_half_width_katakana_matches_full_width() -> None:
+    assert tokenize("ｶﾀｶﾅ") == tokenize("カタカナ")
+
+
+# --- edge cases ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text", ["", " ", "\n\t  \u3000", "—!?…"])
+def test_empty_and_whitespace_only(text: str) -> None:
+    assert tokenize(text) == [] and query_terms(text) == [] and word_spans(text) == []
+
+
+def test_emoji_is_not_a_term_and_separates_words() -> None:
+    assert tokenize("🎉") == []
+    assert tokenize("ship🚀fast 1️⃣") == ["ship", "fast", "1"]
+
+
+def test_compatibility_forms_that_become_punctuation() -> None:
+    assert tokenize("⑴ ﹰ") == ["1"]
+
+
+# --- query_terms ---------------------------------------------------------------------------
+
+
+def test_query_terms_dedup_in_order() -> None:
+    assert query_terms("Migrations migration the Vault vault") == ["migration", "vault"]
+
+
+def test_query_terms_match_note_terms() -> None:
+    assert set(query_terms("test pager")) <= set(tokenize("def TestPagerOrder(): ..."))
+
+
+# --- word_spans ----------------------------------------------------------------------------
+
+
+def test_word_spans_offsets_point_into_the_original() -> None:
+    text = "See TestPager, then the DuckDB索引."
+    spans = word_spans(text)
+    assert [(text[s:e], t) for s, e, t in spans] == [
+        ("See", "see"),
+        ("TestPager", "testpager"),
+        ("Test", "test"),
+        ("Pager", "pager"),
+        ("DuckDB", "duckdb"),
+        ("Duck", "duck"),
+        ("DB", "db"),
+        ("索引", "索引"),
+    ]
+
+
+def test_word_spans_after_nfkc_changes_lengths() -> None:
+    text = "the ﬁle Straße ＡＢＣ ⑴ end"
+    got = [(text[s:e], t) for s, e, t in word_spans(text)]
+    assert got == [
+        ("ﬁle", "file"),
+        ("Straße", "strass"),
+        ("ＡＢＣ", "abc"),
+        ("⑴", "1"),
+        ("end", "end"),
+    ]
+
+
+def test_word_spans_terms_are_tokenize() -> None:
+    text = "Queries about vault_root.TestPager in 東京都, v1.2 don't"
+    assert [t for _, _, t in word_spans(text)] == tokenize(text)
+
+
+# --- properties ----------------------------------------------------------------------------
+
+_texts = st.text(max_size=200) | st.lists(
+    st.sampled_from(["Test", "Pager", "_", "-", ".", "/", "'", "s", "東", "京", "ภ", " ", "3", "ß"])
+).map("".join)
+
+
+@given(_texts)
+def test_terms_are_nonempty_casefolded_without_whitespace(text: str) -> None:
+    for term in tokenize(text):
+        assert term
+        assert not any(c.isspace() for c in term)
+        assert term == term.casefold()
+
+
+@given(_texts)
+def test_query_terms_subset_of_tokenize(text: str) -> None:
+    terms = query_terms(text)
+    assert set(terms) <= set(tokenize(text))
+    assert len(terms) == len(set(terms))
+
+
+@given(_texts)
+def test_word_spans_agree_with_tokenize(text: str) -> None:
+    spans = word_spans(text)
+    assert [t for _, _, t in spans] == tokenize(text)
+    for start, end, _ in spans:
+        assert 0 <= start < end <= len(text)
+        assert not text[start:end].isspace()
+
+
+@given(_texts)
+def test_tokenize_is_deterministic(text: str) -> None:
+    assert tokenize(text) == tokenize(text)

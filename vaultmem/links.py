@@ -1,0 +1,314 @@
+"""Link resolution exactly as Obsidian does it: link path → file, subpath → heading or block.
+
+This module owns spec rules 4, 6, 7, 14 and 15 and is pure (no I/O). `LinkResolver` indexes every
+vault file by its *name key* (`file_name_key`): the lower-cased NFC stem of a note or full name of
+an attachment. A link can only ever resolve to a file whose name key equals the link's
+`link_name_key`, which is what lets reconcile re-resolve just the links whose outcome can change
+when a file is added, removed or renamed. The algorithm and every "(uncertain)" choice are
+documented step by step in `docs/links.md`.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from bisect import bisect_left
+from collections.abc import Callable, Iterable, Sequence
+
+from vaultmem.models import Block, Heading, Link, Resolution
+
+__all__ = [
+    "LinkResolver",
+    "file_name_key",
+    "link_name_key",
+    "resolve_link",
+    "subpath_matches",
+]
+
+_MD = ".md"
+
+
+def _fold(text: str) -> str:
+    """Case- and normalisation-insensitive form: lower-cased, then NFC."""
+    lowered = text.lower()
+    # NFC is the expensive part; ASCII text is already in NFC.
+    return lowered if lowered.isascii() else unicodedata.normalize("NFC", lowered)
+
+
+def _strip_md(folded_name: str) -> str:
+    return folded_name[: -len(_MD)] if folded_name.endswith(_MD) else folded_name
+
+
+def file_name_key(path: str) -> str:
+    """The key under which a file can be linked: a note's stem, an attachment's full name.
+
+    Lower-cased and NFC. `Projects/Café.md` → `café`; `img/Figure 1.png` → `figure 1.png`.
+    """
+    return _strip_md(_fold(path[path.rfind("/") + 1 :]))
+
+
+def link_name_key(target: str) -> str:
+    """The key of the only files a link target can resolve to (see `file_name_key`).
+
+    The last path segment, lower-cased, NFC, with one trailing `.md` removed: `Sub/Alpha.md` →
+    `alpha`, `v1.2 Release` → `v1.2 release` (which is also the key of `v1.2 Release.md`).
+    """
+    return _strip_md(_fold(target[target.rfind("/") + 1 :]))
+
+
+def _name_variants(folded_path: str) -> tuple[str, ...]:
+    """The folded link paths to look up, in order of preference (rule 6a and 7).
+
+    A last segment with a `.` is first looked up as written (`Report.pdf`), then with `.md`
+    appended (`v1.2 Release` → `v1.2 Release.md`). A segment without a `.` only names a note
+    (`Note` → `Note.md`): attachments need their extension. A segment already ending in `.md`
+    is never given a second `.md`, which keeps every variant's name key equal to the link's.
+    """
+    name = folded_path[folded_path.rfind("/") + 1 :]
+    if name.endswith(_MD):
+        return (folded_path,)
+    if "." in name:
+        return (folded_path, folded_path + _MD)
+    return (folded_path + _MD,)
+
+
+def _folder_of(path: str) -> str:
+    slash = path.rfind("/")
+    return path[:slash] if slash >= 0 else ""
+
+
+def _join_relative(folder: str, target: str) -> str | None:
+    """Resolve a `./` or `../` link path against `folder`; None if it climbs above the vault."""
+    parts = folder.split("/") if folder else []
+    for segment in target.split("/"):
+        if segment in ("", "."):
+            continue
+        if segment == "..":
+            if not parts:
+                return None
+            parts.pop()
+        else:
+            parts.append(segment)
+    return "/".join(parts)
+
+
+class _Order:
+    """One name-key bucket, sorted two ways for the rule 6e search.
+
+    Sorted by folded path, the files under a folder prefix form one contiguous run (found by
+    bisection), so a big bucket (`README` in every folder) does not cost a full scan per link.
+    """
+
+    __slots__ = ("by_folded", "by_length", "folded_keys")
+
+    def __init__(self, bucket: dict[str, str]) -> None:
+        self.by_length = sorted(bucket.items(), key=lambda item: (len(item[0]), item[0]))
+        self.by_folded = sorted(bucket.items(), key=lambda item: (item[1], item[0]))
+        self.folded_keys = [folded for _, folded in self.by_folded]
+
+    def first_under(self, folder: str, variant: str) -> str | None:
+        """The shortest path starting with `folder` and ending with `variant`, if any."""
+        best: str | None = None
+        for index in range(bisect_left(self.folded_keys, folder), len(self.folded_keys)):
+            path, folded = self.by_folded[index]
+            if not folded.startswith(folder):
+                break
+            if folded.endswith(variant) and (best is None or (len(path), path) < (len(best), best)):
+                best = path
+        return best
+
+
+class LinkResolver:
+    """Resolves link paths to vault files (rules 6 and 7), incrementally updatable.
+
+    Built from every vault file path (vault-relative POSIX, notes and attachments). Two indexes:
+    name key → {path: folded path} (the only files a link can reach, see `file_name_key`) and
+    folded full path → path (the exact-path steps). Results never depend on insertion order, so
+    `add`/`remove` give exactly what a fresh build would.
+    """
+
+    __slots__ = ("_by_key", "_by_path", "_ordered")
+
+    def __init__(self, paths: Iterable[str] = ()) -> None:
+        self._by_key: dict[str, dict[str, str]] = {}
+        # Several real paths can fold to one (`A.md` and `a.md` on a case-sensitive disk): the
+        # smallest wins, so the answer does not depend on the order files were added.
+        self._by_path: dict[str, str] = {}
+        # Bucket entries sorted shortest path first, built lazily on the first search that needs
+        # them and dropped when the bucket changes; big buckets (`README`) then scan in order.
+        self._ordered: dict[str, _Order] = {}
+        for path in paths:
+            self.add(path)
+
+    def __len__(self) -> int:
+        return sum(len(bucket) for bucket in self._by_key.values())
+
+    def __contains__(self, path: object) -> bool:
+        if not isinstance(path, str):
+            return False
+        bucket = self._by_key.get(file_name_key(path))
+        return bucket is not None and path in bucket
+
+    def add(self, path: str) -> None:
+        """Index a file. Adding a known path is a no-op."""
+        folded = _fold(path)
+        key = _strip_md(folded[folded.rfind("/") + 1 :])
+        bucket = self._by_key.get(key)
+        if bucket is None:
+            self._by_key[key] = {path: folded}
+        else:
+            bucket[path] = folded
+            self._ordered.pop(key, None)
+        known = self._by_path.get(folded)
+        if known is None or path < known:
+            self._by_path[folded] = path
+
+    def remove(self, path: str) -> None:
+        """Forget a file. Removing an unknown path is a no-op."""
+        folded = _fold(path)
+        key = _strip_md(folded[folded.rfind("/") + 1 :])
+        bucket = self._by_key.get(key)
+        if bucket is None or bucket.pop(path, None) is None:
+            return
+        self._ordered.pop(key, None)
+        if not bucket:
+            del self._by_key[key]
+        if self._by_path[folded] == path:
+            # Fall back to a remaining case-only duplicate; it lives in the same bucket.
+            rest = [other for other, other_folded in bucket.items() if other_folded == folded]
+            if rest:
+                self._by_path[folded] = min(rest)
+            else:
+                del self._by_path[folded]
+
+    def resolve(self, target: str, source_path: str) -> str | None:
+        """The path of the file `target` points to from the note `source_path`, or None.
+
+        `target` is the link path as written, without its subpath; "" means the source itself.
+        """
+        if target == "":
+            return source_path
+        if target.startswith("/"):
+            # Rule 6d: a vault-absolute link resolves by exact path only.
+            return self._exact(_fold(target.lstrip("/")))
+        if target.startswith(("./", "../")) or target in (".", ".."):
+            # Rule 6c: relative to the linking note's folder, exact path only (choice: no
+            # fallback to the name search, whose suffix test could never match `../X`).
+            joined = _join_relative(_folder_of(source_path), target)
+            if joined is None or target.rsplit("/", 1)[-1] in ("", ".", ".."):
+                return None  # climbs out of the vault, or names a folder
+            return self._exact(_fold(joined))
+        return self._search(_fold(target), source_path)
+
+    def _exact(self, folded_path: str) -> str | None:
+        if folded_path.endswith("/") or not folded_path:
+            return None  # a folder (or the vault root) is never a target
+        for variant in _name_variants(folded_path):
+            path = self._by_path.get(variant)
+            if path is not None:
+                return path
+        return None
+
+    def _search(self, folded_target: str, source_path: str) -> str | None:
+        name = folded_target[folded_target.rfind("/") + 1 :]
+        if not name:
+            return None  # `Folder/`: folders are not targets
+        key = _strip_md(name)
+        bucket = self._by_key.get(key)
+        if bucket is None:
+            return None
+        # Quirk (uncertain, kept): the folder test is a plain prefix test with no `/` boundary,
+        # so a note in `Pro/` also prefers files under `Projects/`. Obsidian's root folder path
+        # is "/", which no file path starts with, so from the root nothing is preferred.
+        folder = _fold(_folder_of(source_path)) or "/"
+        for variant in _name_variants(folded_target):
+            exact = self._by_path.get(variant)
+            if exact is not None:
+                return exact  # rule 6d: the exact full path wins
+            if len(bucket) == 1:
+                ((path, folded),) = bucket.items()
+                if folded.endswith(variant):
+                    return path
+                continue
+            order = self._ordered.get(key)
+            if order is None:
+                order = self._ordered[key] = _Order(bucket)
+            # Rule 6e: the best suffix match under the linking note's folder, else the first
+            # anywhere. Quirk (uncertain, kept): no segment boundary, so `b/Note` also matches
+            # `ab/Note.md`. The bucket already guarantees the file name itself is equal.
+            under = order.first_under(folder, variant)
+            if under is not None:
+                return under
+            for path, folded in order.by_length:
+                if folded.endswith(variant):
+                    return path
+        return None
+
+
+_HEADING_PUNCT = re.compile(r"[!\"#$%&()*+,.:;<=>?@^`{|}~/\[\]\\\r\n]")
+_SPACES = re.compile(r"\s+")
+_PDF_PAGE = re.compile(r"#page=\d+")
+
+
+def _heading_key(text: str) -> str:
+    """Obsidian's heading match key (rule 14).
+
+    Each listed punctuation character and line break becomes a space (choice: replaced, not
+    deleted, as Obsidian's own heading-to-link cleaning does), whitespace collapses, the ends are
+    trimmed, and case and Unicode normalisation fold away. Both sides go through this, so
+    `[[N#Q&A]]` matches `## Q&A` either way.
+    """
+    return _fold(_SPACES.sub(" ", _HEADING_PUNCT.sub(" ", text)).strip())
+
+
+def subpath_matches(subpath: str, headings: Sequence[Heading], blocks: Sequence[Block]) -> bool:
+    """Whether a subpath (`#H1#H2`, `#^id`, with its leading `#`) exists in a note.
+
+    `#^id` looks the block id up case-insensitively (rule 15). Otherwise each `#` part names a
+    heading; every later heading must come after the previous match and be deeper (levels may be
+    skipped). Matching is greedy from the top, so duplicate headings resolve to the first (rule 14).
+    An empty subpath, or one whose parts are all empty, matches.
+    """
+    body = subpath[1:] if subpath.startswith("#") else subpath
+    if body.startswith("^"):
+        wanted = body[1:].lower()
+        return bool(wanted) and any(block.id.lower() == wanted for block in blocks)
+    parts = [key for key in (_heading_key(part) for part in body.split("#")) if key]
+    if not parts:
+        return True
+    ordered = sorted(headings, key=lambda heading: heading.line)
+    index = 0
+    level = 0
+    for heading in ordered:
+        if heading.level > level and _heading_key(heading.text) == parts[index]:
+            index += 1
+            level = heading.level
+            if index == len(parts):
+                return True
+    return False
+
+
+def resolve_link(
+    link: Link,
+    source_path: str,
+    resolver: LinkResolver,
+    headings_of: Callable[[str], tuple[Sequence[Heading], Sequence[Block]] | None],
+) -> Resolution:
+    """Resolve one link: its target file, and whether its subpath exists there.
+
+    `headings_of(path)` gives a note's headings and blocks, or None when they are not known;
+    `subpath_found` is then None, as it is for a link without subpath or an unresolved link.
+    A subpath on an attachment is not found, except `#page=N` on a PDF, a viewer parameter.
+    """
+    path = resolver.resolve(link.target, source_path)
+    if not link.subpath or path is None:
+        return Resolution(path=path, subpath_found=None)
+    lowered = path.lower()
+    if not lowered.endswith(_MD):
+        found = lowered.endswith(".pdf") and _PDF_PAGE.fullmatch(link.subpath) is not None
+        return Resolution(path=path, subpath_found=found)
+    content = headings_of(path)
+    if content is None:
+        return Resolution(path=path, subpath_found=None)
+    headings, blocks = content
+    return Resolution(path=path, subpath_found=subpath_matches(link.subpath, headings, blocks))
