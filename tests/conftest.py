@@ -1,0 +1,31 @@
+"""Shared fixtures: a clean environment for every test and a private copy of example-vault."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+EXAMPLE_VAULT = Path(__file__).resolve().parent.parent / "example-vault"
+
+
+@pytest.fixture(autouse=True)
+def _clear_vaultmem_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A developer's VAULTMEM_VAULT must never leak into a test."""
+    for name in list(os.environ):
+        if name.startswith("VAULTMEM_"):
+            monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def example_vault(tmp_path: Path) -> Path:
+    """A copy of example-vault (without any built index) that a test may change freely."""
+    target = tmp_path / "example-vault"
+    shutil.copytree(
+        EXAMPLE_VAULT,
+        target,
+        ignore=shutil.ignore_patterns("index.duckdb*", "*.lock", "journal*"),
+    )
+    return target

@@ -1,0 +1,373 @@
+"""Reading the vault's files: the walk that fingerprints notes, and the careful read of one note.
+
+`scan_vault` walks the whole vault once with `os.scandir` (iterative, no recursion) and returns
+the fingerprint (path, size, mtime) of every Markdown note inside a mapped folder plus the path
+of every other visible file, because link resolution needs attachments and unmapped notes too.
+It never writes. What it skips, and why:
+
+- hidden names (starting with `.`) at any depth: `.obsidian/`, `.trash/`, `.git/`, `.vaultmem/`,
+  the managed folder's `.trash/`, editor locks (`.~lock.*`, `.#*`), swap files. Obsidian itself
+  does not show dot-files, so nothing a user sees is lost;
+- sync and editor droppings (`*.sync-conflict-*`, `* conflicted copy *`, `*.icloud`, `*.tmp`,
+  `*~`, `~$*`): half-synced copies would show up as duplicate notes;
+- `Config.exclude` (config globs and Obsidian's `userIgnoreFilters`), except inside the managed
+  folder, which vaultmem must always be able to read back;
+- symbolic links: directory links are never followed (a loop or a second copy of a folder is
+  worse than a missing folder); a file link is followed only when its real target is inside the
+  vault. Every refused link is reported as `symlink_refused`.
+
+`read_note` opens one note without following a link out of the vault, reads at most
+`max_note_bytes + 1` bytes (so the parser can flag `file_too_large`) and compares `fstat` before
+and after: a note that changed under the reader is reported `file_unstable` and skipped this run.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import re
+import stat
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import BinaryIO
+
+from vaultmem.config import Config
+from vaultmem.models import Problem
+
+NOTE_SUFFIX = ".md"
+
+# Names written by sync clients and editors next to real files (hidden names are caught first):
+# Syncthing's `Note.sync-conflict-20261120-101500-ABCDEFG.md`, Dropbox's and Obsidian Sync's
+# `Note (Dana's conflicted copy 2026-11-20).md`, iCloud's `.icloud` placeholders, editor temp
+# files and backups (`*.tmp`, `*~`), Office lock files (`~$*`).
+_CONFLICT_RE = re.compile(r"\.sync-conflict-|\bconflicted copy\b", re.IGNORECASE)
+_DROPPING_SUFFIXES = (".icloud", ".tmp", "~")
+
+
+@dataclass(frozen=True, slots=True)
+class Fingerprint:
+    """What the scan knows about a note without reading it; a change means "re-read me"."""
+
+    path: str
+    size: int
+    mtime_ns: int
+
+
+@dataclass(frozen=True, slots=True)
+class ScanResult:
+    """`notes`: eligible notes in mapped folders; `files`: every visible file (notes included)."""
+
+    notes: tuple[Fingerprint, ...]
+    files: tuple[str, ...]
+    problems: tuple[Problem, ...]
+
+
+def is_dropping(name: str) -> bool:
+    """True for a file or folder name vaultmem never looks at: hidden names and droppings."""
+    # Cheap string tests first: this runs once per directory entry of the vault.
+    if name[:1] == "." or name[:2] == "~$" or name.lower().endswith(_DROPPING_SUFFIXES):
+        return True
+    return "onflict" in name.lower() and _CONFLICT_RE.search(name) is not None
+
+
+def content_hash(data: bytes) -> str:
+    """A 32-hex-digit BLAKE2b digest: faster than SHA-256 in CPython, collision-safe for
+    detecting renames and edits (this is not a security boundary)."""
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+# ---------------------------------------------------------------------------------------------
+# Exclusions
+
+
+@dataclass(frozen=True, slots=True)
+class _Exclusions:
+    """Compiled `Config.exclude`: anchored patterns test the whole path, name patterns one name.
+
+    Folders are tested as `path/` against regexes so that Obsidian prefix filters written with a
+    trailing slash (`Archive/`) prune the folder itself.
+    """
+
+    anchored: re.Pattern[str] | None
+    names: re.Pattern[str] | None
+    regexes: tuple[re.Pattern[str], ...]
+    managed: str
+
+    @property
+    def active(self) -> bool:
+        return self.anchored is not None or self.names is not None or bool(self.regexes)
+
+    def excluded(self, path: str, name: str, *, folder: bool) -> bool:
+        managed = self.managed
+        if path == managed or path.startswith(managed + "/") or managed.startswith(path + "/"):
+            # The managed folder and the folders leading to it are never excluded.
+            return False
+        if self.names is not None and self.names.fullmatch(name):
+            return True
+        if self.anchored is not None and self.anchored.fullmatch(path):
+            return True
+        probe = path + "/" if folder else path
+        return any(rx.search(probe) for rx in self.regexes)
+
+
+@lru_cache(maxsize=16)
+def _compile_exclusions(exclude: tuple[str, ...], managed: str) -> _Exclusions:
+    anchored: list[str] = []
+    names: list[str] = []
+    regexes: list[re.Pattern[str]] = []
+    for entry in exclude:
+        if len(entry) > 2 and entry.startswith("/") and entry.endswith("/"):
+            regexes.append(re.compile(entry[1:-1]))
+            continue
+        pattern = entry.strip()
+        if pattern.endswith("/"):
+            pattern = pattern.rstrip("/")
+        if pattern.startswith("/"):
+            anchored.append(_glob_to_regex(pattern.lstrip("/")))
+        elif "/" in pattern:
+            anchored.append(_glob_to_regex(pattern))
+        else:
+            names.append(_glob_to_regex(pattern))
+    return _Exclusions(
+        anchored=re.compile("|".join(f"(?:{p})" for p in anchored)) if anchored else None,
+        names=re.compile("|".join(f"(?:{p})" for p in names)) if names else None,
+        regexes=tuple(regexes),
+        managed=managed,
+    )
+
+
+def _glob_to_regex(glob: str) -> str:
+    """`**` any run of characters including `/`; `*` and `?` stay inside one name; `[...]` a
+    character class. A trailing `/**` also matches the folder itself, a leading `**/` any depth."""
+    out: list[str] = []
+    i, n = 0, len(glob)
+    while i < n:
+        if glob.startswith("**/", i) and (i == 0 or glob[i - 1] == "/"):
+            out.append("(?:.*/)?")
+            i += 3
+        elif glob.startswith("/**", i) and i + 3 == n:
+            out.append("(?:/.*)?")
+            i += 3
+        elif glob.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif glob[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif glob[i] == "?":
+            out.append("[^/]")
+            i += 1
+        elif glob[i] == "[" and (close := glob.find("]", i + 2)) != -1:
+            body = glob[i + 1 : close]
+            negate = body.startswith("!")
+            body = body[1:] if negate else body
+            body = body.replace("\\", "\\\\").replace("[", "\\[")
+            out.append("[" + ("^" if negate else "") + body + "]")
+            i = close + 1
+        else:
+            out.append(re.escape(glob[i]))
+            i += 1
+    return "".join(out)
+
+
+# ---------------------------------------------------------------------------------------------
+# The walk
+
+
+def scan_vault(config: Config) -> ScanResult:
+    """Fingerprint every eligible note and list every visible file of the vault."""
+    root = str(config.root)
+    exclusions = _compile_exclusions(config.exclude, config.managed_folder)
+    excluded = exclusions.excluded
+    filtering = exclusions.active
+    mapping_for = config.mapping_for
+    notes: list[Fingerprint] = []
+    files: list[str] = []
+    problems: list[Problem] = []
+    # Mapped folders never overlap, so a folder inside one holds only mapped paths: decide once
+    # per folder, not per file. The root is mapped only by a whole-vault mapping.
+    stack: list[tuple[str, str, bool]] = [(root, "", mapping_for("") is not None)]
+    while stack:
+        abs_dir, prefix, mapped = stack.pop()
+        try:
+            with os.scandir(abs_dir) as entries:
+                for entry in entries:
+                    name = entry.name
+                    if is_dropping(name):
+                        continue
+                    rel = prefix + name
+                    if entry.is_file(follow_symlinks=False):
+                        if filtering and excluded(rel, name, folder=False):
+                            continue
+                        files.append(rel)
+                        if mapped and name.endswith(NOTE_SUFFIX):
+                            st = entry.stat(follow_symlinks=False)
+                            notes.append(Fingerprint(rel, st.st_size, st.st_mtime_ns))
+                    elif entry.is_dir(follow_symlinks=False):
+                        if not (filtering and excluded(rel, name, folder=True)):
+                            sub_mapped = mapped or mapping_for(rel) is not None
+                            stack.append((entry.path, rel + "/", sub_mapped))
+                    elif entry.is_symlink():
+                        target = _symlink_target(config, entry.path, rel, problems)
+                        if target is None or (filtering and excluded(rel, name, folder=False)):
+                            continue
+                        files.append(rel)
+                        if mapped and name.endswith(NOTE_SUFFIX):
+                            notes.append(Fingerprint(rel, target.st_size, target.st_mtime_ns))
+        except FileNotFoundError:
+            continue  # the folder vanished mid-walk; the next scan settles it
+        except PermissionError:
+            problems.append(
+                Problem(prefix.rstrip("/") or ".", "file_unreadable", "permission denied")
+            )
+        except NotADirectoryError:
+            continue
+    problems.extend(_missing_folders(config))
+    notes.sort(key=lambda fp: fp.path)
+    files.sort()
+    problems.sort(key=lambda p: (p.path, p.code))
+    return ScanResult(tuple(notes), tuple(files), tuple(problems))
+
+
+def _symlink_target(
+    config: Config, abs_path: str, rel: str, problems: list[Problem]
+) -> os.stat_result | None:
+    """The stat of a followable file link, else None with a `symlink_refused` problem."""
+    real = os.path.realpath(abs_path)
+    if not _inside(config, real):
+        problems.append(Problem(rel, "symlink_refused", "symbolic link points outside the vault"))
+        return None
+    try:
+        st = os.stat(real)
+    except OSError:
+        problems.append(Problem(rel, "symlink_refused", "symbolic link target does not exist"))
+        return None
+    if stat.S_ISDIR(st.st_mode):
+        problems.append(
+            Problem(rel, "symlink_refused", "symbolic links to folders are not followed")
+        )
+        return None
+    return st if stat.S_ISREG(st.st_mode) else None
+
+
+def _inside(config: Config, real: str) -> bool:
+    root = str(config.root)
+    return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def _missing_folders(config: Config) -> list[Problem]:
+    problems = []
+    for mapping in config.mappings:
+        if mapping.folder and not os.path.isdir(config.root / mapping.folder):
+            problems.append(
+                Problem(
+                    mapping.folder,
+                    "config_folder_missing",
+                    f"mapped folder {mapping.folder!r} ({mapping.scope}) does not exist",
+                )
+            )
+    return problems
+
+
+# ---------------------------------------------------------------------------------------------
+# Single paths (the watcher)
+
+
+def is_eligible_note(config: Config, path: str) -> bool:
+    """Would `scan_vault` list `path` as a note? Judged on the path alone, without disk access."""
+    if not path.endswith(NOTE_SUFFIX) or config.mapping_for(path) is None:
+        return False
+    parts = path.split("/")
+    if any(part in ("", ".", "..") or is_dropping(part) for part in parts):
+        return False
+    excluded = _compile_exclusions(config.exclude, config.managed_folder).excluded
+    for i in range(1, len(parts) + 1):
+        if excluded("/".join(parts[:i]), parts[i - 1], folder=i < len(parts)):
+            return False
+    return True
+
+
+def scan_paths(config: Config, paths: Iterable[str]) -> tuple[list[Fingerprint], list[str]]:
+    """Stat just `paths`: (fingerprints of existing eligible notes, paths gone or ineligible)."""
+    found: list[Fingerprint] = []
+    gone: list[str] = []
+    root = str(config.root)
+    for path in dict.fromkeys(paths):
+        if not is_eligible_note(config, path):
+            gone.append(path)
+            continue
+        abs_path = os.path.join(root, *path.split("/"))
+        # The walk never enters a folder link, so a path through one is not a note either.
+        if os.path.realpath(os.path.dirname(abs_path)) != os.path.dirname(abs_path):
+            gone.append(path)
+            continue
+        try:
+            st = os.lstat(abs_path)
+            if stat.S_ISLNK(st.st_mode):
+                real = os.path.realpath(abs_path)
+                st = os.stat(real) if _inside(config, real) else st
+        except OSError:
+            gone.append(path)
+            continue
+        if stat.S_ISREG(st.st_mode):
+            found.append(Fingerprint(path, st.st_size, st.st_mtime_ns))
+        else:
+            gone.append(path)
+    return found, gone
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading one note
+
+
+def read_note(config: Config, path: str) -> bytes | Problem:
+    """The note's bytes (at most `max_note_bytes + 1`), or the Problem that stopped the read."""
+    abs_path = os.path.join(str(config.root), *path.split("/"))
+    real = os.path.realpath(abs_path)
+    if not _inside(config, real):
+        return Problem(path, "symlink_refused", "the path leads outside the vault")
+    try:
+        # O_NOFOLLOW: if the file is swapped for a link after realpath, the open fails (ELOOP).
+        fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        return Problem(path, "file_vanished", "the file disappeared before it could be read")
+    except PermissionError:
+        return Problem(path, "file_unreadable", "permission denied")
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return Problem(path, "symlink_refused", "the file was replaced by a symbolic link")
+        return Problem(path, "file_unreadable", exc.strerror or str(exc))
+    try:
+        before = os.fstat(fd)
+    except OSError as exc:
+        os.close(fd)
+        return Problem(path, "file_unreadable", exc.strerror or str(exc))
+    if not stat.S_ISREG(before.st_mode):
+        os.close(fd)
+        return Problem(path, "file_unreadable", "not a regular file")
+    try:
+        with os.fdopen(fd, "rb") as handle:
+            data = _read_limited(handle, config.max_note_bytes + 1)
+            after = os.fstat(handle.fileno())
+    except OSError as exc:
+        return Problem(path, "file_unreadable", exc.strerror or str(exc))
+    if _changed(before, after) or (
+        len(data) <= config.max_note_bytes and len(data) != after.st_size
+    ):
+        return Problem(path, "file_unstable", "the file changed while it was read; retried later")
+    return data
+
+
+def _read_limited(handle: BinaryIO, limit: int) -> bytes:
+    """Read up to `limit` bytes (a seam the tests use to simulate a concurrent writer)."""
+    return handle.read(limit)
+
+
+def _changed(before: os.stat_result, after: os.stat_result) -> bool:
+    return (before.st_size, before.st_mtime_ns, before.st_ino) != (
+        after.st_size,
+        after.st_mtime_ns,
+        after.st_ino,
+    )
