@@ -1,0 +1,133 @@
+"""parse_note: bytes of one note in, its `Note` model and problems out; pure, never raises.
+
+This module owns the guard rails and the assembly: size and binary checks, UTF-8 decoding
+with replacement, BOM and line-ending normalisation, then the frontmatter (`properties`) and
+the body (`markdown`, one mistune pass) are combined into a `Note`. Title, tag order and
+deduplication are decided here. Bad input becomes a `Problem`, never an exception, so a
+reconcile over a vault always finishes. No I/O happens here: the scanner reads the bytes.
+"""
+
+from __future__ import annotations
+
+import posixpath
+
+from vaultmem.markdown import property_link, scan_body
+from vaultmem.models import JSON, FrontmatterStatus, Link, Note, ParsedNote, Problem
+from vaultmem.properties import (
+    as_problems,
+    load_frontmatter,
+    special_properties,
+    split_frontmatter,
+)
+
+__all__ = ["BINARY_SNIFF_BYTES", "MAX_BYTES", "PARSER_VERSION", "note_stem", "parse_note"]
+
+PARSER_VERSION = 1
+"""Bump whenever parse_note's output changes: the index records it and rebuilds on a mismatch."""
+
+MAX_BYTES = 5_000_000
+"""Default size above which a note is indexed by metadata only."""
+BINARY_SNIFF_BYTES = 8192
+"""A NUL byte within this many leading bytes marks the file as binary (as git does)."""
+
+
+def note_stem(path: str) -> str:
+    """The file name without its extension: the title when nothing better is written."""
+    return posixpath.splitext(posixpath.basename(path))[0] or posixpath.basename(path)
+
+
+def _metadata_only(path: str, problem: Problem) -> ParsedNote:
+    note = Note(path, {}, "none", note_stem(path), (), (), (), (), (), (), ())
+    return ParsedNote(note, (problem,))
+
+
+def _decode(path: str, data: bytes, problems: list[Problem]) -> str:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        message = f"not valid UTF-8 (byte {exc.start}); undecodable bytes were replaced"
+        problems.append(Problem(path, "encoding_invalid", message, line))
+        text = data.decode("utf-8", "replace")
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    if "\r" in text:
+        # CRLF and lone CR both end a line; one LF form keeps positions and lines simple
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return text
+
+
+def _dedupe_tags(tags: list[str]) -> tuple[str, ...]:
+    # tags are case-insensitive; the first spelling met wins (frontmatter before body)
+    seen: set[str] = set()
+    out: list[str] = []
+    for tag in tags:
+        key = tag.casefold()
+        if key not in seen:
+            seen.add(key)
+            out.append(tag)
+    return tuple(out)
+
+
+def parse_note(path: str, data: bytes, *, max_bytes: int = MAX_BYTES) -> ParsedNote:
+    """Parse one note's bytes into its model. Pure and total: bad input yields problems.
+
+    `path` is the vault-relative POSIX path (used for the title fallback and in problems).
+    A file larger than `max_bytes`, or with a NUL byte in its first 8 KiB, is returned
+    metadata-only (title from the file name, nothing parsed).
+    """
+    if len(data) > max_bytes:
+        message = f"{len(data)} bytes is over the {max_bytes}-byte limit; metadata only"
+        return _metadata_only(path, Problem(path, "file_too_large", message))
+    if b"\x00" in data[:BINARY_SNIFF_BYTES]:
+        message = "a NUL byte in the first 8 KiB: not a text note; metadata only"
+        return _metadata_only(path, Problem(path, "file_binary", message))
+
+    problems: list[Problem] = []
+    text = _decode(path, data, problems)
+
+    frontmatter: dict[str, JSON] = {}
+    status: FrontmatterStatus = "none"
+    body, body_line = text, 1
+    links: list[Link] = []
+    fm_tags: tuple[str, ...] = ()
+    aliases: tuple[str, ...] = ()
+    cssclasses: tuple[str, ...] = ()
+    title: str | None = None
+    block = split_frontmatter(text)
+    if block is not None:
+        body, body_line = block.body, block.body_line
+        fm = load_frontmatter(block)
+        frontmatter, status = fm.data, fm.status
+        problems.extend(as_problems(path, fm.problems))
+        special = special_properties(fm)
+        problems.extend(as_problems(path, special.problems))
+        fm_tags, aliases, cssclasses, title = (
+            special.tags,
+            special.aliases,
+            special.cssclasses,
+            special.title,
+        )
+        for relation, value, line in fm.strings:
+            link = property_link(value, relation, line)
+            if link is not None:
+                links.append(link)
+
+    scan = scan_body(body, body_line)
+    links.extend(scan.links)
+    if title is None:
+        title = next((h.text for h in scan.headings if h.level == 1 and h.text), None)
+    note = Note(
+        path=path,
+        frontmatter=frontmatter,
+        frontmatter_status=status,
+        title=title or note_stem(path),
+        aliases=aliases,
+        tags=_dedupe_tags([*fm_tags, *scan.tags]),
+        cssclasses=cssclasses,
+        headings=tuple(scan.headings),
+        blocks=tuple(scan.blocks),
+        links=tuple(links),
+        sections=tuple(scan.sections),
+    )
+    return ParsedNote(note, tuple(problems))

@@ -1,0 +1,300 @@
+"""Secret detection and redaction: the credential shapes vaultmem knows and how they are cut.
+
+This module owns the built-in secret patterns, the `[redacted:<name>]` marker and the pure
+functions `redact`, `find_secrets` and `compile_patterns`. It does no I/O. Policy (reject a
+`global` write, skip a topic on export) belongs to the memory module; this one only answers
+"what is secret here" and "what does the text look like without it". Reports carry pattern names
+only, never the matched bytes, so a `Redaction` or a `SecretError` built from one is safe to log.
+
+Callers must redact before any length cut: a token cut in half no longer matches its pattern, so
+clipping first would let its prefix slip through unredacted.
+
+Patterns run in order on the text left by the ones before, so the most specific name wins
+(`sk-ant-` is reported as `anthropic-key`, not `openai-key`; `API_TOKEN=ghp_...` as
+`github-token`). Every pattern refuses to start a value at `[`, and no match touching an existing
+marker is replaced, which is what makes `redact` idempotent. Regexes are kept linear: each
+starts at a literal prefix or keyword with a left guard, look-aheads are bounded, and runs are
+possessive or end at a character they cannot hold, so no match attempt rescans the text. A
+token longer than usual is redacted whole rather than leaving its tail behind.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from vaultmem.errors import ConfigError
+
+__all__ = [
+    "BUILTIN_PATTERNS",
+    "Redaction",
+    "SecretPattern",
+    "compile_patterns",
+    "find_secrets",
+    "marker",
+    "redact",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class SecretPattern:
+    """A named secret shape. When `regex` has groups named `secret` or `secret_*`, only the
+    groups that took part in a match are replaced (the key or URL around them is kept);
+    otherwise the whole match is."""
+
+    name: str
+    regex: re.Pattern[str]
+
+
+@dataclass(frozen=True, slots=True)
+class Redaction:
+    """Text with every secret replaced by a marker, and the names of the patterns that fired
+    (sorted, unique). `found` never holds the matched bytes."""
+
+    text: str
+    found: tuple[str, ...]
+
+
+_NAME = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
+_MARKER = re.compile(r"\[redacted:[a-z0-9][a-z0-9-]{0,63}\]")
+
+
+def marker(name: str) -> str:
+    """The text that stands where a secret matched by pattern `name` was."""
+    return f"[redacted:{name}]"
+
+
+# --- building blocks -------------------------------------------------------------------------
+
+# A token character must not sit just before a provider prefix, so `task-list` holds no `sk-`.
+_LEFT = r"(?<![A-Za-z0-9_-])"
+
+# One character of an unquoted assignment value: stops at whitespace, quotes, brackets and the
+# separators of argument lists and YAML flow maps. `&` also ends a `KEY=value` value (query
+# strings) but not a `key: value` one, where it is more likely part of a password.
+_UNQ = r"""[^\s"'`,;&()\[\]{}<>|]"""
+_UNQ_AMP = r"""[^\s"'`,;()\[\]{}<>|]"""
+
+# An unquoted value character that is not a digit or symbol; a possessive run of it reaches the
+# first digit or symbol without backtracking.
+_PLAIN = r"""[^\s"'`,;()\[\]{}<>|0-9@#$%^&*+=~]"""
+
+# Values that are not secrets: placeholders ($VAR, ${VAR}, <your-key>, {{ var }}, %(x)s, ***),
+# paths, YAML indicators (| > ! ~ # &), operators (==, =>), already-redacted markers, type hints
+# and literals (`password: str`, `token = None`), attribute chains (`settings.API_KEY`) and the
+# key's own name (`f(token=token)`).
+_TYPE_WORDS = (
+    r"(?i:str|bytes|int|float|bool|none|null|nil|true|false|undefined|string|secretstr"
+    r"|secretbytes|optional|any|object|required|dict|list)"
+)
+_NOT_VALUE = (
+    r"(?![$<{*%!|>=\[(&@#~/.]"
+    rf"|{_TYPE_WORDS}(?!{_UNQ})"
+    rf"|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?!{_UNQ})"
+    rf"|(?P=kw)(?!{_UNQ}))"
+)
+
+# Between key and separator: a JSON key's closing quote or Markdown bold (`**Password**: x`).
+_GAP = r"""["'*]{0,2}+[ \t]*+[:=][ \t]*+(?:\*\*[ \t]*+)?"""
+
+# A quoted value may hold spaces and ends at its closing quote or, if unclosed, the line end. It
+# must not start with a space, comma or bracket, so a closing quote never opens a value
+# (`input('Password: ')`, `print('token: ', x)`), and it never runs across a marker, so
+# `"Bearer [redacted:jwt]"` is left as it is. Unbounded is safe: the scan stops at the next
+# quote or newline, and only a marker makes it fail.
+_QUOTE_START = r"(?![$<{*%\s,;)\]}]|\[redacted:)"
+_QUOTED = (
+    rf'"(?P<secret_dq>{_QUOTE_START}(?:(?!\[redacted:)[^"\n])++)(?=["\n]|\Z)'
+    rf"|'(?P<secret_sq>{_QUOTE_START}(?:(?!\[redacted:)[^'\n])++)(?=['\n]|\Z)"
+)
+
+# The assignment value, three ways:
+# 1. `KEY=value` with nothing around `=` is .env, shell, CLI-flag or query-string style: any
+#    value counts, unless it is a call, a subscript or the last argument of one.
+# 2. a quoted value (JSON, YAML, code) counts unless it is a placeholder.
+# 3. an unquoted value after `:` or a spaced `=` may be prose ("Token: use the app") or code, so
+#    it counts only when it holds a digit or symbol, or is the last word on its line.
+# The code check sits after the first 256 characters and the rest of a longer value is taken
+# without a check: a long value is redacted whole, yet no keyword re-scans the text to its end.
+_VALUE = (
+    rf"(?:=(?P<secret_env>{_NOT_VALUE}{_UNQ}{{1,256}}+(?![(\[)]){_UNQ}*+)"
+    rf"|{_GAP}(?:{_QUOTED}"
+    rf"|(?P<secret_u>{_NOT_VALUE}"
+    rf"(?:(?={_PLAIN}{{0,255}}+[0-9@#$%^&*+=~])|(?={_UNQ_AMP}{{1,256}}+[ \t]*+(?:\r?\n|\Z)))"
+    rf"{_UNQ_AMP}{{1,256}}+(?![(\[]){_UNQ_AMP}*+)))"
+)
+
+
+def _assignment(keywords: str) -> str:
+    # The match starts at the keyword, not the whole key, so `DB_PASSWORD`, `PGPASSWORD` and
+    # `dbPassword` all match without a variable-length prefix to backtrack over; the keyword
+    # must end the key (`password_hash =` and `max_tokens:` do not match).
+    return rf"(?P<kw>(?i:{keywords})){_VALUE}"
+
+
+def _pattern(name: str, regex: str) -> SecretPattern:
+    return SecretPattern(name, re.compile(regex))
+
+
+BUILTIN_PATTERNS: tuple[SecretPattern, ...] = (
+    # Whole PEM block. The body is base64, `\n` escapes (JSON), and Proc-Type/DEK-Info headers;
+    # an unfinished block (no END line) is redacted through its body.
+    _pattern(
+        "private-key",
+        r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----"
+        r"(?:[A-Za-z0-9+/=\s\\:,]|-(?!----))*+"
+        r"(?:-----END[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----)?",
+    ),
+    # Before openai-key: both start `sk-`.
+    _pattern("anthropic-key", _LEFT + r"sk-ant-[A-Za-z0-9_-]{20,}"),
+    # Random keys mix upper case and digits; requiring both keeps kebab-case words out.
+    _pattern(
+        "openai-key",
+        _LEFT + r"sk-(?:proj-|svcacct-|admin-)?"
+        r"(?=[A-Za-z0-9_-]{0,511}[0-9])(?=[A-Za-z0-9_-]{0,511}[A-Z])[A-Za-z0-9_-]{20,}",
+    ),
+    _pattern(
+        "github-token",
+        r"(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})",
+    ),
+    _pattern("gitlab-token", _LEFT + r"glpat-[A-Za-z0-9_-]{20,}"),
+    _pattern("npm-token", r"(?<![A-Za-z0-9_])npm_[A-Za-z0-9]{36,}"),
+    # Keep the host so the note still says which integration it was.
+    _pattern(
+        "slack-webhook",
+        r"https://hooks\.slack\.com/(?:services|workflows|triggers)/"
+        r"(?P<secret>[A-Za-z0-9_/-]{20,})",
+    ),
+    _pattern("slack-token", _LEFT + r"xox[baprs]-[A-Za-z0-9-]{10,}"),
+    _pattern("google-api-key", _LEFT + r"AIza[A-Za-z0-9_-]{35}"),
+    _pattern(
+        "stripe-key",
+        r"(?<![A-Za-z0-9_])(?:(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}|whsec_[A-Za-z0-9]{24,})",
+    ),
+    _pattern("aws-access-key-id", r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])"),
+    # Before bearer-token, so `Bearer eyJ...` is reported as the more specific `jwt`.
+    _pattern(
+        "jwt",
+        _LEFT + r"eyJ[A-Za-z0-9_-]{8,}+\.eyJ[A-Za-z0-9_-]{8,}+\.[A-Za-z0-9_-]{16,}+",
+    ),
+    # A 40-character AWS secret only counts after its key; alone it is any base64 string.
+    _pattern(
+        "aws-secret-access-key",
+        r"(?i:aws_?secret_?(?:access_?)?key)"
+        r"""["']?[ \t]*[:=][ \t]*["']?(?P<secret>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])""",
+    ),
+    # Keep scheme, user and host; a placeholder password (`${PGPASS}`, `****`) is left alone.
+    _pattern(
+        "url-password",
+        r"://[^\s:/?#@\[\]]{0,256}:(?P<secret>(?![$<{*])[^\s/?#@\[\]]{1,256})@",
+    ),
+    # "bearer tokens are used" is prose: a token is at least 16 characters and holds a digit.
+    _pattern(
+        "bearer-token",
+        r"(?i:\bbearer)[ \t]++(?P<secret>(?=[A-Za-z0-9._~+/-]{0,511}[0-9])"
+        r"[A-Za-z0-9._~+/-]{16,}+=*)",
+    ),
+    _pattern(
+        "basic-auth",
+        r"(?i:\bauthorization)[ \t]*:[ \t]*(?i:basic)[ \t]+"
+        r"(?P<secret>[A-Za-z0-9+/]{8,}+={0,2})",
+    ),
+    _pattern("password-assignment", _assignment(r"password|passwd|passphrase|(?<![A-Za-z])pass")),
+    _pattern(
+        "secret-assignment",
+        _assignment(r"secret(?:[_-]?access)?(?:[_-]?key)?|private[_-]?key|credentials?"),
+    ),
+    _pattern("api-key-assignment", _assignment(r"api[_-]?key|access[_-]?key")),
+    _pattern("token-assignment", _assignment(r"token")),
+)
+
+
+# --- redaction -------------------------------------------------------------------------------
+
+
+def _secret_groups(regex: re.Pattern[str]) -> tuple[str, ...]:
+    return tuple(g for g in regex.groupindex if g == "secret" or g.startswith("secret_"))
+
+
+def _apply(pattern: SecretPattern, text: str) -> tuple[str, bool]:
+    """Replace each match of one pattern; report whether any was replaced."""
+    if not pattern.regex.search(text):
+        return text, False
+    # Markers from earlier patterns are off limits: an extra pattern such as `[a-z]+` must not
+    # eat `redacted` inside one, or a second pass would change the text.
+    markers = [m.span() for m in _MARKER.finditer(text)]
+    groups = _secret_groups(pattern.regex)
+    replacement = marker(pattern.name)
+    hit = False
+
+    def substitute(m: re.Match[str]) -> str:
+        nonlocal hit
+        spans = [m.span(g) for g in groups if m.start(g) != -1 and m.end(g) > m.start(g)]
+        if not groups:
+            spans = [m.span()] if m.end() > m.start() else []
+        if not spans or any(s < me and ms < e for s, e in spans for ms, me in markers):
+            return m.group(0)
+        hit = True
+        out: list[str] = []
+        pos = m.start()
+        for start, end in sorted(spans):
+            out.append(text[pos:start])
+            out.append(replacement)
+            pos = end
+        out.append(text[pos : m.end()])
+        return "".join(out)
+
+    new = pattern.regex.sub(substitute, text)
+    return new, hit
+
+
+def redact(text: str, extra: Sequence[SecretPattern] = ()) -> Redaction:
+    """Replace every secret in `text` with `[redacted:<name>]`, built-in patterns first.
+
+    For assignments and URLs only the value is replaced (`DB_PASSWORD=[redacted:...]`).
+    Redact before cutting text to a length limit. Redacting the result again changes nothing.
+    """
+    found: set[str] = set()
+    for pattern in (*BUILTIN_PATTERNS, *extra):
+        text, hit = _apply(pattern, text)
+        if hit:
+            found.add(pattern.name)
+    return Redaction(text=text, found=tuple(sorted(found)))
+
+
+def find_secrets(text: str, extra: Sequence[SecretPattern] = ()) -> tuple[str, ...]:
+    """The names of the patterns that match `text` (sorted, unique), as `redact` reports them."""
+    # Running the full redaction keeps the answer consistent with `redact`: a token inside an
+    # assignment is reported once, under its most specific name.
+    return redact(text, extra).found
+
+
+def compile_patterns(pairs: Iterable[tuple[str, str]]) -> tuple[SecretPattern, ...]:
+    """Compile `(name, regex)` pairs from `[[secrets.patterns]]` in the config.
+
+    Raises `ConfigError` naming the pattern when its name is not lower-case kebab-case (it ends
+    up inside a marker), its regex does not compile, or it matches the empty string.
+    """
+    patterns: list[SecretPattern] = []
+    for name, source in pairs:
+        if not _NAME.fullmatch(name):
+            raise ConfigError(
+                f"secrets.patterns: name {name!r} must be lower-case letters, digits and hyphens",
+                hint='Rename the pattern in .vaultmem/config.toml, e.g. name = "internal-token".',
+            )
+        try:
+            regex = re.compile(source)
+        except re.error as exc:
+            raise ConfigError(
+                f"secrets.patterns: pattern {name!r} has an invalid regex: {exc}",
+                hint="Fix the regex of that pattern in .vaultmem/config.toml.",
+            ) from exc
+        # An empty match would put a marker between every two characters.
+        if regex.fullmatch(""):
+            raise ConfigError(
+                f"secrets.patterns: pattern {name!r} matches the empty string",
+                hint="Make the regex require at least one character (use + or {n,}, not *).",
+            )
+        patterns.append(SecretPattern(name, regex))
+    return tuple(patterns)
