@@ -1,0 +1,44 @@
+# vaultmem: every target creates .venv and installs the project into it when needed.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint bench bench-quick docs clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev,mcp]'
+	touch $(STAMP)
+
+# The main job on example-vault/: build its index, show status and answer a search.
+demo: $(STAMP)
+	@rm -rf /tmp/vaultmem-demo && cp -r example-vault /tmp/vaultmem-demo
+	$(BIN)/vaultmem reconcile --vault /tmp/vaultmem-demo
+	$(BIN)/vaultmem status --vault /tmp/vaultmem-demo
+	$(BIN)/vaultmem backlinks "DuckDB" --vault /tmp/vaultmem-demo
+	$(BIN)/vaultmem problems --vault /tmp/vaultmem-demo
+
+test: $(STAMP)
+	$(BIN)/ruff check vaultmem tests benchmarks
+	$(BIN)/ruff format --check vaultmem tests benchmarks
+	$(BIN)/mypy
+	$(BIN)/pytest -n 2 -p no:cacheprovider
+
+lint: $(STAMP)
+	$(BIN)/ruff check vaultmem tests benchmarks
+	$(BIN)/ruff format --check vaultmem tests benchmarks
+	$(BIN)/mypy
+
+bench: $(STAMP)
+	$(BIN)/python -m benchmarks.run
+
+bench-quick: $(STAMP)
+	$(BIN)/python -m benchmarks.run --quick
+
+docs: $(STAMP)
+	$(BIN)/python -m vaultmem.db.schema > docs/schema.md
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache benchmarks/out

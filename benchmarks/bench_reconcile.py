@@ -1,0 +1,133 @@
+"""Reconcile cost on generated vaults of 1,000 and 10,000 notes, beside the same-run floor.
+
+Each size is copied from the cached generated vault into a temporary folder; then, each in a
+fresh process so that peak memory is that of a real CLI call:
+
+- full: `vaultmem rebuild` from nothing (parse, resolve, postings, one bulk transaction);
+- no-op: `reconcile` with nothing changed (the stat walk and one read of the index state);
+- one edit: one note's text changed, then `reconcile`;
+- floor: walk, read every note and load its frontmatter with PyYAML's C loader.
+
+Times are medians of `--repeat` runs (the timed span excludes interpreter start-up; the
+`cold` column is the whole `vaultmem reconcile` process). Targets from issue 3: full within 3x
+the floor; no-op under 10% of a full; one edit under 5% of a full.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # run as a script: make `benchmarks` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.floor import run_in_subprocess
+from benchmarks.generate_vault import ensure_vault
+
+NAME = "reconcile"
+
+
+def reconcile_entry(args: Sequence[str]) -> dict[str, Any]:
+    """`run_in_subprocess` entry: one reconcile (or rebuild) of the vault at args[0]."""
+    from vaultmem.vault import Vault
+
+    report = Vault(args[0]).reconcile(rebuild=args[1] == "rebuild")
+    return report.to_dict()
+
+
+def _timed(vault: Path, mode: str) -> tuple[float, float, dict[str, Any]]:
+    result = run_in_subprocess("benchmarks.bench_reconcile:reconcile_entry", [str(vault), mode])
+    return result.seconds, result.peak_rss_mb, result.result
+
+
+def _edit_one(vault: Path, i: int) -> None:
+    notes = sorted(p for p in vault.rglob("*.md") if ".vaultmem" not in p.parts)
+    target = notes[len(notes) // 2]
+    with target.open("a", encoding="utf-8") as handle:
+        handle.write(f"\nEdited for benchmark run {i}: zebrafish{i}\n")
+
+
+def _cold_cli(vault: Path) -> float:
+    start = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-m", "vaultmem.cli", "reconcile", "--vault", str(vault)],
+        check=True,
+        capture_output=True,
+    )
+    return time.perf_counter() - start
+
+
+def bench_size(n: int, repeat: int) -> dict[str, Any]:
+    source, _, _ = ensure_vault(n)
+    with tempfile.TemporaryDirectory(prefix="vaultmem-bench-") as tmp:
+        vault = Path(tmp) / "vault"
+        shutil.copytree(source, vault)
+        floors, fulls, noops, edits, peaks = [], [], [], [], []
+        report: dict[str, Any] = {}
+        for i in range(repeat):
+            floors.append(run_in_subprocess("benchmarks.floor:floor_entry", [str(vault)]).seconds)
+            seconds, peak, report = _timed(vault, "rebuild")
+            fulls.append(seconds)
+            peaks.append(peak)
+            noops.append(_timed(vault, "reconcile")[0])
+            _edit_one(vault, i)
+            edits.append(_timed(vault, "reconcile")[0])
+        cold = _cold_cli(vault)
+    floor, full = statistics.median(floors), statistics.median(fulls)
+    noop, edit = statistics.median(noops), statistics.median(edits)
+    return {
+        "notes": n,
+        "floor_s": floor,
+        "full_s": full,
+        "full_x_floor": full / floor,
+        "noop_s": noop,
+        "noop_pct_of_full": 100 * noop / full,
+        "one_edit_s": edit,
+        "one_edit_pct_of_full": 100 * edit / full,
+        "cold_cli_noop_s": cold,
+        "peak_rss_mb": statistics.median(peaks),
+        "indexed": report.get("notes"),
+        "problems": report.get("problems"),
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="1,000 notes only, one run")
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--notes", type=int, action="append", help="vault sizes (repeatable)")
+    args = parser.parse_args(argv)
+    sizes = args.notes or ([1_000] if args.quick else [1_000, 10_000])
+    repeat = 1 if args.quick else args.repeat
+    rows = [bench_size(n, repeat) for n in sizes]
+    if args.json:
+        print(json.dumps({"benchmark": NAME, "rows": rows}))
+        return 0
+    print(f"reconcile (medians of {repeat}; times exclude interpreter start-up)")
+    header = (
+        f"{'notes':>7} {'floor':>7} {'full':>7} {'×floor':>7} {'no-op':>7} {'%full':>6} "
+        f"{'1 edit':>7} {'%full':>6} {'cold':>6} {'peak MB':>8}"
+    )
+    print(header)
+    for r in rows:
+        print(
+            f"{r['notes']:>7} {r['floor_s']:>7.3f} {r['full_s']:>7.3f} {r['full_x_floor']:>7.2f} "
+            f"{r['noop_s']:>7.3f} {r['noop_pct_of_full']:>5.1f}% {r['one_edit_s']:>7.3f} "
+            f"{r['one_edit_pct_of_full']:>5.1f}% {r['cold_cli_noop_s']:>6.2f} "
+            f"{r['peak_rss_mb']:>8.0f}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,284 @@
+"""The index schema: one versioned DDL constant, the public interface agents query with SQL.
+
+Every table and column carries a `--` comment; `docs/schema.md` is generated from them
+(`python -m vaultmem.db.schema > docs/schema.md`), and a test fails when the two drift.
+Bump SCHEMA_VERSION on any change: an index with another version is rebuilt, never migrated
+in place, because every row is derived from the vault.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass
+
+SCHEMA_VERSION = 1
+
+DDL = """
+-- Facts about the index itself: which versions built it. A mismatch means rebuild.
+CREATE TABLE meta (
+    key VARCHAR NOT NULL, -- schema_version, parser_version, tokenizer_version or vaultmem_version
+    value VARCHAR NOT NULL -- the version string
+);
+
+-- One row per indexed note: a Markdown file inside a mapped folder.
+CREATE TABLE notes (
+    id VARCHAR NOT NULL, -- stable note id: a managed topic's frontmatter `id`, else derived from the path it was first seen at and kept across renames
+    path VARCHAR NOT NULL, -- vault-relative POSIX path, e.g. `Projects/Atlas/Plan.md`
+    title VARCHAR NOT NULL, -- frontmatter `title`, else the first H1, else the file stem
+    scope VARCHAR NOT NULL, -- memory scope of the mapped folder: session, project, global, agent or federated
+    scope_id VARCHAR, -- identity within the scope (project name, session id); NULL for global
+    type VARCHAR, -- frontmatter `type` when it is a string
+    managed BOOLEAN NOT NULL, -- true inside the managed folder, the only folder vaultmem writes
+    frontmatter JSON, -- frontmatter normalised to JSON (dates kept as written); NULL when absent or invalid
+    frontmatter_status VARCHAR NOT NULL, -- valid, invalid, empty or none
+    created VARCHAR, -- frontmatter `created` (or `date`) as written, when present
+    updated VARCHAR, -- frontmatter `updated` as written, else the file's mtime as an ISO UTC timestamp
+    size BIGINT NOT NULL, -- file size in bytes
+    mtime_ns BIGINT NOT NULL, -- file modification time in nanoseconds since the epoch
+    content_hash VARCHAR NOT NULL, -- BLAKE2b-128 hex digest of the file's bytes
+    claimed_id VARCHAR -- the frontmatter `id` the note asked for (may differ from `id` on a clash)
+);
+
+-- Frontmatter aliases. Aliases never resolve links (Obsidian's rule) but `show` finds notes by them.
+CREATE TABLE aliases (
+    note_id VARCHAR NOT NULL, -- notes.id
+    alias VARCHAR NOT NULL, -- the alias as written
+    alias_key VARCHAR NOT NULL -- lower-cased NFC alias, for case-insensitive lookup
+);
+
+-- Tags from frontmatter and the body, lower-cased; a nested tag `a/b` also adds its parent `a`.
+CREATE TABLE tags (
+    note_id VARCHAR NOT NULL, -- notes.id
+    tag VARCHAR NOT NULL, -- lower-cased tag without `#`, e.g. `project/atlas`
+    written VARCHAR NOT NULL, -- the tag as first written in the note
+    inherited BOOLEAN NOT NULL -- true for a parent row added for a nested tag (`project` for `project/atlas`)
+);
+
+-- Top-level headings in document order.
+CREATE TABLE headings (
+    note_id VARCHAR NOT NULL, -- notes.id
+    ord INTEGER NOT NULL, -- 0-based position among the note's headings
+    level INTEGER NOT NULL, -- 1 to 6
+    text VARCHAR NOT NULL, -- heading text as written, trimmed
+    anchor VARCHAR NOT NULL, -- Obsidian's match key for `[[Note#Heading]]` subpaths
+    line INTEGER NOT NULL -- 1-based line number
+);
+
+-- Block ids (`^id`) that `[[Note#^id]]` links point at.
+CREATE TABLE blocks (
+    note_id VARCHAR NOT NULL, -- notes.id
+    block_id VARCHAR NOT NULL, -- the id as written, without `^`
+    line INTEGER NOT NULL -- 1-based line number
+);
+
+-- Every file a link can point at: notes (mapped or not) and attachments.
+CREATE TABLE files (
+    path VARCHAR NOT NULL, -- vault-relative POSIX path
+    name_key VARCHAR NOT NULL, -- lower-cased name a link must end with to reach it (stem for .md)
+    is_note BOOLEAN NOT NULL -- true for Markdown files
+);
+
+-- Outgoing links of every note, resolved as Obsidian resolves them.
+CREATE TABLE links (
+    source_id VARCHAR NOT NULL, -- notes.id of the linking note
+    ord INTEGER NOT NULL, -- 0-based position among the note's links
+    kind VARCHAR NOT NULL, -- wikilink, markdown, property (frontmatter) or field (Dataview inline field)
+    relation VARCHAR, -- property or field name for typed links (e.g. `supersedes`); NULL for body links
+    raw VARCHAR NOT NULL, -- the link as written, e.g. `[[Plan#Goals|goals]]`
+    target VARCHAR NOT NULL, -- the link path without subpath; empty for a link to the note itself
+    subpath VARCHAR NOT NULL, -- `#Heading#Sub`, `#^block` or empty
+    display VARCHAR, -- display text when one was written
+    embed BOOLEAN NOT NULL, -- true for `![[...]]` and `![](...)`
+    line INTEGER NOT NULL, -- 1-based line (the frontmatter line for property links)
+    name_key VARCHAR NOT NULL, -- files.name_key this link can resolve to; used to re-resolve only affected links
+    target_path VARCHAR, -- resolved file path (note or attachment); NULL when unresolved
+    target_id VARCHAR, -- notes.id when the target is an indexed note, else NULL
+    subpath_found BOOLEAN -- whether the subpath exists in the target; NULL when there is no subpath or no target
+);
+
+-- Search documents: each note's title/alias/tag document (ord 0) and one per section (ord 1…).
+CREATE TABLE documents (
+    note_id VARCHAR NOT NULL, -- notes.id
+    ord INTEGER NOT NULL, -- 0 for the note-level document, else the section's position (1-based)
+    heading VARCHAR, -- the section's heading; NULL for ord 0 and for text before the first heading
+    line INTEGER NOT NULL, -- 1-based line where the section starts
+    length INTEGER NOT NULL, -- number of terms in the document (all fields), BM25's document length
+    text VARCHAR NOT NULL -- the section's Markdown, for snippets and phrase checks
+);
+
+-- BM25 postings: how often each term occurs in each field of each document.
+CREATE TABLE postings (
+    term VARCHAR NOT NULL, -- a tokenizer term (docs/search.md): case-folded, plural-folded
+    note_id VARCHAR NOT NULL, -- documents.note_id
+    ord INTEGER NOT NULL, -- documents.ord
+    field VARCHAR NOT NULL, -- title, alias, tag, heading or body
+    tf INTEGER NOT NULL -- occurrences of the term in that field of that document
+);
+
+-- Document frequency per term: in how many documents the term occurs (any field).
+CREATE TABLE terms (
+    term VARCHAR NOT NULL, -- postings.term
+    df INTEGER NOT NULL -- number of documents containing the term
+);
+
+-- Collection statistics for BM25, one row, kept equal to what a rebuild computes.
+CREATE TABLE search_stats (
+    documents BIGINT NOT NULL, -- number of rows in `documents`
+    total_length BIGINT NOT NULL -- sum of documents.length (average = total_length / documents)
+);
+
+-- Trouble with single files: the run carried on without them (or with their metadata only).
+CREATE TABLE problems (
+    path VARCHAR NOT NULL, -- vault-relative path of the file or folder
+    code VARCHAR NOT NULL, -- a code from the closed list in docs/note-model.md
+    severity VARCHAR NOT NULL, -- error or warning
+    message VARCHAR NOT NULL, -- what is wrong, for a person
+    line INTEGER -- 1-based line when known
+);
+
+-- One row per reconcile run, newest last. Not part of the rebuild invariant.
+CREATE TABLE reconcile_runs (
+    started TIMESTAMP NOT NULL, -- UTC start time
+    duration_ms DOUBLE NOT NULL, -- wall-clock duration
+    mode VARCHAR NOT NULL, -- full (walk), paths (watcher) or rebuild
+    added INTEGER NOT NULL, -- notes new to the index
+    changed INTEGER NOT NULL, -- notes whose content changed
+    removed INTEGER NOT NULL, -- notes gone from the vault
+    renamed INTEGER NOT NULL, -- notes moved with their identity kept
+    unchanged INTEGER NOT NULL, -- notes left as they were
+    problems INTEGER NOT NULL -- problems in the index after the run
+);
+"""
+
+DERIVED_TABLES: tuple[str, ...] = (
+    "notes",
+    "aliases",
+    "tags",
+    "headings",
+    "blocks",
+    "files",
+    "links",
+    "documents",
+    "postings",
+    "terms",
+    "search_stats",
+    "problems",
+)
+"""Tables whose contents a rebuild must reproduce exactly (`meta` and `reconcile_runs` excluded)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnDoc:
+    name: str
+    type: str
+    doc: str
+
+
+@dataclass(frozen=True, slots=True)
+class TableDoc:
+    name: str
+    doc: str
+    columns: tuple[ColumnDoc, ...]
+
+
+_TABLE_RE = re.compile(r"((?:^--[^\n]*\n)+)CREATE TABLE (\w+) \((.*?)\n\);", re.M | re.S)
+_COLUMN_RE = re.compile(r"^\s+(\w+) ([A-Z]+(?:\[\])?)[^-]*?(?:-- (.*))?$")
+
+
+def table_docs(ddl: str = DDL) -> tuple[TableDoc, ...]:
+    """Read the table and column comments back out of the DDL, for docs and the drift test."""
+    tables = []
+    for comment, name, body in _TABLE_RE.findall(ddl):
+        doc = " ".join(line.lstrip("- ").strip() for line in comment.strip().splitlines())
+        columns = []
+        for line in body.strip("\n").splitlines():
+            match = _COLUMN_RE.match(line)
+            if match:
+                columns.append(ColumnDoc(match[1], match[2], (match[3] or "").strip()))
+        tables.append(TableDoc(name, doc, tuple(columns)))
+    return tuple(tables)
+
+
+EXAMPLE_QUERIES: tuple[tuple[str, str], ...] = (
+    (
+        "Notes of one scope, newest first",
+        "SELECT path, title, updated FROM notes WHERE scope = 'project' ORDER BY updated DESC LIMIT 10;",
+    ),
+    (
+        "Backlinks of a note",
+        "SELECT s.path, l.raw, l.line FROM links l JOIN notes s ON s.id = l.source_id\n"
+        "JOIN notes t ON t.id = l.target_id WHERE t.path = 'Knowledge/DuckDB.md';",
+    ),
+    (
+        "Unresolved links",
+        "SELECT s.path, l.raw FROM links l JOIN notes s ON s.id = l.source_id\n"
+        "WHERE l.target_path IS NULL ORDER BY s.path, l.ord;",
+    ),
+    (
+        "Notes under a nested tag (parents match their children)",
+        "SELECT DISTINCT n.path FROM tags t JOIN notes n ON n.id = t.note_id WHERE t.tag = 'project';",
+    ),
+    (
+        "Typed relations between notes",
+        "SELECT s.title AS source, l.relation, t.title AS target FROM links l\n"
+        "JOIN notes s ON s.id = l.source_id JOIN notes t ON t.id = l.target_id\n"
+        "WHERE l.relation IS NOT NULL;",
+    ),
+    (
+        "Links whose heading or block does not exist",
+        "SELECT s.path, l.raw FROM links l JOIN notes s ON s.id = l.source_id\n"
+        "WHERE l.subpath_found = false;",
+    ),
+    (
+        "Frontmatter properties with DuckDB's JSON functions",
+        "SELECT path, frontmatter->>'status' AS status FROM notes WHERE frontmatter->>'status' IS NOT NULL;",
+    ),
+)
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def render_schema_doc() -> str:
+    """docs/schema.md, generated so that it can never disagree with the DDL."""
+    out = [
+        "# Index schema",
+        "",
+        "<!-- Generated by `python -m vaultmem.db.schema > docs/schema.md`; do not edit. -->",
+        "",
+        f"Schema version **{SCHEMA_VERSION}**. The index at `.vaultmem/index.duckdb` is a view of",
+        "the vault: delete it and `vaultmem reconcile` builds the same rows again. When the schema,",
+        "parser or tokenizer version recorded in `meta` differs from the running vaultmem, the",
+        "index is rebuilt automatically. Read it with any DuckDB client, read-only:",
+        "",
+        "```sh",
+        'vaultmem sql "SELECT count(*) FROM notes"',
+        "duckdb -readonly .vaultmem/index.duckdb",
+        "```",
+        "",
+        "Open connections only for the length of a query: while a reader holds the file, a",
+        "`reconcile` waits for it (and vice versa). Ids are strings; join child tables to",
+        "`notes` on `note_id`/`source_id` = `notes.id`.",
+        "",
+    ]
+    for table in table_docs():
+        out += [
+            f"## `{table.name}`",
+            "",
+            table.doc,
+            "",
+            "| column | type | meaning |",
+            "|---|---|---|",
+        ]
+        out += [f"| `{c.name}` | {c.type} | {_cell(c.doc)} |" for c in table.columns]
+        out.append("")
+    out += ["## Example queries", ""]
+    for title, sql in EXAMPLE_QUERIES:
+        out += [f"**{title}**", "", "```sql", sql, "```", ""]
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    sys.stdout.write(render_schema_doc())

@@ -1,0 +1,60 @@
+"""The vault's writer lock: one process at a time changes the index or the managed folder.
+
+An advisory `fcntl.flock` on `.vaultmem/write.lock`. The kernel drops it when the holder dies,
+so a `kill -9` never leaves a stale lock behind. The holder writes its pid and command into the
+file so that a waiting process can say who it is waiting for.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from vaultmem.errors import LockedError
+
+LOCK_NAME = "write.lock"
+
+
+@contextmanager
+def writer_lock(state_dir: Path, *, timeout_s: float = 30.0) -> Iterator[None]:
+    """Hold the vault's writer lock, waiting up to `timeout_s` (0 = fail at once)."""
+    state_dir.mkdir(parents=True, exist_ok=True)
+    path = state_dir / LOCK_NAME
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        deadline = time.monotonic() + timeout_s
+        delay = 0.01
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise LockedError(
+                        f"Another vaultmem writer holds {path} ({_holder(path)}).",
+                        hint="Wait for it to finish (or stop it), then run the command again.",
+                    ) from None
+                time.sleep(delay)
+                delay = min(delay * 2, 0.25)
+        os.ftruncate(fd, 0)
+        os.write(fd, f"pid {os.getpid()}: {' '.join(sys.argv)[:200]}\n".encode())
+        try:
+            yield
+        finally:
+            os.ftruncate(fd, 0)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+def _holder(path: Path) -> str:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return "holder unknown"
+    return text or "holder unknown"

@@ -1,0 +1,82 @@
+"""How results reach a terminal or an agent: the JSON envelope and rich tables.
+
+`--json` output is always one envelope on stdout: `{"ok": true, "data": ...}` on success and
+`{"ok": false, "error": {"code", "message", "hint"}}` on failure. Text output goes to stdout,
+errors to stderr. Only the adapters (CLI, MCP) import this module.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from collections.abc import Sequence
+from datetime import date, datetime
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from vaultmem.errors import VaultmemError
+
+console = Console(highlight=False, soft_wrap=True)
+err_console = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def to_jsonable(value: Any) -> Any:
+    """Dataclasses, paths and datetimes made JSON-safe, recursively."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        if hasattr(value, "to_dict"):
+            return to_jsonable(value.to_dict())
+        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, dict):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    return str(value)
+
+
+def emit_json(data: Any) -> None:
+    sys.stdout.write(json.dumps({"ok": True, "data": to_jsonable(data)}, ensure_ascii=False))
+    sys.stdout.write("\n")
+
+
+def emit_error(error: VaultmemError, *, as_json: bool) -> None:
+    if as_json:
+        sys.stdout.write(json.dumps({"ok": False, "error": error.to_dict()}, ensure_ascii=False))
+        sys.stdout.write("\n")
+        return
+    err_console.print(f"[bold red]Error:[/] {error.message}", markup=True)
+    candidates = getattr(error, "candidates", None)
+    if candidates:
+        for candidate in candidates:
+            err_console.print(f"  - {candidate}", markup=False)
+    if error.hint:
+        err_console.print(f"[dim]Hint:[/] {error.hint}", markup=True)
+
+
+def table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+    """Print rows as a table; cells are shown as plain text, never as rich markup."""
+    grid = Table(title=title, show_lines=False, header_style="bold")
+    for column in columns:
+        grid.add_column(column, overflow="fold")
+    for row in rows:
+        grid.add_row(*("" if v is None else str(v) for v in row))
+    console.print(grid)
+
+
+def marked(snippet: str) -> str:
+    """A snippet's `**matched**` words as rich bold; everything else escaped."""
+    parts = snippet.split("**")
+    return "".join(
+        escape(p) if i % 2 == 0 else f"[bold yellow]{escape(p)}[/]" for i, p in enumerate(parts)
+    )
+
+
+def line(text: str) -> None:
+    console.print(text, markup=False)
