@@ -17,6 +17,7 @@ demo: $(STAMP)
 	@rm -rf /tmp/vaultmem-demo && cp -r example-vault /tmp/vaultmem-demo
 	$(BIN)/vaultmem reconcile --vault /tmp/vaultmem-demo
 	$(BIN)/vaultmem status --vault /tmp/vaultmem-demo
+	$(BIN)/vaultmem search "how do I run the tests" --limit 3 --vault /tmp/vaultmem-demo
 	$(BIN)/vaultmem backlinks "DuckDB" --vault /tmp/vaultmem-demo
 	$(BIN)/vaultmem problems --vault /tmp/vaultmem-demo
 
