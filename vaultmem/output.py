@@ -17,6 +17,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from vaultmem.errors import VaultmemError
 
@@ -66,7 +67,7 @@ def table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any
     for column in columns:
         grid.add_column(column, overflow="fold")
     for row in rows:
-        grid.add_row(*("" if v is None else str(v) for v in row))
+        grid.add_row(*(Text("" if v is None else str(v)) for v in row))
     console.print(grid)
 
 
