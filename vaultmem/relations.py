@@ -1,0 +1,426 @@
+"""Relationships: typed edges between notes, where they come from, and the human decisions.
+
+An edge is (source note, type, target note) with an origin and a status. Its id is a digest of
+those three, so it is the same after any rebuild. Edges come from three places:
+
+- `link`: a frontmatter link property or an inline field in a note (`supersedes: "[[X]]"`,
+  `related:: [[Y]]`): the index's `links` rows with a `relation`. Always active.
+- `human`: `relate A B --type T`. Active.
+- `suggested`: two topics sharing at least `MIN_SHARED` rare terms (document frequency at most
+  `rare_df`, from `terms` and `postings`). Proposed, never applied until someone accepts it.
+
+Every human decision (relate, accept, reject) is appended as a row to the decisions note,
+`<managed>/_decisions.md`, a Markdown table a person can read and edit; it is read back on every
+call, so the index can be rebuilt without losing one, and the last row for an edge wins. A
+rejected pair is never proposed again. A decided edge is `stale` once its source topic has a
+newer `updated` than when the decision was made. Active human and accepted edges are rendered
+into the source topic's `## See Also`, between markers, beside any links a person wrote there.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Literal, get_args
+
+from vaultmem import catalog, managed, memory
+from vaultmem.config import Config
+from vaultmem.db import store as db
+from vaultmem.errors import ConfigError, NotFoundError
+from vaultmem.models import SCOPES
+from vaultmem.topics import iso_utc, parse_time, read_topic, replace_see_also
+
+Origin = Literal["link", "human", "suggested"]
+Status = Literal["active", "proposed", "rejected", "stale"]
+DecisionKind = Literal["relate", "accept", "reject"]
+STATUSES: tuple[Status, ...] = get_args(Status)
+BUILTIN_TYPES = ("relates_to", "supersedes", "contradicts")
+TYPE_RE = re.compile(r"[a-z][a-z0-9_-]{0,39}")
+MIN_SHARED = 2
+SUGGESTION_LIMIT = 50
+_COLUMNS = (
+    "when",
+    "decision",
+    "type",
+    "origin",
+    "source",
+    "target",
+    "source id",
+    "target id",
+    "source version",
+)
+_CELL_SPLIT = re.compile(r"(?<!\\)\|")
+_HEADER = """# Memory decisions
+
+People's decisions about relationships between notes (`vaultmem relate`, `accept`, `reject`).
+vaultmem appends one row per decision and reads this table back on every run, so rebuilding the
+index keeps them; the last row for an edge wins. A rejected edge is never proposed again.
+
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Edge:
+    id: str
+    type: str
+    source_id: str
+    source_path: str
+    target_id: str
+    target_path: str
+    origin: Origin
+    status: Status
+    decided: str | None = None
+    source_version: str | None = None
+    shared_terms: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    when: str
+    decision: DecisionKind
+    type: str
+    origin: Origin
+    source_path: str
+    target_path: str
+    source_id: str
+    target_id: str
+    source_version: str
+
+
+def edge_id(source_id: str, type_: str, target_id: str) -> str:
+    return "e-" + hashlib.sha256(f"{source_id}\x00{type_}\x00{target_id}".encode()).hexdigest()[:12]
+
+
+def decisions_path(config: Config) -> str:
+    return f"{config.managed_folder}/{managed.DECISIONS_NOTE}"
+
+
+# ---------------------------------------------------------------------------------------------
+# The decisions note
+
+
+def read_decisions(text: str) -> list[Decision]:
+    """Rows of the decisions table; rows that do not parse are skipped, never fatal."""
+    out: list[Decision] = []
+    header: list[str] | None = None
+    for line in text.splitlines():
+        stripped = line.strip()
+        if not stripped.startswith("|"):
+            header = None if stripped else header
+            continue
+        cells = [c.strip().replace("\\|", "|") for c in _CELL_SPLIT.split(stripped.strip("|"))]
+        if header is None:
+            header = [c.lower() for c in cells]
+            continue
+        if all(set(c) <= set("-: ") for c in cells):
+            continue
+        row = dict(zip(header, cells, strict=False))
+        kind, origin = row.get("decision", ""), row.get("origin", "human")
+        needed = ("when", "type", "source id", "target id")
+        if kind not in get_args(DecisionKind) or origin not in get_args(Origin):
+            continue
+        if not all(row.get(k) for k in needed):
+            continue
+        out.append(
+            Decision(
+                row["when"], kind, row["type"], origin,  # type: ignore[arg-type]
+                row.get("source", ""), row.get("target", ""), row["source id"],
+                row["target id"], row.get("source version", ""),
+            )
+        )  # fmt: skip
+    return out
+
+
+def _cell(value: str) -> str:
+    return value.replace("|", "\\|").replace("\n", " ")
+
+
+def _append_row(text: str | None, decision: Decision) -> str:
+    row = "| " + " | ".join(
+        _cell(v)
+        for v in (
+            decision.when, decision.decision, decision.type, decision.origin,
+            decision.source_path, decision.target_path, decision.source_id,
+            decision.target_id, decision.source_version,
+        )
+    ) + " |"  # fmt: skip
+    table_head = "| " + " | ".join(_COLUMNS) + " |\n|" + " --- |" * len(_COLUMNS) + "\n"
+    if text is None:
+        return _HEADER + table_head + row + "\n"
+    lines = text.split("\n")
+    header_at = next(
+        (i for i, line in enumerate(lines) if line.lstrip().startswith("|") and "decision" in line),
+        None,
+    )
+    if header_at is None:
+        return text.rstrip("\n") + "\n\n" + table_head + row + "\n"
+    last = header_at
+    while last + 1 < len(lines) and lines[last + 1].lstrip().startswith("|"):
+        last += 1
+    return "\n".join([*lines[: last + 1], row, *lines[last + 1 :]])
+
+
+def _decisions(config: Config) -> list[Decision]:
+    text = managed.read_text(config, decisions_path(config))
+    return read_decisions(text) if text else []
+
+
+def _record(config: Config, decision: Decision) -> None:
+    memory.write_note(config, decisions_path(config), lambda text: _append_row(text, decision))
+
+
+# ---------------------------------------------------------------------------------------------
+# Listing
+
+
+@dataclass(frozen=True, slots=True)
+class _NoteRow:
+    id: str
+    path: str
+    managed: bool
+    updated: str | None
+
+
+def _is_topic(config: Config, path: str) -> bool:
+    parts = path.split("/")
+    prefix = config.managed_folder.split("/")
+    return (
+        parts[: len(prefix)] == prefix
+        and len(parts) > len(prefix) + 1
+        and (parts[len(prefix)] in SCOPES)
+    )
+
+
+def _version(config: Config, note: _NoteRow) -> str:
+    """What "the source changed" is measured by: a topic's `updated` (which rendering See Also
+    does not move), else the index's `updated` for the note."""
+    if _is_topic(config, note.path):
+        text = managed.read_text(config, note.path)
+        if text is not None:
+            updated = read_topic(note.path, text).updated
+            if updated:
+                return updated
+    return note.updated or ""
+
+
+def edges(
+    config: Config,
+    *,
+    status: str | None = None,
+    stale_only: bool = False,
+    suggest: bool = True,
+) -> list[Edge]:
+    """Every edge with its current status, link edges first, then decided, then suggested."""
+    if status is not None and status not in STATUSES:
+        raise ConfigError(f"{status!r} is not an edge status; allowed: {', '.join(STATUSES)}.")
+    with db.reading(config.index_path) as con:
+        notes = {
+            r[0]: _NoteRow(r[0], r[1], bool(r[2]), r[3])
+            for r in con.execute("SELECT id, path, managed, updated FROM notes").fetchall()
+        }
+        link_rows = con.execute(
+            "SELECT DISTINCT source_id, lower(relation), target_id FROM links "
+            "WHERE relation IS NOT NULL AND target_id IS NOT NULL AND target_id <> source_id "
+            "ORDER BY 1, 2, 3"
+        ).fetchall()
+        found: dict[str, Edge] = {}
+        for source, relation, target in link_rows:
+            if source in notes and target in notes:
+                eid = edge_id(source, relation, target)
+                found[eid] = Edge(
+                    eid, relation, source, notes[source].path, target, notes[target].path,
+                    "link", "active",
+                )  # fmt: skip
+        for eid, edge in _decided(config, notes).items():
+            found[eid] = edge
+        if suggest:
+            for edge in _suggestions(config, con, notes, found):
+                found.setdefault(edge.id, edge)
+    out = list(found.values())
+    if stale_only:
+        out = [e for e in out if e.status == "stale"]
+    if status is not None:
+        out = [e for e in out if e.status == status]
+    return out
+
+
+def _decided(config: Config, notes: dict[str, _NoteRow]) -> dict[str, Edge]:
+    latest: dict[str, Decision] = {}
+    for decision in _decisions(config):
+        latest[edge_id(decision.source_id, decision.type, decision.target_id)] = decision
+    out: dict[str, Edge] = {}
+    for eid, d in latest.items():
+        source, target = notes.get(d.source_id), notes.get(d.target_id)
+        if source is None or target is None:
+            continue  # a note of the pair is gone (forgotten, pruned): nothing to show
+        status: Status = "rejected" if d.decision == "reject" else "active"
+        if status == "active" and _newer(_version(config, source), d.source_version):
+            status = "stale"
+        out[eid] = Edge(
+            eid, d.type, d.source_id, source.path, d.target_id, target.path, d.origin, status,
+            d.when, d.source_version,
+        )  # fmt: skip
+    return out
+
+
+def _newer(current: str, recorded: str) -> bool:
+    now, then = parse_time(current), parse_time(recorded)
+    if now is None or then is None:
+        return bool(current) and bool(recorded) and current != recorded
+    return now > then
+
+
+def _suggestions(
+    config: Config, con: db.Connection, notes: dict[str, _NoteRow], known: dict[str, Edge]
+) -> list[Edge]:
+    topic_ids = sorted(n.id for n in notes.values() if _is_topic(config, n.path))
+    if len(topic_ids) < 2:
+        return []
+    (documents,) = con.execute(
+        "SELECT coalesce(max(documents), 0) FROM search_stats"
+    ).fetchone() or (0,)
+    rare_df = max(4, int(documents) // 200)
+    rows = con.execute(
+        """
+        WITH tt AS (
+            SELECT DISTINCT p.term, p.note_id FROM postings p
+            WHERE p.note_id IN (SELECT unnest($1::VARCHAR[]))
+              AND p.field IN ('body', 'title', 'tag')
+              AND length(p.term) >= 3 AND NOT regexp_full_match(p.term, '[0-9]+')
+        ), rare AS (SELECT term FROM terms WHERE df <= $2)
+        SELECT a.note_id, b.note_id, count(*) AS shared, list(a.term ORDER BY a.term)
+        FROM tt a JOIN tt b ON a.term = b.term AND a.note_id < b.note_id
+        WHERE a.term IN (SELECT term FROM rare)
+        GROUP BY a.note_id, b.note_id HAVING count(*) >= $3
+        ORDER BY shared DESC, a.note_id, b.note_id LIMIT $4
+        """,
+        [topic_ids, rare_df, MIN_SHARED, SUGGESTION_LIMIT],
+    ).fetchall()
+    related = {frozenset((e.source_id, e.target_id)) for e in known.values()}
+    out: list[Edge] = []
+    for source, target, _shared, terms in rows:
+        if frozenset((source, target)) in related:
+            continue  # already related either way, or a person rejected the pair
+        eid = edge_id(source, "relates_to", target)
+        out.append(
+            Edge(
+                eid, "relates_to", source, notes[source].path, target, notes[target].path,
+                "suggested", "proposed", shared_terms=tuple(terms[:8]),
+            )
+        )  # fmt: skip
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Decisions
+
+
+def _resolve_note(config: Config, name: str) -> _NoteRow:
+    """A topic by key or id, else any indexed note by path, title, alias or id."""
+    path: str | None
+    try:
+        path = memory.find_topic(config, name)
+    except NotFoundError:
+        path = None
+    with db.reading(config.index_path) as con:
+        if path is None:
+            path = catalog.find_note(con, name).path
+        row = con.execute("SELECT id, path, managed, updated FROM notes WHERE path = ?", [path])
+        found = row.fetchone()
+    if found is None:
+        raise NotFoundError(
+            f"{name!r} ({path}) is not in the index yet.", hint="Run `vaultmem reconcile`."
+        )
+    return _NoteRow(found[0], found[1], bool(found[2]), found[3])
+
+
+def relate(config: Config, a: str, b: str, type_: str = "relates_to") -> Edge:
+    """Record a person's edge A -[type]-> B and render it into A's See Also."""
+    if not TYPE_RE.fullmatch(type_):
+        raise ConfigError(
+            f"{type_!r} is not an edge type.",
+            hint="Lower-case letters, digits, '_' and '-', e.g. relates_to, supersedes.",
+        )
+    source, target = _resolve_note(config, a), _resolve_note(config, b)
+    if source.id == target.id:
+        raise ConfigError(f"{a!r} and {b!r} are the same note; an edge needs two.")
+    _decide(config, "relate", type_, "human", source, target)
+    return _edge(config, edge_id(source.id, type_, target.id))
+
+
+def accept(config: Config, edge: str) -> Edge:
+    """Accept a proposed (or earlier rejected) edge: it becomes active and is rendered."""
+    return _judge(config, edge, "accept")
+
+
+def reject(config: Config, edge: str) -> Edge:
+    """Reject an edge: it is never proposed again and leaves See Also."""
+    return _judge(config, edge, "reject")
+
+
+def _judge(config: Config, edge: str, kind: DecisionKind) -> Edge:
+    current = _edge(config, edge)
+    with db.reading(config.index_path) as con:
+        rows = con.execute(
+            "SELECT id, path, managed, updated FROM notes WHERE id IN (?, ?)",
+            [current.source_id, current.target_id],
+        ).fetchall()
+    notes = {r[0]: _NoteRow(r[0], r[1], bool(r[2]), r[3]) for r in rows}
+    source, target = notes[current.source_id], notes[current.target_id]
+    _decide(config, kind, current.type, current.origin, source, target)
+    return _edge(config, edge)
+
+
+def _decide(
+    config: Config,
+    kind: DecisionKind,
+    type_: str,
+    origin: Origin,
+    source: _NoteRow,
+    target: _NoteRow,
+) -> None:
+    decision = Decision(
+        iso_utc(datetime.now(UTC)), kind, type_, origin, source.path, target.path, source.id,
+        target.id, _version(config, source),
+    )  # fmt: skip
+    _record(config, decision)
+    if _is_topic(config, source.path):
+        render_see_also(config, source.id)
+
+
+def _edge(config: Config, edge: str) -> Edge:
+    for candidate in edges(config):
+        if candidate.id == edge:
+            return candidate
+    raise NotFoundError(f"No edge {edge!r}.", hint="List edges with `vaultmem edges`.")
+
+
+def render_see_also(config: Config, topic_id: str) -> bool:
+    """Rewrite the generated part of a topic's See Also from its active decided edges."""
+    current = [
+        e
+        for e in edges(config, suggest=False)
+        if e.source_id == topic_id and e.origin != "link" and e.status in ("active", "stale")
+    ]
+    with db.reading(config.index_path) as con:
+        row = con.execute("SELECT path FROM notes WHERE id = ?", [topic_id]).fetchone()
+        titles = dict(
+            con.execute(
+                "SELECT id, title FROM notes WHERE id IN (SELECT unnest($1::VARCHAR[]))",
+                [[e.target_id for e in current]],
+            ).fetchall()
+        )
+    if row is None or not _is_topic(config, row[0]):
+        return False
+    entries = [
+        f"- [[{e.target_path.removesuffix('.md')}|{_display(titles.get(e.target_id))}]] ({e.type})"
+        for e in sorted(current, key=lambda e: (e.type, e.target_path))
+    ]
+    return memory.rewrite_topic(config, row[0], lambda text: replace_see_also(text, entries))
+
+
+def _display(title: object) -> str:
+    text = str(title or "note")
+    return re.sub(r"[|\[\]\n]", " ", text).strip() or "note"
