@@ -1,0 +1,391 @@
+"""`import okf`: an untrusted bundle's concepts become topics of one named scope.
+
+`bundle.read_bundle` refuses unsafe files first; each concept must then have a YAML mapping
+with a `type` (YAML that expands too far is refused by `properties.load_frontmatter`). A concept
+ID becomes a key (`concept.key_for`); links between concepts become wikilinks to those keys.
+A body is a topic's body as written only when the `vaultmem:` block declares its observation
+headings exactly (our own exports); any other body becomes one observation dated `generated.at`
+(else v0.1 `timestamp`), with timestamp headings, `See Also` headings and `<!-- id: -->` headers
+escaped. An instant in the future is clamped to now, the original written into the body.
+Every write goes through `managed` (checked path, per-topic lock, atomic publish); the index is
+then brought up to date for just those files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+
+from vaultmem import managed
+from vaultmem.config import Config
+from vaultmem.errors import ConfigError, PartialWriteError, VaultmemError
+from vaultmem.models import JSON
+from vaultmem.okf.bundle import BundleError, Limits, concept_id, is_reserved, read_bundle
+from vaultmem.okf.concept import (
+    MEMORY_TYPES,
+    TOPIC_FIELDS,
+    dump_yaml,
+    has_offset,
+    key_for,
+    parse_instant,
+    relation_properties,
+    render,
+)
+from vaultmem.okf.rewrite import escape_markers, import_links, timestamp_headings
+from vaultmem.properties import load_frontmatter, split_frontmatter
+from vaultmem.reconcile import reconcile
+from vaultmem.secrets import SecretPattern, compile_patterns, redact
+from vaultmem.topics import append_observation, iso_utc, read_topic
+
+__all__ = ["Conflict", "ImportReport", "import_bundle"]
+
+Conflict = Literal["skip", "replace", "merge"]
+_CONSUMED = ("type", "title", "description", "tags", "generated", "timestamp", "vaultmem")
+_SECRET_GATED = ("global", "federated")
+_LIMITS = Limits()
+
+
+@dataclass(frozen=True, slots=True)
+class ImportReport:
+    dry_run: bool
+    imported: int
+    replaced: int
+    merged: int
+    skipped: int
+    rejected: tuple[dict[str, str], ...]
+    links_rewritten: int
+    timestamps_clamped: int
+    markers_escaped: int
+    redacted: tuple[dict[str, JSON], ...]
+    topics: tuple[dict[str, str], ...] = field(default=())
+
+    def to_dict(self) -> dict[str, object]:
+        return {name: getattr(self, name) for name in self.__slots__}
+
+
+@dataclass(slots=True)
+class _Concept:
+    path: str
+    id: str
+    frontmatter: dict[str, JSON]
+    body: str
+    key: str = ""
+
+
+@dataclass(slots=True)
+class _Counts:
+    links: int = 0
+    clamped: int = 0
+    escaped: int = 0
+
+
+def import_bundle(
+    config: Config,
+    source: Path,
+    *,
+    scope: str,
+    scope_id: str | None = None,
+    conflict: Conflict = "skip",
+    dry_run: bool = False,
+    now: datetime | None = None,
+    limits: Limits = _LIMITS,
+) -> ImportReport:
+    """Import every acceptable concept of `source` into `scope`/`scope_id`."""
+    if conflict not in ("skip", "replace", "merge"):
+        raise ConfigError(f"--conflict {conflict!r}: choose skip, replace or merge.")
+    managed.topic_path(config, scope, scope_id, "probe")  # checks scope and scope id
+    moment = (now or datetime.now(UTC)).replace(microsecond=0)
+    try:
+        bundle = read_bundle(source, limits)
+    except BundleError as exc:
+        raise ConfigError(
+            f"The bundle {source} was refused: {exc}.",
+            hint="Inspect the bundle; vaultmem imports only what it can read safely.",
+        ) from exc
+    rejected = [{"path": r.path, "reason": r.reason} for r in bundle.rejected]
+    concepts: list[_Concept] = []
+    taken: dict[str, str] = {}
+    for file in bundle.files:
+        if is_reserved(file.path):
+            continue
+        concept, reason = _read_concept(file.path, file.data.decode("utf-8"))
+        if concept is None:
+            rejected.append({"path": file.path, "reason": reason})
+            continue
+        vm = _mapping(concept.frontmatter.get("vaultmem"))
+        concept.key = key_for(concept.id, vm.get("key"))
+        if concept.key in taken:
+            why = f"key {concept.key!r} is already taken by {taken[concept.key]}"
+            rejected.append({"path": file.path, "reason": why})
+            continue
+        taken[concept.key] = file.path
+        concepts.append(concept)
+    keys = {c.id: c.key for c in concepts}
+    patterns = compile_patterns(config.secret_patterns)
+    counts = _Counts()
+    tally = {"imported": 0, "replaced": 0, "merged": 0, "skipped": 0}
+    redacted: list[dict[str, JSON]] = []
+    topics: list[dict[str, str]] = []
+    written: list[str] = []
+    for concept in concepts:
+        rel = managed.topic_path(config, scope, scope_id, concept.key)
+        fm, body, observation = _topic(concept, keys, scope, scope_id, moment, counts)
+        found = redact(body + "\n" + dump_yaml(fm), patterns).found
+        if found and scope in _SECRET_GATED:
+            why = f"holds a secret ({', '.join(found)}); scope {scope} refuses secrets"
+            rejected.append({"path": concept.path, "reason": why})
+            continue
+        if found:
+            body = redact(body, patterns).text
+            observation = redact(observation, patterns).text
+            fm = _redact_values(fm, patterns)
+            redacted.append({"path": concept.path, "patterns": list(found)})
+        text = render(fm, body)
+        action = _write(config, rel, text, observation, fm, conflict, dry_run)
+        tally[action] += 1
+        if action != "skipped" and not dry_run:
+            written.append(rel)
+        topics.append({"concept": concept.id, "key": concept.key, "path": rel, "action": action})
+    if written:
+        try:
+            reconcile(config, paths=written)
+        except VaultmemError as exc:
+            raise PartialWriteError(
+                f"{len(written)} topics were written but the index update failed: {exc.message}",
+                ["write", "publish"],
+            ) from exc
+    return ImportReport(
+        dry_run=dry_run,
+        imported=tally["imported"],
+        replaced=tally["replaced"],
+        merged=tally["merged"],
+        skipped=tally["skipped"],
+        rejected=tuple(sorted(rejected, key=lambda r: (r["path"], r["reason"]))),
+        links_rewritten=counts.links,
+        timestamps_clamped=counts.clamped,
+        markers_escaped=counts.escaped,
+        redacted=tuple(redacted),
+        topics=tuple(topics),
+    )
+
+
+def _read_concept(path: str, text: str) -> tuple[_Concept | None, str]:
+    text = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
+    block = split_frontmatter(text)
+    if block is None:
+        return None, "no YAML frontmatter (not an OKF concept)"
+    fm = load_frontmatter(block)
+    if fm.status != "valid":
+        if fm.problems:
+            return None, fm.problems[0][1]
+        return None, "empty frontmatter (no type)"
+    kind = fm.data.get("type")
+    if not isinstance(kind, str) or not kind.strip():
+        return None, "no type (required by OKF)"
+    return _Concept(path, concept_id(path), fm.data, block.body), ""
+
+
+def _mapping(value: JSON) -> dict[str, JSON]:
+    return value if isinstance(value, dict) else {}
+
+
+def _topic(
+    concept: _Concept,
+    keys: Mapping[str, str],
+    scope: str,
+    scope_id: str | None,
+    now: datetime,
+    counts: _Counts,
+) -> tuple[dict[str, JSON], str, str]:
+    """The topic frontmatter, its body, and the observation text on its own (for merges)."""
+    src = concept.frontmatter
+    vm = _mapping(src.get("vaultmem"))
+    generated = _mapping(src.get("generated"))
+    raw_at = next((v for v in (generated.get("at"), src.get("timestamp")) if has_offset(v)), None)
+    when = parse_instant(str(raw_at)) if raw_at is not None else now
+    clamped = when > now
+    if clamped:
+        counts.clamped += 1
+        when = now
+    at = iso_utc(when)
+    created_raw = vm.get("created")
+    created = (
+        str(created_raw)
+        if has_offset(created_raw) and parse_instant(str(created_raw)) <= when
+        else at
+    )
+    kind = str(src["type"]).strip()
+    tags = _tags(src.get("tags"))
+    # Our own bundles say who wrote the topic in the block; a third-party concept's producer is
+    # its `generated.by`.
+    source = vm.get("source") if "vaultmem" in src else generated.get("by")
+    declared_id = vm.get("id")
+    topic_id = str(declared_id) if _is_uuid(declared_id) else _stable_id(concept)
+
+    linked: list[str] = []
+
+    def key_of(target: str) -> str | None:
+        key = keys.get(target)
+        if key is not None and key not in linked:
+            linked.append(key)
+        return key
+
+    links = import_links(concept.body, concept.id, key_of)
+    counts.links += links.rewritten
+    observations = vm.get("observations")
+    declared = (
+        [o for o in observations if isinstance(o, str)] if isinstance(observations, list) else []
+    )
+    headings = timestamp_headings(links.text)
+    trusted = (
+        bool(declared)
+        and declared == headings
+        and all(has_offset(o) and parse_instant(o) <= now for o in declared)
+        and not clamped
+    )
+    escaped, n = escape_markers(links.text)
+    counts.escaped += 0 if trusted else n
+    observation = escaped.strip("\n")
+    if clamped:
+        observation += (
+            f"\n\n> Imported with generated.at {raw_at}, which lay in the future; clamped to {at}."
+        )
+    body = links.text if trusted else f"# {concept.key}\n\n## {at}\n{observation}\n"
+
+    okf: dict[str, JSON] = {"id": concept.id}
+    if kind not in MEMORY_TYPES:
+        okf["type"] = kind
+    if raw_at is not None and raw_at != at and not clamped:
+        okf["generated_at"] = raw_at
+    fm: dict[str, JSON] = {
+        "id": topic_id,
+        "key": concept.key,
+        "scope": scope,
+        "scope_id": scope_id,
+        "type": kind if kind in MEMORY_TYPES else "reference",
+        "tags": tags,
+        "created": created,
+        "updated": at,
+        "source": source if isinstance(source, str) and source else None,
+        "okf": okf,
+    }
+    for name in ("title", "description"):
+        if isinstance(src.get(name), str):
+            fm[name] = src[name]
+    for name, value in src.items():
+        if name not in _CONSUMED and name not in fm:
+            fm[name] = value
+    aside: dict[str, JSON] = {}
+    for name, value in _mapping(vm.get("properties")).items():
+        if name in fm or name in TOPIC_FIELDS:
+            aside[name] = value
+        else:
+            fm[name] = value
+    if aside:
+        okf["properties"] = aside
+    relations = vm.get("relations")
+    if isinstance(relations, list):
+        rel_items = [r for r in relations if isinstance(r, dict)]
+        for name, targets in relation_properties(rel_items).items():
+            links_out = [f"[[{_relation_target(t, keys)}]]" for t in targets]
+            fm[name] = links_out[0] if len(links_out) == 1 else list(links_out)
+    elif "vaultmem" not in src and linked and "relates_to" not in fm:
+        # A third-party concept's plain links are untyped: they become `relates_to` edges.
+        fm["relates_to"] = [f"[[{key}]]" for key in linked]
+    return fm, body, observation
+
+
+def _relation_target(target: str, keys: Mapping[str, str]) -> str:
+    if target.startswith("/"):
+        from urllib.parse import unquote
+
+        path, _, fragment = unquote(target[1:]).partition("#")
+        key = keys.get(path.removesuffix(".md"))
+        if key is not None:
+            return key + ("#" + fragment if fragment else "")
+    return target.replace("[", "").replace("]", "")
+
+
+def _tags(value: JSON) -> list[JSON]:
+    items = value if isinstance(value, list) else [value] if isinstance(value, str) else []
+    out: list[JSON] = []
+    for item in items:
+        if isinstance(item, str):
+            tag = "-".join(item.strip().lstrip("#").split())
+            if tag and tag not in out:
+                out.append(tag)
+    return out
+
+
+def _is_uuid(value: JSON) -> bool:
+    if not isinstance(value, str):
+        return False
+    try:
+        return str(uuid.UUID(value)) == value
+    except ValueError:
+        return False
+
+
+def _stable_id(concept: _Concept) -> str:
+    digest = hashlib.sha256(f"okf:{concept.id}".encode()).hexdigest()
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, digest))
+
+
+def _redact_values(fm: dict[str, JSON], patterns: Sequence[SecretPattern]) -> dict[str, JSON]:
+    def walk(value: JSON) -> JSON:
+        if isinstance(value, str):
+            return redact(value, patterns).text
+        if isinstance(value, list):
+            return [walk(v) for v in value]
+        if isinstance(value, dict):
+            return {k: walk(v) for k, v in value.items()}
+        return value
+
+    return {k: walk(v) for k, v in fm.items()}
+
+
+def _write(
+    config: Config,
+    rel: str,
+    text: str,
+    observation: str,
+    fm: Mapping[str, JSON],
+    conflict: Conflict,
+    dry_run: bool,
+) -> Literal["imported", "replaced", "merged", "skipped"]:
+    if dry_run:
+        # Even a lock file is a write: a dry run only reads.
+        return _plan(managed.read_text(config, rel), rel, text, observation, conflict)[0]
+    with managed.topic_lock(config, rel):
+        action, new = _plan(managed.read_text(config, rel), rel, text, observation, conflict)
+        if new is None:
+            pass
+        elif action == "merged":
+            # Appended as an observation: the person's edits in the file stay as they are.
+            managed.write_text(
+                config, rel, append_observation(new, str(fm["updated"]), observation)
+            )
+        else:
+            managed.write_text(config, rel, new)
+        return action
+
+
+def _plan(
+    existing: str | None, rel: str, text: str, observation: str, conflict: Conflict
+) -> tuple[Literal["imported", "replaced", "merged", "skipped"], str | None]:
+    """What to do with one topic, and the text to write (the existing text for a merge)."""
+    if existing is None:
+        return "imported", text
+    if existing == text or conflict == "skip":
+        return "skipped", None
+    if conflict == "replace":
+        return "replaced", text
+    have = {o.text.strip() for o in read_topic(rel, existing).observations}
+    if observation.strip() in have:
+        return "skipped", None
+    return "merged", existing
