@@ -199,7 +199,11 @@ class _Run:
             tmp, empty, {}, list(scan.notes), set(scan.files), list(scan.problems), mode,
             create=True,
         )
-        store.remove_index(self.config.index_path.with_name(self.config.index_path.name))
+        # Swap atomically: a reader never finds the index missing. Only the old file's WAL goes
+        # first, so that it can never be replayed onto the new file.
+        self.config.index_path.with_name(self.config.index_path.name + ".wal").unlink(
+            missing_ok=True
+        )
         tmp.replace(self.config.index_path)
         return report
 

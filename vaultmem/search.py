@@ -117,44 +117,105 @@ def parse_query(text: str) -> ParsedQuery:
     )
 
 
-_WEIGHT_CASE = "CASE p.field " + " ".join(
-    f"WHEN '{name}' THEN {weight}" for name, weight in FIELD_WEIGHTS.items()
-) + " ELSE 1.0 END"
+# Weights as DOUBLE literals: DuckDB would otherwise multiply in DECIMAL.
+_WEIGHT_CASE = (
+    "CASE p.field "
+    + " ".join(f"WHEN '{name}' THEN {weight!r}::DOUBLE" for name, weight in FIELD_WEIGHTS.items())
+    + " ELSE 1.0::DOUBLE END"
+)
 
-_SCORE_SQL = f"""
-WITH q AS (SELECT unnest($terms::VARCHAR[]) AS term),
-st AS (SELECT documents::DOUBLE AS n,
-              total_length::DOUBLE / greatest(documents, 1) AS avgdl FROM search_stats),
+# Every document matching a query term with its BM25 score. Postings are physically sorted by
+# term in a fresh index, so the `term IN (...)` scan reads only the row groups of the query's
+# terms; `documents` is joined for lengths (a scan of three narrow columns).
+_SCORED = f"""
+WITH st AS (SELECT documents::DOUBLE AS n,
+                   total_length::DOUBLE / greatest(documents, 1) AS avgdl FROM search_stats),
 idf AS (SELECT t.term, ln(1 + (st.n - t.df + 0.5) / (t.df + 0.5)) AS idf
-        FROM terms t, st WHERE t.term IN (SELECT term FROM q)),
+        FROM terms t, st WHERE t.term IN ({{terms}})),
 tfw AS (SELECT p.note_id, p.ord, p.term, sum(p.tf * {_WEIGHT_CASE}) AS tf
-        FROM postings p WHERE p.term IN (SELECT term FROM q) GROUP BY ALL),
+        FROM postings p WHERE p.term IN ({{terms}}) GROUP BY ALL),
 scored AS (
     SELECT tfw.note_id, tfw.ord,
            sum(idf.idf * tfw.tf * ($k1 + 1)
                / (tfw.tf + $k1 * (1 - $b + $b * d.length / st.avgdl))) AS score,
-           list(tfw.term) AS matched
+           count(*) FILTER (WHERE list_contains($needed::VARCHAR[], tfw.term)) AS needed
     FROM tfw JOIN idf USING (term)
     JOIN documents d ON d.note_id = tfw.note_id AND d.ord = tfw.ord, st
     GROUP BY tfw.note_id, tfw.ord
+),
+kept AS (
+    SELECT s.note_id, s.ord, s.score FROM scored s {{join}}
+    WHERE s.needed = len($needed::VARCHAR[]) AND {{filters}}
 )
-SELECT s.note_id, s.ord, s.score, s.matched
-FROM scored s JOIN notes n ON n.id = s.note_id
-WHERE {{filters}}
-ORDER BY s.score DESC, n.path, s.ord
 """
+
+_DOCUMENTS_SQL = _SCORED + "SELECT note_id, ord, score FROM kept ORDER BY score DESC, note_id, ord"
+
+# Notes ranked by their best document, cut to the limit inside DuckDB: only the top notes'
+# rows (their five best documents each) come back to Python.
+_NOTES_SQL = (
+    _SCORED
+    + """,
+best AS (SELECT note_id, max(score) AS score FROM kept GROUP BY note_id
+         ORDER BY score DESC, note_id LIMIT $limit)
+SELECT b.note_id, b.score,
+       list(k.ord ORDER BY k.score DESC, k.ord)[1:5] AS ords,
+       list(k.score ORDER BY k.score DESC, k.ord)[1:5] AS scores
+FROM best b JOIN kept k USING (note_id)
+GROUP BY b.note_id, b.score ORDER BY b.score DESC, b.note_id
+"""
+)
+
+Ranked = list[tuple[str, list[tuple[int, float]]]]
+"""Notes, best first, each with its best documents as (ord, score), best first."""
+
+
+def _sql(template: str, where: str, n_terms: int) -> str:
+    """The score SQL with its filters, and the terms as a literal IN-list of parameters
+    (`$t0, $t1, …`): DuckDB prunes the term-sorted postings better than with a subquery."""
+    join = "" if where == "true" else "JOIN notes n ON n.id = s.note_id"
+    terms = ", ".join(f"$t{i}" for i in range(n_terms))
+    return template.format(join=join, filters=where, terms=terms)
+
+
+def _term_params(terms: list[str]) -> dict[str, str]:
+    return {f"t{i}": term for i, term in enumerate(terms)}
 
 
 def document_scores(
-    con: Connection, terms: list[str], *, k1: float, b: float, where: str = "true",
+    con: Connection,
+    terms: list[str],
+    *,
+    k1: float,
+    b: float,
+    where: str = "true",
     params: dict[str, Any] | None = None,
-) -> list[tuple[str, int, float, list[str]]]:
-    """(note_id, ord, score, matched terms) for every document matching any term."""
-    sql = _SCORE_SQL.format(filters=where)
-    return [
-        (r[0], r[1], float(r[2]), list(r[3]))
-        for r in con.execute(sql, {"terms": terms, "k1": k1, "b": b, **(params or {})}).fetchall()
-    ]
+    needed: tuple[str, ...] = (),
+) -> list[tuple[str, int, float]]:
+    """(note_id, ord, score) of every document matching any term, best first.
+
+    `where` filters on the note (alias `n`); `needed` terms must all occur in a document.
+    """
+    bound = {**_term_params(terms), "k1": k1, "b": b, "needed": list(needed), **(params or {})}
+    rows = con.execute(_sql(_DOCUMENTS_SQL, where, len(terms)), bound).fetchall()
+    return [(r[0], int(r[1]), float(r[2])) for r in rows]
+
+
+def note_scores(
+    con: Connection,
+    terms: list[str],
+    *,
+    k1: float,
+    b: float,
+    limit: int,
+    where: str = "true",
+    params: dict[str, Any] | None = None,
+) -> Ranked:
+    """The `limit` best notes (score of their best document), each with its best documents."""
+    bound = {**_term_params(terms), "k1": k1, "b": b, "needed": [], "limit": limit}
+    bound.update(params or {})
+    rows = con.execute(_sql(_NOTES_SQL, where, len(terms)), bound).fetchall()
+    return [(r[0], [(int(o), float(s)) for o, s in zip(r[2], r[3], strict=True)]) for r in rows]
 
 
 def _filters(query: ParsedQuery, filters: SearchFilters) -> tuple[str, dict[str, Any]]:
@@ -211,37 +272,36 @@ def search(
             hint='Add a distinctive word, e.g. vaultmem search "duckdb lock".',
         )
     where, params = _filters(query, filters)
-    rows = document_scores(con, list(query.terms), k1=k1, b=b, where=where, params=params)
-    best: dict[str, list[tuple[int, float, list[str]]]] = {}
-    for note_id, ord_, score, matched in rows:
-        best.setdefault(note_id, []).append((ord_, score, matched))
+    terms = list(query.terms)
     if query.phrases:
-        best = _with_phrases(con, best, query.phrases)
-    ranked = sorted(best.items(), key=lambda item: -item[1][0][1])[:limit]
-    return _hits(con, ranked, query)
+        ranked = _with_phrases(con, terms, query.phrases, k1=k1, b=b, where=where, params=params)
+    else:
+        ranked = note_scores(con, terms, k1=k1, b=b, limit=limit, where=where, params=params)
+    return _hits(con, ranked[:limit], query)
 
 
 def _with_phrases(
     con: Connection,
-    best: dict[str, list[tuple[int, float, list[str]]]],
+    terms: list[str],
     phrases: tuple[tuple[str, ...], ...],
-) -> dict[str, list[tuple[int, float, list[str]]]]:
-    """Keep only documents whose text holds every phrase as consecutive terms."""
-    needed = {t for phrase in phrases for t in phrase}
-    candidates = [
-        (note_id, ord_) for note_id, docs in best.items() for ord_, _, m in docs
-        if needed <= set(m)
-    ]
-    if not candidates:
-        return {}
-    texts = _texts(con, candidates)
-    kept: dict[str, list[tuple[int, float, list[str]]]] = {}
-    for note_id, docs in best.items():
-        for ord_, score, matched in docs:
-            text = texts.get((note_id, ord_))
-            if text is not None and all(_has_phrase(tokenize(text), p) for p in phrases):
-                kept.setdefault(note_id, []).append((ord_, score, matched))
-    return kept
+    **scoring: Any,
+) -> Ranked:
+    """Documents holding every phrase as consecutive terms, grouped by note, best first.
+
+    SQL keeps only documents that contain every phrase term; their text is then tokenized
+    here to check adjacency, which postings (without positions) cannot tell.
+    """
+    needed = tuple(dict.fromkeys(t for phrase in phrases for t in phrase))
+    rows = document_scores(con, terms, needed=needed, **scoring)
+    if not rows:
+        return []
+    texts = _texts(con, [(note_id, ord_) for note_id, ord_, _ in rows])
+    ranked: dict[str, list[tuple[int, float]]] = {}
+    for note_id, ord_, score in rows:
+        fields = [tokenize(part) for part in texts.get((note_id, ord_), ())]
+        if all(any(_has_phrase(tokens, p) for tokens in fields) for p in phrases):
+            ranked.setdefault(note_id, []).append((ord_, score))
+    return sorted(ranked.items(), key=lambda item: (-item[1][0][1], item[0]))
 
 
 def _has_phrase(tokens: list[str], phrase: tuple[str, ...]) -> bool:
@@ -249,50 +309,42 @@ def _has_phrase(tokens: list[str], phrase: tuple[str, ...]) -> bool:
     return any(tuple(tokens[i : i + n]) == phrase for i in range(len(tokens) - n + 1))
 
 
-def _texts(con: Connection, keys: list[tuple[str, int]]) -> dict[tuple[str, int], str]:
+def _texts(con: Connection, keys: list[tuple[str, int]]) -> dict[tuple[str, int], tuple[str, str]]:
+    """Heading and text of documents: a phrase must sit inside one of them."""
     rows = con.execute(
-        "SELECT d.note_id, d.ord, d.text FROM documents d JOIN (SELECT unnest($1::VARCHAR[]) AS "
-        "note_id, unnest($2::INTEGER[]) AS ord) k USING (note_id, ord)",
+        "SELECT d.note_id, d.ord, coalesce(d.heading, ''), d.text FROM documents d "
+        "JOIN (SELECT unnest($1::VARCHAR[]) AS note_id, unnest($2::INTEGER[]) AS ord) k "
+        "USING (note_id, ord)",
         [[k[0] for k in keys], [k[1] for k in keys]],
     ).fetchall()
-    return {(r[0], r[1]): r[2] for r in rows}
+    return {(r[0], r[1]): (r[2], r[3]) for r in rows}
 
 
-def _hits(
-    con: Connection,
-    ranked: list[tuple[str, list[tuple[int, float, list[str]]]]],
-    query: ParsedQuery,
-) -> list[SearchHit]:
+def _hits(con: Connection, ranked: Ranked, query: ParsedQuery) -> list[SearchHit]:
     if not ranked:
         return []
     note_ids = [note_id for note_id, _ in ranked]
+    # Literal IN-lists so DuckDB uses the ART indexes on notes.id and documents.note_id.
+    in_list = ", ".join("?" * len(note_ids))
     notes = {
         r[0]: r
         for r in con.execute(
-            "SELECT id, path, title, scope, scope_id FROM notes "
-            "WHERE id IN (SELECT unnest($1::VARCHAR[]))",
-            [note_ids],
+            f"SELECT id, path, title, scope, scope_id FROM notes WHERE id IN ({in_list})",
+            note_ids,
         ).fetchall()
     }
-    # The snippet comes from the best section; a title-only match shows the first section.
-    shown: list[tuple[str, int]] = []
-    for note_id, docs in ranked:
-        sections = [d for d in docs if d[0] > 0]
-        shown.append((note_id, sections[0][0] if sections else 1))
-    details = {
-        (r[0], r[1]): r
-        for r in con.execute(
-            "SELECT d.note_id, d.ord, d.heading, d.line, d.text FROM documents d JOIN (SELECT "
-            "unnest($1::VARCHAR[]) AS note_id, unnest($2::INTEGER[]) AS ord) k USING (note_id, ord)",
-            [[s[0] for s in shown], [s[1] for s in shown]],
-        ).fetchall()
-    }
+    sections: dict[str, dict[int, tuple[str | None, int, str]]] = {}
+    for note_id, ord_, heading, line, text in con.execute(
+        "SELECT note_id, ord, heading, line, text FROM documents "
+        f"WHERE note_id IN ({in_list}) AND ord > 0",
+        note_ids,
+    ).fetchall():
+        sections.setdefault(note_id, {})[ord_] = (heading, line, text)
     wanted = set(query.terms)
     hits = []
-    for (note_id, docs), key in zip(ranked, shown, strict=True):
+    for note_id, docs in ranked:
         _, path, title, scope, scope_id = notes[note_id]
-        detail = details.get(key)
-        heading, line, text = (detail[2], detail[3], detail[4]) if detail else (None, 1, "")
+        heading, line, text = _shown_section(docs, sections.get(note_id, {}))
         hits.append(
             SearchHit(
                 note_id=note_id,
@@ -304,10 +356,28 @@ def _hits(
                 line=line,
                 score=round(docs[0][1], 6),
                 snippet=snippet(text, wanted),
-                sections=tuple({"ord": o, "score": round(s, 6)} for o, s, _ in docs[:5]),
+                sections=tuple({"ord": o, "score": round(s, 6)} for o, s in docs[:5]),
             )
         )
     return hits
+
+
+def _shown_section(
+    docs: list[tuple[int, float]], sections: dict[int, tuple[str | None, int, str]]
+) -> tuple[str | None, int, str]:
+    """The section a hit shows: the best-scoring one with text to quote.
+
+    A match on the title (ord 0) or on a heading over an empty section (a topic's `# key`
+    line) has nothing to quote, so the next best matching section with text is shown, else
+    the note's first section with text.
+    """
+    for ord_, _ in docs:
+        if ord_ in sections and sections[ord_][2].strip():
+            return sections[ord_]
+    for ord_ in sorted(sections):
+        if sections[ord_][2].strip():
+            return sections[ord_]
+    return sections[min(sections)] if sections else (None, 1, "")
 
 
 def snippet(text: str, terms: set[str], width: int = SNIPPET_CHARS) -> str:

@@ -40,6 +40,8 @@ CREATE TABLE notes (
     claimed_id VARCHAR -- the frontmatter `id` the note asked for (may differ from `id` on a clash)
 );
 
+CREATE INDEX notes_by_id ON notes (id);
+
 -- Frontmatter aliases. Aliases never resolve links (Obsidian's rule) but `show` finds notes by them.
 CREATE TABLE aliases (
     note_id VARCHAR NOT NULL, -- notes.id
@@ -106,6 +108,10 @@ CREATE TABLE documents (
     length INTEGER NOT NULL, -- number of terms in the document (all fields), BM25's document length
     text VARCHAR NOT NULL -- the section's Markdown, for snippets and phrase checks
 );
+
+-- Point lookups of a few notes' documents (snippets, recall) would otherwise scan every
+-- document's text: an ART index makes them ~6x faster at 10,000 notes.
+CREATE INDEX documents_by_note ON documents (note_id);
 
 -- BM25 postings: how often each term occurs in each field of each document.
 CREATE TABLE postings (

@@ -1,0 +1,303 @@
+"""Search: BM25 in DuckDB tables against SQLite FTS5 on the same section texts, same run.
+
+For each generated vault (10,000 and 100,000 notes; `--quick`: 1,000 and 10,000), on a
+hard-linked copy `benchmarks/out/search-<N>/` so the cached vault keeps no index:
+
+1. Full reconcile (rebuild) and a one-note incremental reconcile, with the BM25 share of each:
+   the documents phase (`documents.note_documents` over every parsed note, one process) and
+   the table phase (documents + postings loaded and sorted, `terms`/`search_stats` counted, in
+   a fresh database); for the one-note edit, the same statements reconcile runs for that
+   note's search rows, inside a transaction that is rolled back.
+2. Search latency over 50 queries of 1–4 words drawn (seeded) from the vault's own words:
+   warm `Vault.search` (opens a read-only connection per call) and `search.search` on an
+   already-open connection; median and p95 (nearest rank).
+3. SQLite FTS5 (stdlib `sqlite3`, `porter unicode61`, `bm25()` with heading weight 2): index
+   build over the same documents' text, and the same 50 queries (words OR-ed, best section
+   per note, top 10).
+4. Agreement: mean overlap@10 and Jaccard of both engines' top-10 notes.
+
+Usage: `python -m benchmarks.bench_search [--quick] [--json] [--notes N ...]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import shutil
+import sqlite3
+import statistics
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # run as a script: make `benchmarks` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.generate_vault import OUT_DIR, ensure_vault
+
+NAME = "search"
+QUERIES = 50
+FULL_NOTES = (10_000, 100_000)
+QUICK_NOTES = (1_000, 10_000)
+_WORD = re.compile(r"[a-z][a-z0-9]{2,}")
+
+
+def _stats(runs: Sequence[float]) -> dict[str, float]:
+    ordered = sorted(runs)
+    return {
+        "median_ms": statistics.median(ordered) * 1000,
+        "p95_ms": ordered[max(0, -(-95 * len(ordered) // 100) - 1)] * 1000,
+    }
+
+
+def _log(message: str) -> None:
+    print(f"[search] {time.strftime('%H:%M:%S')} {message}", file=sys.stderr, flush=True)
+
+
+def _timed(fn: Callable[[], Any]) -> tuple[float, Any]:
+    start = time.perf_counter()
+    result = fn()
+    return time.perf_counter() - start, result
+
+
+def search_copy(n_notes: int) -> Path:
+    """A hard-linked copy of the cached vault (cheap; edits replace files, never write through)."""
+    src, _, _ = ensure_vault(n_notes)
+    dst = OUT_DIR / f"search-{n_notes}"
+    if not dst.exists():
+        shutil.copytree(
+            src, dst, copy_function=os.link, ignore=shutil.ignore_patterns("index.duckdb*")
+        )
+    return dst
+
+
+def draw_queries(texts: Sequence[str], seed: int = 0) -> list[str]:
+    """50 queries of 1–4 words that occur in at least two documents (not stop words)."""
+    from vaultmem.text import is_stopword
+
+    counts: Counter[str] = Counter()
+    for text in texts:
+        counts.update(set(_WORD.findall(text.lower())))
+    words = sorted(w for w, c in counts.items() if c >= 2 and not is_stopword(w))
+    rng = random.Random(seed)
+    return [" ".join(rng.sample(words, rng.randint(1, 4))) for _ in range(QUERIES)]
+
+
+def bm25_build_phases(root: Path) -> dict[str, float]:
+    """The BM25 work of a full build, measured apart from the rest of reconcile."""
+    from vaultmem import reconcile as rc
+    from vaultmem.db import store
+    from vaultmem.db.schema import DDL
+    from vaultmem.documents import note_documents
+    from vaultmem.parse import parse_note
+
+    notes = []
+    for path in sorted(root.rglob("*.md")):
+        rel = path.relative_to(root).as_posix()
+        if not rel.startswith("."):
+            notes.append(parse_note(rel, path.read_bytes()).note)
+    documents_s, docs = _timed(lambda: [note_documents(n) for n in notes])
+    tmp = root / ".vaultmem" / "bench-bm25.duckdb"
+    store.remove_index(tmp)
+    con = store.connect(tmp, read_only=False)
+    try:
+        con.execute(DDL)
+        documents, postings = store.new_batch("documents"), store.new_batch("postings")
+        postings.plain = True
+
+        def load() -> None:
+            for i, note_docs in enumerate(docs):
+                note_id = f"n-{i:016x}"
+                for doc in note_docs:
+                    documents.add(note_id, doc.ord, doc.heading, doc.line, doc.length, doc.text)
+                    for term, field, tf in doc.terms:
+                        postings.add(term, note_id, doc.ord, field, tf)
+            con.execute("BEGIN TRANSACTION")
+            store.load(con, documents)
+            rc._load_sorted_postings(con, postings)
+            rc._recount_terms(con, None)
+            con.execute("COMMIT")
+
+        tables_s, _ = _timed(load)
+    finally:
+        con.close()
+        store.remove_index(tmp)
+    return {"documents_s": documents_s, "tables_s": tables_s, "bm25_s": documents_s + tables_s}
+
+
+def one_note_bm25(index: Path, note_id: str, note: Any) -> float:
+    """Seconds for the search-table statements of a one-note change, rolled back."""
+    from vaultmem import reconcile as rc
+    from vaultmem.db import store
+    from vaultmem.documents import note_documents
+
+    con = store.connect(index, read_only=False)
+    try:
+        start = time.perf_counter()
+        docs = note_documents(note)
+        con.execute("BEGIN TRANSACTION")
+        stale = rc._terms_of(con, {note_id})
+        for table in ("documents", "postings"):
+            store.delete_where_in(con, table, "note_id", [note_id])
+        documents, postings = store.new_batch("documents"), store.new_batch("postings")
+        for doc in docs:
+            documents.add(note_id, doc.ord, doc.heading, doc.line, doc.length, doc.text)
+            for term, field, tf in doc.terms:
+                postings.add(term, note_id, doc.ord, field, tf)
+        store.load(con, documents)
+        store.load(con, postings)
+        rc._recount_terms(con, stale | {t for d in docs for t, _, _ in d.terms})
+        seconds = time.perf_counter() - start
+        con.execute("ROLLBACK")
+    finally:
+        con.close()
+    return seconds
+
+
+def fts5_build(texts: Sequence[tuple[str, str, str]]) -> tuple[float, sqlite3.Connection]:
+    con = sqlite3.connect(":memory:")
+    con.execute(
+        "CREATE VIRTUAL TABLE fts USING fts5(note_id UNINDEXED, heading, body, "
+        "tokenize='porter unicode61')"
+    )
+    start = time.perf_counter()
+    with con:
+        con.executemany("INSERT INTO fts VALUES (?, ?, ?)", texts)
+    return time.perf_counter() - start, con
+
+
+def fts5_query(con: sqlite3.Connection, query: str) -> list[str]:
+    match = " OR ".join(f'"{w}"' for w in query.split())
+    rows = con.execute(
+        # bm25() cannot feed an aggregate directly: materialise the matches first.
+        "WITH m AS MATERIALIZED (SELECT note_id, bm25(fts, 0.0, 2.0, 1.0) AS s FROM fts "
+        "WHERE fts MATCH ?) SELECT note_id, min(s) AS best FROM m GROUP BY note_id "
+        "ORDER BY best, note_id LIMIT 10",
+        [match],
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
+def run_size(n_notes: int) -> dict[str, Any]:
+    from vaultmem import search
+    from vaultmem.db import store
+    from vaultmem.parse import parse_note
+    from vaultmem.vault import Vault
+
+    root = search_copy(n_notes)
+    vault = Vault(root)
+    _log(f"{n_notes} notes: full reconcile")
+    full_s, report = _timed(lambda: vault.reconcile(rebuild=True))
+    _log(f"full reconcile {full_s:.2f} s; BM25 build phases")
+    phases = bm25_build_phases(root)
+    _log(f"phases {phases}; one-note edit")
+
+    # One-note edit: append a sentence, reconcile, then measure its search statements alone.
+    with store.reading(vault.config.index_path) as con:
+        note_id, rel = con.execute("SELECT id, path FROM notes ORDER BY path LIMIT 1").fetchone()
+        texts = con.execute(
+            "SELECT d.note_id, coalesce(d.heading, ''), d.text FROM documents d "
+            "ORDER BY d.note_id, d.ord"
+        ).fetchall()
+    path = root / rel
+    data = path.read_bytes() + b"\nAn edited sentence about storage latency.\n"
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(data)
+    tmp.replace(path)  # a new inode: the hard-linked original stays untouched
+    incremental_s, _ = _timed(lambda: vault.reconcile())
+    one_bm25_s = one_note_bm25(vault.config.index_path, note_id, parse_note(rel, data).note)
+
+    _log(f"incremental {incremental_s:.3f} s (BM25 {one_bm25_s:.3f} s); queries")
+    queries = draw_queries([t for _, _, t in texts[:20_000]])
+    k1, b = vault.config.bm25_k1, vault.config.bm25_b
+    vault.search(queries[0])  # warm: imports, page cache
+    open_runs, ours = [], []
+    for q in queries:
+        seconds, hits = _timed(lambda q=q: vault.search(q, limit=10))
+        open_runs.append(seconds)
+        ours.append([h.note_id for h in hits])
+    query_runs = []
+    with store.reading(vault.config.index_path) as con:
+        for q in queries:
+            seconds, _ = _timed(lambda q=q: search.search(con, q, limit=10, k1=k1, b=b))
+            query_runs.append(seconds)
+
+    _log("FTS5")
+    fts_build_s, fts = fts5_build(texts)
+    fts5_query(fts, queries[0])
+    fts_runs, theirs = [], []
+    for q in queries:
+        seconds, top = _timed(lambda q=q: fts5_query(fts, q))
+        fts_runs.append(seconds)
+        theirs.append(top)
+    fts.close()
+    overlap = [len(set(a) & set(b)) / 10 for a, b in zip(ours, theirs, strict=True)]
+    jaccard = [
+        len(set(a) & set(b)) / len(set(a) | set(b)) if a or b else 1.0
+        for a, b in zip(ours, theirs, strict=True)
+    ]
+    query = _stats(query_runs)
+    fts_query = _stats(fts_runs)
+    return {
+        "notes": report.notes,
+        "documents": len(texts),
+        "full_reconcile_s": full_s,
+        **{f"full_{k}": v for k, v in phases.items()},
+        "incremental_reconcile_s": incremental_s,
+        "incremental_bm25_s": one_bm25_s,
+        "search_open_and_query": _stats(open_runs),
+        "search_query": query,
+        "fts5_build_s": fts_build_s,
+        "fts5_query": fts_query,
+        "query_ratio_to_fts5": query["median_ms"] / fts_query["median_ms"],
+        "build_ratio_to_fts5": phases["bm25_s"] / fts_build_s,
+        "overlap_at_10": statistics.mean(overlap),
+        "jaccard_at_10": statistics.mean(jaccard),
+    }
+
+
+def render(rows: Sequence[dict[str, Any]]) -> str:
+    lines = [
+        f"{'notes':>7} {'full s':>7} {'bm25 s':>7} {'docs s':>7} {'tables s':>8} "
+        f"{'incr s':>7} {'incr bm25':>9} {'fts5 build':>10} {'open+q ms':>15} "
+        f"{'query ms':>15} {'fts5 ms':>13} {'×fts5':>6} {'ovl@10':>6}",
+    ]
+    for r in rows:
+        so, sq, fq = r["search_open_and_query"], r["search_query"], r["fts5_query"]
+        lines.append(
+            f"{r['notes']:>7} {r['full_reconcile_s']:>7.2f} {r['full_bm25_s']:>7.2f} "
+            f"{r['full_documents_s']:>7.2f} {r['full_tables_s']:>8.2f} "
+            f"{r['incremental_reconcile_s']:>7.3f} {r['incremental_bm25_s']:>9.3f} "
+            f"{r['fts5_build_s']:>10.2f} "
+            f"{so['median_ms']:>6.1f} / {so['p95_ms']:>6.1f} "
+            f"{sq['median_ms']:>6.1f} / {sq['p95_ms']:>6.1f} "
+            f"{fq['median_ms']:>5.2f} / {fq['p95_ms']:>5.2f} "
+            f"{r['query_ratio_to_fts5']:>6.1f} {r['overlap_at_10']:>6.2f}"
+        )
+    lines.append("(latencies: median / p95 over 50 queries; bm25 s = docs s + tables s)")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--quick", action="store_true", help="1,000 and 10,000 notes")
+    parser.add_argument("--json", action="store_true", help="one JSON object on one line")
+    parser.add_argument("--notes", type=int, nargs="*", help="vault sizes to run")
+    args = parser.parse_args(argv)
+    sizes = args.notes or (QUICK_NOTES if args.quick else FULL_NOTES)
+    rows = [run_size(n) for n in sizes]
+    if args.json:
+        print(json.dumps({"benchmark": NAME, "rows": rows}))
+    else:
+        print(render(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,202 @@
+"""Watch latency: from a note saved to the index reflecting it, with `vaultmem watch` running.
+
+On a copy of the cached generated vault (10,000 notes; `--quick`: 1,000) it starts
+`vaultmem watch --json` as a subprocess with the default debounce (300 ms), waits for the
+start-up sweep (which builds the index), then `--samples` times (30) appends a unique word to
+one note and polls the index read-only (one short connection per poll, as an agent would) until
+the word's posting is there. Latency is measured from the end of the write to the first poll
+that finds the word, so it includes the debounce, the incremental reconcile and the poll
+interval (25 ms). It reports median and p95 (nearest rank), the mean reconcile time the watcher
+reported per batch, and the median as a multiple of the same-run floor. Target: median < 1 s.
+
+Script: `python benchmarks/bench_watch.py [--notes 10000] [--samples 30] [--json]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # run as a script: make `benchmarks` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.floor import REPO_ROOT, markdown_files, measure, read_floor
+from benchmarks.generate_vault import ensure_vault
+
+NAME = "watch"
+QUICK_NOTES = 1_000
+FULL_NOTES = 10_000
+POLL_S = 0.025
+TARGET_S = 1.0
+START_TIMEOUT_S = 1_800.0
+SAMPLE_TIMEOUT_S = 60.0
+
+
+class _Watcher:
+    """The `vaultmem watch --json` subprocess and the events it has printed so far."""
+
+    def __init__(self, vault: Path, debounce_ms: int) -> None:
+        self.events: list[dict[str, Any]] = []
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "vaultmem.cli",
+                "watch",
+                "--vault",
+                str(vault),
+                "--json",
+                "--debounce-ms",
+                str(debounce_ms),
+            ],
+            cwd=REPO_ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.events.append(json.loads(line)["data"])
+
+    def kinds(self, kind: str) -> list[dict[str, Any]]:
+        return [e for e in list(self.events) if e["kind"] == kind]
+
+    def wait(self, kind: str, count: int, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while len(self.kinds(kind)) < count:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"vaultmem watch exited with {self.proc.returncode}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"no {kind} event after {timeout:.0f} s")
+            time.sleep(0.05)
+
+    def stop(self) -> int:
+        self.proc.terminate()
+        return self.proc.wait(timeout=60)
+
+
+def _word(i: int) -> str:
+    """A letters-only word no generated note contains (the tokenizer keeps it whole)."""
+    letters = []
+    n = i + 26 * 26
+    while n:
+        n, d = divmod(n, 26)
+        letters.append(chr(ord("a") + d))
+    return "zqwatch" + "".join(letters) + "q"
+
+
+def _found(index: Path, word: str) -> bool:
+    from vaultmem.db import store
+    from vaultmem.errors import VaultmemError
+
+    try:
+        with store.reading(index, timeout_s=5.0) as con:
+            row = con.execute("SELECT 1 FROM postings WHERE term = ? LIMIT 1", [word]).fetchone()
+    except VaultmemError:
+        return False
+    return row is not None
+
+
+def run(n_notes: int, samples: int, debounce_ms: int) -> dict[str, Any]:
+    source, counts, _ = ensure_vault(n_notes)
+    floor = measure(lambda: read_floor(source), repeat=3, warmup=1)
+    with tempfile.TemporaryDirectory(prefix="vaultmem-bench-watch-") as tmp:
+        vault = Path(tmp) / "vault"
+        shutil.copytree(source, vault)
+        index = vault / ".vaultmem" / "index.duckdb"
+        notes = markdown_files(vault)
+        step = max(1, len(notes) // samples)
+        watcher = _Watcher(vault, debounce_ms)
+        try:
+            started = time.perf_counter()
+            watcher.wait("sweep", 1, START_TIMEOUT_S)
+            startup_s = time.perf_counter() - started
+            latencies: list[float] = []
+            for i in range(samples):
+                batches = len(watcher.kinds("batch"))
+                word = _word(i)
+                with notes[(i * step) % len(notes)].open("a", encoding="utf-8") as handle:
+                    handle.write(f"\n{word}\n")
+                saved = time.perf_counter()
+                deadline = time.monotonic() + SAMPLE_TIMEOUT_S
+                while not _found(index, word):
+                    if time.monotonic() > deadline:
+                        raise RuntimeError(f"{word} never reached the index")
+                    time.sleep(POLL_S)
+                latencies.append(time.perf_counter() - saved)
+                watcher.wait("batch", batches + 1, SAMPLE_TIMEOUT_S)  # let the batch finish
+        finally:
+            code = watcher.stop()
+        reconciles = [e["duration_s"] for e in watcher.kinds("batch")]
+    ordered = sorted(latencies)
+    median = statistics.median(ordered)
+    return {
+        "benchmark": NAME,
+        "notes": counts.notes,
+        "samples": samples,
+        "debounce_ms": debounce_ms,
+        "startup_s": startup_s,
+        "latency": {
+            "median": median,
+            "p95": ordered[max(0, math.ceil(0.95 * len(ordered)) - 1)],
+            "min": ordered[0],
+            "max": ordered[-1],
+            "runs": latencies,
+        },
+        "reconcile_mean_s": statistics.fmean(reconciles) if reconciles else None,
+        "floor": floor.to_json(),
+        "median_x_floor": median / floor.median,
+        "target_s": TARGET_S,
+        "met_target": median < TARGET_S,
+        "exit_code": code,
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help=f"{QUICK_NOTES:,} notes")
+    parser.add_argument("--notes", type=int, default=None, help=f"default {FULL_NOTES:,}")
+    parser.add_argument("--samples", type=int, default=30)
+    parser.add_argument("--debounce-ms", type=int, default=300)
+    parser.add_argument("--json", action="store_true", help="one JSON object on one line")
+    args = parser.parse_args(argv)
+    n = args.notes or (QUICK_NOTES if args.quick else FULL_NOTES)
+    result = run(n, args.samples, args.debounce_ms)
+    if args.json:
+        print(json.dumps(result))
+        return 0 if result["exit_code"] == 0 else 1
+    lat = result["latency"]
+    print(
+        f"watch: save → index on {result['notes']:,} notes, {result['samples']} saves, "
+        f"debounce {result['debounce_ms']} ms"
+    )
+    print(f"  start-up sweep (index build)  {result['startup_s']:8.2f} s")
+    print(
+        f"  latency median                {lat['median'] * 1000:8.0f} ms  "
+        f"({result['median_x_floor']:.2f}× floor {result['floor']['median']:.2f} s)"
+    )
+    print(f"  latency p95                   {lat['p95'] * 1000:8.0f} ms")
+    print(f"  latency min / max             {lat['min'] * 1000:8.0f} / {lat['max'] * 1000:.0f} ms")
+    if result["reconcile_mean_s"] is not None:
+        print(f"  reconcile per batch (mean)    {result['reconcile_mean_s'] * 1000:8.0f} ms")
+    verdict = "met" if result["met_target"] else "MISSED"
+    print(f"  target median < {TARGET_S:.0f} s: {verdict}; watcher exit code {result['exit_code']}")
+    return 0 if result["exit_code"] == 0 else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,226 @@
+"""The MCP server driven as a real client drives it: the SDK's stdio client starts
+`vaultmem mcp` as a subprocess; tools are listed and called over the wire."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+mcp = pytest.importorskip("mcp")
+
+from mcp import ClientSession, StdioServerParameters, stdio_client  # noqa: E402
+
+from vaultmem.vault import Vault  # noqa: E402
+
+TOOLS = {
+    "memory_store",
+    "memory_recall",
+    "memory_get",
+    "memory_forget",
+    "memory_context",
+    "memory_links",
+    "memory_search",
+    "memory_status",
+}
+
+
+@pytest.fixture
+def vault(example_vault: Path) -> Path:
+    Vault(example_vault).reconcile()
+    return example_vault
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VAULTMEM_")}
+    return subprocess.run(
+        [sys.executable, "-m", "vaultmem.cli", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+
+
+def session_run(vault: Path, body: Callable[[ClientSession], Awaitable[None]]) -> None:
+    """Start `vaultmem mcp --vault <vault>` and run `body` against an initialised session."""
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "vaultmem.cli", "mcp", "--vault", str(vault)],
+        cwd=str(vault.parent),
+    )
+
+    async def main() -> None:
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            await body(session)
+
+    anyio.run(main)
+
+
+async def call(session: ClientSession, name: str, **arguments: Any) -> tuple[bool, Any]:
+    """(is_error, the JSON body) of one tool call; text and structured content must agree."""
+    result = await session.call_tool(name, arguments)
+    body = json.loads(result.content[0].text)  # type: ignore[union-attr]
+    assert result.structured_content == body
+    return result.is_error, body
+
+
+def test_tools_are_listed_with_schemas(vault: Path) -> None:
+    async def body(session: ClientSession) -> None:
+        listed = await session.list_tools()
+        by_name = {t.name: t for t in listed.tools}
+        assert set(by_name) == TOOLS
+        for tool in listed.tools:
+            assert tool.description and len(tool.description) > 60
+            schema = tool.input_schema
+            assert schema["type"] == "object" and schema["additionalProperties"] is False
+            for prop in schema["properties"].values():
+                assert "type" in prop
+        assert by_name["memory_recall"].input_schema["required"] == ["query"]
+        assert by_name["memory_store"].input_schema["required"] == ["content"]
+        assert by_name["memory_forget"].annotations.destructive_hint is True  # type: ignore[union-attr]
+
+    session_run(vault, body)
+
+
+def test_store_recall_get_forget_and_a_reconcile_elsewhere(vault: Path) -> None:
+    note = vault / "Knowledge" / "DuckDB.md"
+
+    async def body(session: ClientSession) -> None:
+        error, stored = await call(
+            session,
+            "memory_store",
+            key="flaky-ci-runner",
+            content="The arm64 CI runner times out on the integration tests; rerun them once.",
+            scope="project",
+            scope_id="atlas",
+            type="project",
+            tags=["ci"],
+        )
+        assert not error, stored
+        assert stored["key"] == "flaky-ci-runner" and stored["created"] is True
+
+        error, recalled = await call(session, "memory_recall", query="arm64 runner timeouts")
+        assert not error
+        assert recalled["hits"][0]["key"] == "flaky-ci-runner"
+        assert recalled["hits"][0]["fresh"] is True
+
+        error, got = await call(session, "memory_get", key="flaky-ci-runner")
+        assert not error
+        assert "rerun them once" in json.dumps(got)
+
+        # Another process edits a note and reconciles while this session stays open.
+        text = note.read_text(encoding="utf-8")
+        note.write_text(text + "\nThe quokka benchmark ran at 3 ms per query.\n", "utf-8")
+        error, before = await call(session, "memory_search", query="quokka")
+        assert not error and before["hits"] == []
+        done = await anyio.to_thread.run_sync(cli, "reconcile", "--vault", str(vault))
+        assert done.returncode == 0, done.stderr
+        error, after = await call(session, "memory_search", query="quokka")
+        assert not error and [h["path"] for h in after["hits"]] == ["Knowledge/DuckDB.md"]
+
+        error, forgotten = await call(
+            session, "memory_forget", key="flaky-ci-runner", scope="project", scope_id="atlas"
+        )
+        assert not error, forgotten
+        error, recalled = await call(session, "memory_recall", query="arm64 runner timeouts")
+        assert "flaky-ci-runner" not in {h["key"] for h in recalled["hits"]}
+
+    session_run(vault, body)
+    assert not (vault / "agent-memory/project/atlas/flaky-ci-runner.md").exists()
+
+
+def test_context_links_and_status(vault: Path) -> None:
+    async def body(session: ClientSession) -> None:
+        error, block = await call(
+            session, "memory_context", scopes=["project:atlas", "global"], budget_chars=1500
+        )
+        assert not error
+        assert block["text"].startswith("<vaultmem-memory>") and len(block["text"]) <= 1500
+        error, links = await call(session, "memory_links", note="DuckDB", direction="backlinks")
+        assert not error and links["links"]
+        error, near = await call(
+            session, "memory_links", note="DuckDB", direction="neighbours", depth=2
+        )
+        assert not error and {n["depth"] for n in near["links"]} <= {1, 2}
+        error, status = await call(session, "memory_status")
+        assert not error and status["notes"] > 20
+
+    session_run(vault, body)
+
+
+def test_errors_come_back_as_tool_errors_with_a_code(vault: Path) -> None:
+    async def body(session: ClientSession) -> None:
+        error, missing = await call(session, "memory_get", key="no-such-topic")
+        assert error and missing["code"] == "not_found" and missing["message"]
+        assert "hint" in missing
+        error, bad = await call(session, "memory_recall", query="x", limit=0)
+        assert error and bad["code"] == "invalid_arguments" and "limit" in bad["message"]
+        error, unknown = await call(session, "memory_search", query="the")
+        assert error and unknown["code"] == "query_invalid"
+        error, secret = await call(
+            session,
+            "memory_store",
+            key="leak",
+            content="token ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8",
+            scope="global",
+        )
+        assert error and secret["code"] == "secret_detected"
+        assert "ghp_" not in json.dumps(secret)
+
+    session_run(vault, body)
+
+
+def test_a_partial_write_says_not_to_retry(vault: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from vaultmem import mcp_server
+    from vaultmem.errors import PartialWriteError
+
+    def fail(*_: Any, **__: Any) -> None:
+        raise PartialWriteError(
+            "Saved agent-memory/project/atlas/k.md but the index update failed.",
+            ["resolved", "redacted", "locked", "read", "written", "published"],
+        )
+
+    monkeypatch.setattr(Vault, "store", fail)
+    result = mcp_server.call(Vault(vault), "memory_store", {"content": "x", "key": "k"})
+    body = json.loads(result.content[0].text)  # type: ignore[union-attr]
+    assert result.is_error
+    assert body["code"] == "partial_write" and body["retry"] is False
+    assert body["phases_done"][-1] == "published" and "Do not retry" in body["hint"]
+
+
+def test_parallel_calls_in_one_session(vault: Path) -> None:
+    """A client may send calls without waiting: writes and reads must not collide in DuckDB."""
+
+    async def body(session: ClientSession) -> None:
+        results: list[tuple[bool, Any]] = []
+
+        async def one(name: str, **arguments: Any) -> None:
+            results.append(await call(session, name, **arguments))
+
+        async with anyio.create_task_group() as group:
+            for i in range(3):
+                group.start_soon(
+                    lambda i=i: one(
+                        "memory_store",
+                        key=f"parallel-{i}",
+                        content=f"parallel fact {i}",
+                        scope="project",
+                        scope_id="atlas",
+                    )
+                )
+                group.start_soon(lambda: one("memory_recall", query="duckdb writer"))
+                group.start_soon(lambda: one("memory_status"))
+        assert len(results) == 9
+        assert not [body for error, body in results if error]
+
+    session_run(vault, body)
+    assert len(list((vault / "agent-memory/project/atlas").glob("parallel-*.md"))) == 3

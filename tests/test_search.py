@@ -1,0 +1,435 @@
+"""Search: BM25 scores checked against an independent computation, every operator and filter,
+incremental postings equal to rebuilt ones, and a relevance check over example-vault."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import os
+import tempfile
+from collections import Counter
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from vaultmem.cli import main
+from vaultmem.config import FolderMapping
+from vaultmem.db import store
+from vaultmem.documents import FIELD_WEIGHTS, note_documents
+from vaultmem.errors import QueryError
+from vaultmem.parse import parse_note
+from vaultmem.search import SearchFilters, SearchHit, document_scores, parse_query, snippet
+from vaultmem.text import tokenize
+from vaultmem.vault import Vault
+
+K1, B = 1.2, 0.75
+
+
+def write(root: Path, rel: str, text: str) -> None:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def make_vault(root: Path, notes: dict[str, str], mappings: list[FolderMapping] = ()) -> Vault:
+    root.mkdir(parents=True, exist_ok=True)
+    vault = Vault.init(root, mappings=list(mappings))
+    for rel, text in notes.items():
+        write(root, rel, text)
+    vault.reconcile()
+    return vault
+
+
+# -- (a) the SQL scores equal a textbook BM25 computed from the notes ------------------------
+
+CORPUS = {
+    "DuckDB.md": "---\ntags: [database, duckdb]\naliases: [Duck DB]\n---\n# DuckDB\n\n"
+    "An in-process database. DuckDB files hold tables; one writer per file.\n\n"
+    "## Locks\nA second writer gets a lock error; readers retry the lock.\n",
+    "Search/BM25 ranking.md": "---\ntags: [search/bm25]\n---\n# BM25 ranking\n\n"
+    "BM25 scores documents by term frequency and inverse document frequency.\n\n"
+    "## Parameters\n`k1` limits term frequency; `b` normalises document length.\n\n"
+    "## Tables\nPostings and terms live in DuckDB tables: `postings(term, doc, tf)`.\n",
+    "Search/Tokenizer.md": "# Tokenizer\n\nThe `TestPagerOrder` identifier is split; "
+    "`vault_root` too.\nQueries and query terms fold plurals: migrations, migration.\n\n"
+    "## Empty\n\n## Bigrams\n東京都 text.\n",
+    "Journal/2026-01-02.md": "---\ntags: [journal]\ntitle: Friday notes\n---\n"
+    "Paired on the flaky lock test. The lock test is flaky, flaky, flaky.\n",
+    "Long note.md": "# Long note\n\n" + "A long section about storage and files and tables. " * 30,
+}
+QUERIES = [
+    "duckdb",
+    "lock writer",
+    "bm25 term frequency",
+    "flaky lock test",
+    "pager root migrations",
+    "東京 storage tables",
+    "document length duckdb files",
+]
+
+
+def textbook_scores(root: Path, query: str) -> dict[tuple[str, int], float]:
+    """BM25 for every document, from the notes' text: nothing read from the index."""
+    docs: dict[tuple[str, int], tuple[int, Counter[str]]] = {}
+    for rel in CORPUS:
+        note = parse_note(rel, (root / rel).read_bytes()).note
+        for doc in note_documents(note):
+            if doc.ord == 0:
+                fields = {
+                    "title": tokenize(note.title),
+                    "alias": [t for alias in note.aliases for t in tokenize(alias)],
+                    "tag": [t for tag in note.tags for t in tokenize(tag)],
+                }
+            else:
+                section = note.sections[doc.ord - 1]
+                fields = {
+                    "heading": tokenize(section.heading or ""),
+                    "body": tokenize(section.text),
+                }
+            weighted: Counter[str] = Counter()
+            for name, tokens in fields.items():
+                for token in tokens:
+                    weighted[token] += FIELD_WEIGHTS[name]
+            docs[(rel, doc.ord)] = (sum(len(t) for t in fields.values()), weighted)
+    n = len(docs)
+    avgdl = sum(length for length, _ in docs.values()) / n
+    terms = list(dict.fromkeys(tokenize(query)))
+    df = {t: sum(1 for _, w in docs.values() if w[t] > 0) for t in terms}
+    scores: dict[tuple[str, int], float] = {}
+    for key, (length, weighted) in docs.items():
+        matched = [t for t in terms if weighted[t] > 0]
+        if not matched:
+            continue
+        total = 0.0
+        for t in matched:
+            idf = math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5))
+            tf = weighted[t]
+            total += idf * tf * (K1 + 1) / (tf + K1 * (1 - B + B * length / avgdl))
+        scores[key] = total
+    return scores
+
+
+@pytest.fixture(scope="module")
+def corpus_vault(tmp_path_factory: pytest.TempPathFactory) -> Vault:
+    return make_vault(tmp_path_factory.mktemp("corpus") / "vault", CORPUS)
+
+
+@pytest.mark.parametrize("query", QUERIES)
+def test_sql_scores_equal_textbook_bm25(corpus_vault: Vault, query: str) -> None:
+    expected = textbook_scores(corpus_vault.root, query)
+    assert expected, "every query must match something"
+    with store.reading(corpus_vault.config.index_path) as con:
+        paths = dict(con.execute("SELECT id, path FROM notes").fetchall())
+        rows = document_scores(con, list(parse_query(query).terms), k1=K1, b=B)
+    got = {(paths[note_id], ord_): score for note_id, ord_, score in rows}
+    assert got.keys() == expected.keys()
+    for key, score in expected.items():
+        assert got[key] == pytest.approx(score, abs=1e-9, rel=0), key
+
+
+def test_note_score_is_its_best_section(corpus_vault: Vault) -> None:
+    hits = corpus_vault.search("flaky lock test")
+    with store.reading(corpus_vault.config.index_path) as con:
+        rows = document_scores(con, ["flaky", "lock", "test"], k1=K1, b=B)
+    best: dict[str, float] = {}
+    for note_id, _, score in rows:
+        best[note_id] = max(best.get(note_id, 0.0), score)
+    assert [h.note_id for h in hits] == sorted(best, key=lambda n: -best[n])
+    for hit in hits:
+        assert hit.score == pytest.approx(best[hit.note_id], abs=1e-6)
+
+
+# -- (b) operators, filters, grouping, snippets, errors --------------------------------------
+
+FILTER_NOTES = {
+    "Projects/Alpha/Plan.md": "---\ntype: plan\ntags: [project/alpha/api]\n"
+    "updated: 2026-01-10\n---\n"
+    "# Alpha plan\n\n## Goals\nRaise the lock timeout for the DuckDB writer.\n",
+    "Projects/Beta/Plan.md": "---\ntype: plan\ntags: [project/beta]\nupdated: 2025-06-01\n---\n"
+    "# Beta plan\n\n## Goals\nA timeout on the lock of DuckDB; Kafka consumers too.\n",
+    "Knowledge/Storage.md": "---\ntype: reference\ntags: [storage]\nupdated: 2024-03-03\n---\n"
+    "# Storage\n\n## Intro\nDuckDB stores tables in one file.\n\n"
+    "## Locking\nThe lock timeout bounds a wait: lock timeout, lock retries, lock holders.\n",
+    "Knowledge/Kafka.md": "---\ntype: reference\ntags: [kafka]\nupdated: 2023-01-01\n---\n"
+    "# Kafka\n\nConsumers read topics. No database here.\n",
+}
+FILTER_MAPPINGS = [
+    FolderMapping("Projects/Alpha", "project", "alpha"),
+    FolderMapping("Projects/Beta", "project", "beta"),
+    FolderMapping("Knowledge", "global", None),
+    FolderMapping("agent-memory", "project", "alpha"),
+]
+ALPHA, BETA = "Projects/Alpha/Plan.md", "Projects/Beta/Plan.md"
+STORAGE, KAFKA = "Knowledge/Storage.md", "Knowledge/Kafka.md"
+
+
+@pytest.fixture(scope="module")
+def filter_vault(tmp_path_factory: pytest.TempPathFactory) -> Vault:
+    root = tmp_path_factory.mktemp("filters") / "vault"
+    return make_vault(root, FILTER_NOTES, FILTER_MAPPINGS)
+
+
+def paths_of(hits: list[SearchHit]) -> set[str]:
+    return {h.path for h in hits}
+
+
+def test_words_are_ored_and_ranked(filter_vault: Vault) -> None:
+    assert paths_of(filter_vault.search("duckdb kafka")) == {ALPHA, BETA, STORAGE, KAFKA}
+
+
+def test_phrase_matches_adjacent_terms_only(filter_vault: Vault) -> None:
+    assert paths_of(filter_vault.search('"lock timeout"')) == {ALPHA, STORAGE}
+    assert paths_of(filter_vault.search('duckdb "lock timeout"')) == {ALPHA, STORAGE}
+    assert paths_of(filter_vault.search('"writer lock"')) == set()
+    # Stop words and punctuation are not terms, so they neither break nor make a phrase.
+    assert paths_of(filter_vault.search('"timeout on the lock"')) == {BETA, STORAGE}
+
+
+def test_excluded_word_removes_the_note(filter_vault: Vault) -> None:
+    assert paths_of(filter_vault.search("duckdb -kafka")) == {ALPHA, STORAGE}
+    assert paths_of(filter_vault.search("lock -Kafka -storage")) == {ALPHA}
+
+
+@pytest.mark.parametrize(
+    ("query", "filters", "expected"),
+    [
+        ("duckdb tag:project", SearchFilters(), {ALPHA, BETA}),
+        ("duckdb tag:#project/alpha", SearchFilters(), {ALPHA}),
+        ("duckdb", SearchFilters(tag="project"), {ALPHA, BETA}),
+        ("duckdb", SearchFilters(tag="#Project/Beta"), {BETA}),
+        ("duckdb path:Projects/", SearchFilters(), {ALPHA, BETA}),
+        ("duckdb path:projects/beta", SearchFilters(), {BETA}),
+        ("duckdb", SearchFilters(folder="Knowledge/"), {STORAGE}),
+        ("duckdb type:plan", SearchFilters(), {ALPHA, BETA}),
+        ("duckdb kafka", SearchFilters(type="reference"), {STORAGE, KAFKA}),
+        ("duckdb kafka", SearchFilters(scope="global"), {STORAGE, KAFKA}),
+        ("duckdb kafka", SearchFilters(scope="project"), {ALPHA, BETA}),
+        ("duckdb kafka", SearchFilters(scope_id="beta"), {BETA}),
+        ("duckdb kafka", SearchFilters(since=datetime(2025, 1, 1)), {ALPHA, BETA}),
+        ("duckdb kafka", SearchFilters(until=datetime(2025, 1, 1)), {STORAGE, KAFKA}),
+        (
+            "duckdb kafka",
+            SearchFilters(since=datetime(2024, 1, 1), until=datetime(2026, 1, 1)),
+            {BETA, STORAGE},
+        ),
+        ("duckdb kafka type:plan", SearchFilters(scope_id="alpha"), {ALPHA}),
+    ],
+)
+def test_filters(
+    filter_vault: Vault, query: str, filters: SearchFilters, expected: set[str]
+) -> None:
+    assert paths_of(filter_vault.search(query, filters)) == expected
+
+
+def test_limit(filter_vault: Vault) -> None:
+    full = filter_vault.search("duckdb kafka lock")
+    assert len(full) == 4
+    assert filter_vault.search("duckdb kafka lock", limit=2) == full[:2]
+
+
+def test_results_grouped_by_note_best_section_first(filter_vault: Vault) -> None:
+    hits = filter_vault.search("lock timeout")
+    assert len({h.path for h in hits}) == len(hits)
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    storage = next(h for h in hits if h.path == STORAGE)
+    assert storage.heading == "Locking"
+    assert storage.line == 11  # the heading's line
+    scores = [s["score"] for s in storage.sections]
+    assert scores == sorted(scores, reverse=True)
+    assert storage.score == scores[0]
+    assert (storage.scope, storage.scope_id, storage.title) == ("global", None, "Storage")
+
+
+def test_snippet_marks_matched_words(filter_vault: Vault) -> None:
+    hit = filter_vault.search("lock timeout", SearchFilters(folder="Knowledge"))[0]
+    assert "**lock** **timeout**" in hit.snippet
+    assert "**" not in snippet("nothing here", {"lock"})
+    # The matched part of an identifier is marked; plural forms match their singular.
+    assert snippet("call TestPagerOrder now", {"pager"}) == "call Test**Pager**Order now"
+    assert snippet("call TestPagerOrder now", {"testpagerorder", "pager"}) == (
+        "call **TestPagerOrder** now"
+    )
+    assert snippet("two migrations ran", {"migration"}) == "two **migrations** ran"
+
+
+def test_title_match_shows_a_section_with_text(corpus_vault: Vault) -> None:
+    (hit,) = corpus_vault.search("tokenizer")
+    assert hit.snippet  # the title matched; the first section with text is shown
+
+
+@pytest.mark.parametrize("query", ["", "   ", "the of and", '"" -', "-duckdb", "tag:project"])
+def test_query_without_searchable_words_is_an_error(filter_vault: Vault, query: str) -> None:
+    with pytest.raises(QueryError) as info:
+        filter_vault.search(query)
+    assert info.value.code == "query_invalid"
+    assert info.value.hint
+
+
+def test_parse_query_operators() -> None:
+    parsed = parse_query('Locks "lock timeout" -Kafka tag:#Project/Alpha path:/Projects/ type:Plan')
+    assert parsed.terms == ("lock", "timeout")
+    assert parsed.phrases == (("lock", "timeout"),)
+    assert parsed.excluded == ("kafka",)
+    assert (parsed.tags, parsed.paths, parsed.types) == (
+        ("project/alpha",),
+        ("projects",),
+        ("plan",),
+    )
+
+
+def test_cli_search_json(filter_vault: Vault, capsys: pytest.CaptureFixture[str]) -> None:
+    vault = str(filter_vault.root)
+    assert main(["search", "lock timeout", "--vault", vault, "--json", "--limit", "1"]) == 0
+    envelope = json.loads(capsys.readouterr().out)
+    assert envelope["ok"] is True
+    (first,) = envelope["data"]
+    assert {"path", "title", "scope", "heading", "score", "snippet"} <= first.keys()
+    assert main(["search", "the", "--vault", vault, "--json"]) == 1
+    error = json.loads(capsys.readouterr().out)
+    assert (error["ok"], error["error"]["code"]) == (False, "query_invalid")
+
+
+# -- (c) incremental postings equal rebuilt postings ---------------------------------------
+
+WORDS = [
+    "lock",
+    "locks",
+    "timeout",
+    "DuckDB",
+    "vault_root",
+    "TestPager",
+    "query",
+    "queries",
+    "東京",
+]
+TABLE_DUMPS = {
+    "documents": "SELECT n.path, d.ord, d.heading, d.line, d.length, d.text "
+    "FROM documents d JOIN notes n ON n.id = d.note_id",
+    "postings": "SELECT p.term, n.path, p.ord, p.field, p.tf FROM postings p "
+    "JOIN notes n ON n.id = p.note_id",
+    "terms": "SELECT term, df FROM terms",
+    "search_stats": "SELECT documents, total_length FROM search_stats",
+}
+
+note_text = st.builds(
+    lambda title, tags, sections: (
+        ("---\n" + (f"title: {title}\n" if title else "") + f"tags: [{', '.join(tags)}]\n---\n")
+        + "".join(
+            f"## {h}\n{' '.join(body)}\n\n" if h else " ".join(body) + "\n\n"
+            for h, body in sections
+        )
+    ),
+    st.sampled_from(["", "Lock notes", "Queries"]),
+    st.lists(st.sampled_from(["db", "db/duckdb", "search"]), max_size=2),
+    st.lists(
+        st.tuples(
+            st.sampled_from(["", "Locks", "Query plan"]),
+            st.lists(st.sampled_from(WORDS), max_size=6),
+        ),
+        max_size=3,
+    ),
+)
+edit = st.one_of(
+    st.tuples(st.just("write"), st.integers(0, 3), note_text),
+    st.tuples(st.just("delete"), st.integers(0, 3), st.just("")),
+    st.tuples(st.just("rename"), st.integers(0, 3), st.integers(0, 3).map(str)),
+)
+
+
+def dump(vault: Vault) -> dict[str, list[tuple[object, ...]]]:
+    with store.reading(vault.config.index_path) as con:
+        return {
+            name: sorted(con.execute(sql).fetchall(), key=repr) for name, sql in TABLE_DUMPS.items()
+        }
+
+
+@settings(
+    max_examples=12,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(edits=st.lists(edit, min_size=1, max_size=6))
+def test_incremental_postings_equal_rebuild(edits: list[tuple[str, int, str]]) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "vault"
+        vault = make_vault(root, {"n0.md": "# Start\nlock timeout\n", "n1.md": "queries\n"})
+        clock = itertools.count(1_700_000_000_000_000_000, 1_000_000_000)
+
+        def touch(rel: str) -> None:
+            stamp = next(clock)
+            os.utime(root / rel, ns=(stamp, stamp))
+
+        for action, index, arg in edits:
+            rel = f"n{index}.md"
+            if action == "write":
+                write(root, rel, arg)
+                touch(rel)
+            elif action == "delete":
+                (root / rel).unlink(missing_ok=True)
+            elif (root / rel).exists() and not (root / f"n{arg}.md").exists():
+                (root / rel).rename(root / f"n{arg}.md")
+            vault.reconcile()
+        incremental = dump(vault)
+        vault.reconcile(rebuild=True)
+        assert incremental == dump(vault)
+
+
+# -- (d) relevance over example-vault ------------------------------------------------------
+
+RELEVANCE = [
+    (
+        "how do I run the tests?",
+        [
+            "Projects/Atlas/Runbook - Running tests.md",
+            "agent-memory/project/atlas/build-and-test-commands.md",
+        ],
+    ),
+    ("why did we choose duckdb", ["agent-memory/project/atlas/duckdb-index-decision.md"]),
+    ("what are sync conflict files", ["Knowledge/Sync conflicts.md"]),
+    (
+        "where is the kafka consumer lag alert",
+        ["agent-memory/project/borealis/consumer-lag-alerting.md"],
+    ),
+    ("how are the parquet files partitioned", ["Projects/Borealis/Data pipeline.md"]),
+    (
+        "how do I cut a release",
+        ["Projects/Atlas/Release checklist.md", "agent-memory/project/atlas/release-process.md"],
+    ),
+    ("should tests mock the database", ["agent-memory/global/code-review-feedback.md"]),
+    ("how does Dana like answers", ["agent-memory/global/user-preferences.md"]),
+    ("what do k1 and b mean in BM25", ["Knowledge/BM25 ranking.md"]),
+    ("which test is flaky and why", ["Projects/Atlas/Runbook - Running tests.md"]),
+    ("how do I link to a heading or a block", ["Knowledge/Obsidian link syntax.md"]),
+    ("how do I add a dependency with uv", ["Knowledge/Python packaging with uv.md"]),
+    ("who leads Borealis", ["Knowledge/People/Marco Ruiz.md"]),
+    ("branch naming convention", ["Knowledge/Git workflow.md"]),
+    ("how big can a pull request be", ["Knowledge/Code review guidelines.md"]),
+    ("can two processes write to the DuckDB file", ["Projects/Atlas/Decision log.md"]),
+    ("how does Atlas detect changed documents", ["Projects/Atlas/Architecture.md"]),
+]
+
+
+@pytest.fixture(scope="module")
+def example_index(tmp_path_factory: pytest.TempPathFactory) -> Vault:
+    import shutil
+
+    from tests.conftest import EXAMPLE_VAULT
+
+    target = tmp_path_factory.mktemp("example") / "example-vault"
+    shutil.copytree(EXAMPLE_VAULT, target, ignore=shutil.ignore_patterns("index.duckdb*"))
+    vault = Vault(target)
+    vault.reconcile()
+    return vault
+
+
+@pytest.mark.parametrize(("question", "expected"), RELEVANCE, ids=[q for q, _ in RELEVANCE])
+def test_relevance_expected_notes_in_top_3(
+    example_index: Vault, question: str, expected: list[str]
+) -> None:
+    top = [hit.path for hit in example_index.search(question, limit=3)]
+    for path in expected:
+        assert path in top, f"{path} not in top 3 for {question!r}: {top}"
