@@ -107,7 +107,8 @@ def find_note(con: Connection, name: str) -> NoteRef:
             key,
         ),
         (
-            "SELECT id, path, title FROM notes WHERE lower(regexp_extract(path, '([^/]*)\\.md$', 1)) = ?",
+            "SELECT id, path, title FROM notes "
+            "WHERE lower(regexp_extract(path, '([^/]*)\\.md$', 1)) = ?",
             key,
         ),
     )
@@ -118,7 +119,8 @@ def find_note(con: Connection, name: str) -> NoteRef:
             return NoteRef(*rows[0])
         if rows:
             raise AmbiguousError(
-                f"{name!r} names {len(rows)} notes.", [r[1] for r in rows],
+                f"{name!r} names {len(rows)} notes.",
+                [r[1] for r in rows],
                 hint="Name the note by one of these paths.",
             )
     raise NotFoundError(f"No note is named {name!r} (by id, path, title, alias or file name).")
@@ -145,22 +147,36 @@ def note_detail(con: Connection, ref: NoteRef) -> NoteDetail:
         [ref.id],
     )
     row["frontmatter"] = json.loads(row["frontmatter"]) if row["frontmatter"] else None
-    aliases = [a for (a,) in con.execute(
-        "SELECT alias FROM aliases WHERE note_id = ? ORDER BY alias", [ref.id]).fetchall()]
-    tags = [t for (t,) in con.execute(
-        "SELECT tag FROM tags WHERE note_id = ? AND NOT inherited ORDER BY tag", [ref.id]
-    ).fetchall()]
+    aliases = [
+        a
+        for (a,) in con.execute(
+            "SELECT alias FROM aliases WHERE note_id = ? ORDER BY alias", [ref.id]
+        ).fetchall()
+    ]
+    tags = [
+        t
+        for (t,) in con.execute(
+            "SELECT tag FROM tags WHERE note_id = ? AND NOT inherited ORDER BY tag", [ref.id]
+        ).fetchall()
+    ]
     headings = fetch_dicts(
         con, "SELECT level, text, line FROM headings WHERE note_id = ? ORDER BY ord", [ref.id]
     )
-    blocks = [b for (b,) in con.execute(
-        "SELECT block_id FROM blocks WHERE note_id = ? ORDER BY line", [ref.id]).fetchall()]
-    (out,) = con.execute("SELECT count(*) FROM links WHERE source_id = ?", [ref.id]).fetchone() or (0,)
+    blocks = [
+        b
+        for (b,) in con.execute(
+            "SELECT block_id FROM blocks WHERE note_id = ? ORDER BY line", [ref.id]
+        ).fetchall()
+    ]
+    (out,) = con.execute("SELECT count(*) FROM links WHERE source_id = ?", [ref.id]).fetchone() or (
+        0,
+    )
     (back,) = con.execute(
         "SELECT count(*) FROM links WHERE target_id = ? AND source_id <> ?", [ref.id, ref.id]
     ).fetchone() or (0,)
     note_problems = fetch_dicts(
-        con, "SELECT code, severity, message, line FROM problems WHERE path = ? ORDER BY line",
+        con,
+        "SELECT code, severity, message, line FROM problems WHERE path = ? ORDER BY line",
         [ref.path],
     )
     return NoteDetail(row, aliases, tags, headings, blocks, int(out), int(back), note_problems)

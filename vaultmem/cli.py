@@ -42,8 +42,11 @@ class _Run:
 
 VaultOpt = Annotated[
     Path | None,
-    typer.Option("--vault", help="Vault folder (default: $VAULTMEM_VAULT, else the nearest "
-                 "folder above the working directory holding .vaultmem/)."),
+    typer.Option(
+        "--vault",
+        help="Vault folder (default: $VAULTMEM_VAULT, else the nearest "
+        "folder above the working directory holding .vaultmem/).",
+    ),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON envelope for agents.")]
 LimitOpt = Annotated[int, typer.Option("--limit", min=1, help="At most this many rows.")]
@@ -62,8 +65,10 @@ def init(
     ] = "agent-memory",
     map_: Annotated[
         list[str] | None,
-        typer.Option("--map", help="FOLDER=SCOPE[:SCOPE_ID], repeatable (default: whole vault "
-                     "as one project scope)."),
+        typer.Option(
+            "--map",
+            help="FOLDER=SCOPE[:SCOPE_ID], repeatable (default: whole vault as one project scope).",
+        ),
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing config.")] = False,
     as_json: JsonOpt = False,
@@ -82,8 +87,10 @@ def init(
         return output.emit_json(data)
     output.line(f"Initialised {vault.config.config_path}")
     for m in vault.config.mappings:
-        output.line(f"  {m.folder or '(whole vault)'} → {m.scope}"
-                    + (f":{m.scope_id}" if m.scope_id else ""))
+        output.line(
+            f"  {m.folder or '(whole vault)'} → {m.scope}"
+            + (f":{m.scope_id}" if m.scope_id else "")
+        )
     output.line("Next: vaultmem reconcile")
 
 
@@ -166,8 +173,10 @@ def status(vault: VaultOpt = None, as_json: JsonOpt = False) -> None:
         f"{result.problems} problems; index {result.index_bytes / 1e6:.1f} MB"
     )
     if run:
-        output.line(f"Last reconcile {run['started']} ({run['mode']}, {run['duration_ms']:.0f} ms); "
-                    f"{result.changed_since_last_run} files changed since")
+        output.line(
+            f"Last reconcile {run['started']} ({run['mode']}, {run['duration_ms']:.0f} ms); "
+            f"{result.changed_since_last_run} files changed since"
+        )
 
 
 @app.command()
@@ -180,8 +189,11 @@ def problems(
     rows = _vault(vault, as_json).problems(code=code)
     if as_json:
         return output.emit_json(rows)
-    output.table(f"{len(rows)} problems", ["path", "line", "code", "message"],
-                 [(r["path"], r["line"], r["code"], r["message"]) for r in rows])
+    output.table(
+        f"{len(rows)} problems",
+        ["path", "line", "code", "message"],
+        [(r["path"], r["line"], r["code"], r["message"]) for r in rows],
+    )
 
 
 @app.command()
@@ -196,8 +208,12 @@ def show(
         return output.emit_json(detail)
     n = detail.note
     output.line(f"{n['title']}  ({n['path']})")
-    output.line(f"id {n['id']} · scope {n['scope']}" + (f":{n['scope_id']}" if n["scope_id"] else "")
-                + (" · managed" if n["managed"] else "") + f" · frontmatter {n['frontmatter_status']}")
+    output.line(
+        f"id {n['id']} · scope {n['scope']}"
+        + (f":{n['scope_id']}" if n["scope_id"] else "")
+        + (" · managed" if n["managed"] else "")
+        + f" · frontmatter {n['frontmatter_status']}"
+    )
     if detail.aliases:
         output.line("aliases: " + ", ".join(detail.aliases))
     if detail.tags:
@@ -214,7 +230,9 @@ def _link_rows(rows: list[dict[str, Any]], source: bool) -> list[tuple[Any, ...]
         (
             *((r["source_path"],) if source else ()),
             r["line"],
-            r["kind"] + (f":{r['relation']}" if r["relation"] else "") + (" embed" if r["embed"] else ""),
+            r["kind"]
+            + (f":{r['relation']}" if r["relation"] else "")
+            + (" embed" if r["embed"] else ""),
             r["raw"],
             r["target_path"] or "(unresolved)",
             {None: "", True: "yes", False: "MISSING"}[r["subpath_found"]],
@@ -233,8 +251,11 @@ def links(
     ref, rows = _vault(vault, as_json).links(note)
     if as_json:
         return output.emit_json({"note": ref, "links": rows})
-    output.table(f"Links from {ref.path}", ["line", "kind", "link", "target", "subpath"],
-                 _link_rows(rows, source=False))
+    output.table(
+        f"Links from {ref.path}",
+        ["line", "kind", "link", "target", "subpath"],
+        _link_rows(rows, source=False),
+    )
 
 
 @app.command()
@@ -247,8 +268,11 @@ def backlinks(
     ref, rows = _vault(vault, as_json).backlinks(note)
     if as_json:
         return output.emit_json({"note": ref, "backlinks": rows})
-    output.table(f"Backlinks to {ref.path}", ["source", "line", "kind", "link", "target", "subpath"],
-                 _link_rows(rows, source=True))
+    output.table(
+        f"Backlinks to {ref.path}",
+        ["source", "line", "kind", "link", "target", "subpath"],
+        _link_rows(rows, source=True),
+    )
 
 
 @app.command()
@@ -257,9 +281,18 @@ def unresolved(vault: VaultOpt = None, limit: LimitOpt = 100, as_json: JsonOpt =
     rows = _vault(vault, as_json).unresolved(limit=limit)
     if as_json:
         return output.emit_json(rows)
-    output.table("Unresolved links", ["target", "links", "from"],
-                 [(r["target"], r["links"], ", ".join(r["sources"][:3])
-                   + (" …" if len(r["sources"]) > 3 else "")) for r in rows])
+    output.table(
+        "Unresolved links",
+        ["target", "links", "from"],
+        [
+            (
+                r["target"],
+                r["links"],
+                ", ".join(r["sources"][:3]) + (" …" if len(r["sources"]) > 3 else ""),
+            )
+            for r in rows
+        ],
+    )
 
 
 def _when(text: str | None, option: str) -> datetime | None:
@@ -275,14 +308,20 @@ def _when(text: str | None, option: str) -> datetime | None:
 
 @app.command()
 def search(
-    query: Annotated[str, typer.Argument(help='Words, "phrases", -excluded, tag:x, path:f/, type:y.')],
+    query: Annotated[
+        str, typer.Argument(help='Words, "phrases", -excluded, tag:x, path:f/, type:y.')
+    ],
     vault: VaultOpt = None,
     scope: Annotated[str | None, typer.Option("--scope", help="Only this scope.")] = None,
     scope_id: Annotated[str | None, typer.Option("--scope-id", help="Only this scope id.")] = None,
     type_: Annotated[str | None, typer.Option("--type", help="Only notes of this type.")] = None,
-    tag: Annotated[str | None, typer.Option("--tag", help="Only notes with this tag "
-                                             "(a parent tag matches nested ones).")] = None,
-    folder: Annotated[str | None, typer.Option("--folder", help="Only notes under this folder.")] = None,
+    tag: Annotated[
+        str | None,
+        typer.Option("--tag", help="Only notes with this tag (a parent tag matches nested ones)."),
+    ] = None,
+    folder: Annotated[
+        str | None, typer.Option("--folder", help="Only notes under this folder.")
+    ] = None,
     since: Annotated[str | None, typer.Option("--since", help="Updated at or after (ISO).")] = None,
     until: Annotated[str | None, typer.Option("--until", help="Updated before (ISO).")] = None,
     limit: LimitOpt = 10,
@@ -290,8 +329,9 @@ def search(
 ) -> None:
     """BM25 search over every note's sections; results grouped by note, best first."""
     v = _vault(vault, as_json)
-    filters = SearchFilters(scope, scope_id, type_, tag, folder, _when(since, "--since"),
-                            _when(until, "--until"))
+    filters = SearchFilters(
+        scope, scope_id, type_, tag, folder, _when(since, "--since"), _when(until, "--until")
+    )
     hits = v.search(query, filters, limit=limit)
     if as_json:
         return output.emit_json(hits)
@@ -299,8 +339,10 @@ def search(
         return output.line("No notes match.")
     for i, hit in enumerate(hits, 1):
         where = f" › {hit.heading}" if hit.heading else ""
-        output.console.print(f"[bold]{i}. {escape(hit.title)}[/]{escape(where)}  "
-                             f"[dim]{escape(hit.path)}:{hit.line} · {hit.scope} · {hit.score:.3f}[/]")
+        output.console.print(
+            f"[bold]{i}. {escape(hit.title)}[/]{escape(where)}  "
+            f"[dim]{escape(hit.path)}:{hit.line} · {hit.scope} · {hit.score:.3f}[/]"
+        )
         output.console.print("   " + output.marked(hit.snippet))
 
 
@@ -337,14 +379,24 @@ def _render_watch_event(event: WatchEvent, *, as_json: bool) -> None:
     if as_json:
         output.emit_json(event)
     else:
-        counts = [(n, w) for n, w in ((event.added, "added"), (event.changed, "changed"),
-                  (event.removed, "removed"), (event.renamed, "renamed")) if n]
+        counts = [
+            (n, w)
+            for n, w in (
+                (event.added, "added"),
+                (event.changed, "changed"),
+                (event.removed, "removed"),
+                (event.renamed, "renamed"),
+            )
+            if n
+        ]
         what = ", ".join(f"{n} {w}" for n, w in counts) or "no note changed"
         stamp = event.at.astimezone().strftime("%H:%M:%S")
         if event.kind in ("batch", "sweep") or (event.kind == "config" and event.notes):
             paths = f"{event.paths} paths — " if event.kind == "batch" else ""
-            text = (f"{stamp} {event.kind}: {paths}{what}; {event.notes} notes, "
-                    f"{event.problems} problems; {event.duration_s * 1000:.0f} ms")
+            text = (
+                f"{stamp} {event.kind}: {paths}{what}; {event.notes} notes, "
+                f"{event.problems} problems; {event.duration_s * 1000:.0f} ms"
+            )
             if event.message:
                 text += f" ({event.message})"
         else:
@@ -359,10 +411,18 @@ def _render_watch_event(event: WatchEvent, *, as_json: bool) -> None:
 @app.command()
 def watch(
     vault: VaultOpt = None,
-    debounce_ms: Annotated[int, typer.Option(
-        "--debounce-ms", min=1, help="Gather a burst of changes for at most this long.")] = 300,
-    sweep_s: Annotated[float, typer.Option(
-        "--sweep-s", min=1.0, help="Seconds between full reconciles (dropped events).")] = 300,
+    debounce_ms: Annotated[
+        int,
+        typer.Option(
+            "--debounce-ms", min=1, help="Gather a burst of changes for at most this long."
+        ),
+    ] = 300,
+    sweep_s: Annotated[
+        float,
+        typer.Option(
+            "--sweep-s", min=1.0, help="Seconds between full reconciles (dropped events)."
+        ),
+    ] = 300,
     as_json: JsonOpt = False,
 ) -> None:
     """Keep the index current while the vault changes, until SIGINT or SIGTERM (exit 0)."""
@@ -370,14 +430,22 @@ def watch(
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda _signum, _frame: stop.set())
-    v.watch(debounce_ms=debounce_ms, sweep_s=sweep_s, stop=stop,
-            emit=lambda event: _render_watch_event(event, as_json=as_json))
+    v.watch(
+        debounce_ms=debounce_ms,
+        sweep_s=sweep_s,
+        stop=stop,
+        emit=lambda event: _render_watch_event(event, as_json=as_json),
+    )
 
 
 ScopesOpt = Annotated[
     list[str] | None,
-    typer.Option("--scope", "--scopes", help="SCOPE or SCOPE:SCOPE_ID; repeatable or "
-                 "comma-separated (e.g. session,project:atlas,global)."),
+    typer.Option(
+        "--scope",
+        "--scopes",
+        help="SCOPE or SCOPE:SCOPE_ID; repeatable or "
+        "comma-separated (e.g. session,project:atlas,global).",
+    ),
 ]
 
 
@@ -386,18 +454,30 @@ def recall(
     query: Annotated[str, typer.Argument(help="The question or keywords.")],
     vault: VaultOpt = None,
     scope: ScopesOpt = None,
-    mode: Annotated[Literal["hybrid", "bm25", "metadata"], typer.Option(
-        "--mode", help="hybrid: key/title/alias/tag matches first, then BM25.")] = "hybrid",
-    sort: Annotated[Literal["score", "recency", "usage"], typer.Option(
-        "--sort", help="score blends relevance, recency and usage (docs/agents.md).")] = "score",
+    mode: Annotated[
+        Literal["hybrid", "bm25", "metadata"],
+        typer.Option("--mode", help="hybrid: key/title/alias/tag matches first, then BM25."),
+    ] = "hybrid",
+    sort: Annotated[
+        Literal["score", "recency", "usage"],
+        typer.Option("--sort", help="score blends relevance, recency and usage (docs/agents.md)."),
+    ] = "score",
     limit: LimitOpt = 10,
-    include_related: Annotated[bool, typer.Option(
-        "--include-related", help="Add notes linked from the hits, one level deep.")] = False,
+    include_related: Annotated[
+        bool,
+        typer.Option("--include-related", help="Add notes linked from the hits, one level deep."),
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Recall memories for a question: topics and notes of the given scopes, never expired."""
-    hits = _vault(vault, as_json).recall(query, scopes=scope or (), mode=mode, sort=sort,
-                                         limit=limit, include_related=include_related)
+    hits = _vault(vault, as_json).recall(
+        query,
+        scopes=scope or (),
+        mode=mode,
+        sort=sort,
+        limit=limit,
+        include_related=include_related,
+    )
     if as_json:
         return output.emit_json(hits)
     if not hits:
@@ -405,8 +485,10 @@ def recall(
     for i, hit in enumerate(hits, 1):
         where = hit.scope + (f":{hit.scope_id}" if hit.scope_id else "")
         flags = (" [related]" if hit.related else "") + ("" if hit.fresh else " [stale]")
-        output.console.print(f"[bold]{i}. {escape(hit.key)}[/]{escape(flags)}  [dim]"
-                             f"{escape(hit.path)} · {where} · {hit.score:.3f}[/]")
+        output.console.print(
+            f"[bold]{i}. {escape(hit.key)}[/]{escape(flags)}  [dim]"
+            f"{escape(hit.path)} · {where} · {hit.score:.3f}[/]"
+        )
         output.console.print("   " + output.marked(hit.snippet))
 
 
@@ -414,15 +496,27 @@ def recall(
 def context(
     vault: VaultOpt = None,
     scopes: ScopesOpt = None,
-    per_scope: Annotated[int, typer.Option("--per-scope", min=1,
-                                           help="At most this many entries per scope.")] = 10,
-    budget_chars: Annotated[int, typer.Option(
-        "--budget-chars", min=1, help="Size limit of the whole block, in characters.")] = 3000,
-    write: Annotated[Literal["claude", "codex", "kiro"] | None, typer.Option(
-        "--write", help="Write the block between markers into .claude/CLAUDE.md (claude), "
-        "AGENTS.md (codex) or .kiro/steering/vaultmem-memory.md (kiro).")] = None,
-    project: Annotated[Path | None, typer.Option(
-        "--project", help="Project folder for --write (default: the working directory).")] = None,
+    per_scope: Annotated[
+        int, typer.Option("--per-scope", min=1, help="At most this many entries per scope.")
+    ] = 10,
+    budget_chars: Annotated[
+        int,
+        typer.Option("--budget-chars", min=1, help="Size limit of the whole block, in characters."),
+    ] = 3000,
+    write: Annotated[
+        Literal["claude", "codex", "kiro"] | None,
+        typer.Option(
+            "--write",
+            help="Write the block between markers into .claude/CLAUDE.md (claude), "
+            "AGENTS.md (codex) or .kiro/steering/vaultmem-memory.md (kiro).",
+        ),
+    ] = None,
+    project: Annotated[
+        Path | None,
+        typer.Option(
+            "--project", help="Project folder for --write (default: the working directory)."
+        ),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Print the <vaultmem-memory> context block, or write it into an agent's file."""
@@ -431,8 +525,9 @@ def context(
     if write is None:
         block = v.context(scopes=chosen, per_scope=per_scope, budget_chars=budget_chars)
         return output.emit_json(block) if as_json else output.line(block.text)
-    done = v.write_context(write, project_dir=project, scopes=chosen, per_scope=per_scope,
-                           budget_chars=budget_chars)
+    done = v.write_context(
+        write, project_dir=project, scopes=chosen, per_scope=per_scope, budget_chars=budget_chars
+    )
     if as_json:
         return output.emit_json(done)
     verb = "Created" if done.created else "Updated" if done.changed else "Unchanged:"
@@ -454,11 +549,17 @@ def mcp(vault: VaultOpt = None) -> None:
 
 # -- agent memory: topics in the managed folder (docs/memory.md) -----------------------------
 
-ScopeOpt = Annotated[str | None, typer.Option(
-    "--scope", help="session, project, global, agent or federated.")]
-ScopeIdOpt = Annotated[str | None, typer.Option(
-    "--scope-id", help="Which session, project or agent (project default: the git remote of "
-    "the working directory, else a digest of its path).")]
+ScopeOpt = Annotated[
+    str | None, typer.Option("--scope", help="session, project, global, agent or federated.")
+]
+ScopeIdOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--scope-id",
+        help="Which session, project or agent (project default: the git remote of "
+        "the working directory, else a digest of its path).",
+    ),
+]
 
 
 def _topic_line(result: Any) -> str:
@@ -473,8 +574,9 @@ def store(
     vault: VaultOpt = None,
     scope: ScopeOpt = "project",
     scope_id: ScopeIdOpt = None,
-    type_: Annotated[str, typer.Option("--type", help="user, feedback, project or reference.")]
-    = "project",
+    type_: Annotated[
+        str, typer.Option("--type", help="user, feedback, project or reference.")
+    ] = "project",
     tags: Annotated[str, typer.Option("--tags", help="Comma-separated tags.")] = "",
     source: Annotated[str | None, typer.Option("--source", help="The agent or tool.")] = None,
     as_json: JsonOpt = False,
@@ -482,8 +584,15 @@ def store(
     """Save an observation: appended to the topic's file (created when new), secrets redacted."""
     v = _vault(vault, as_json)
     body = sys.stdin.read() if text == "-" else text
-    result = v.store(key or None, body, scope=scope or "project", scope_id=scope_id, type=type_,
-                     tags=[t for t in tags.split(",") if t.strip()], source=source)
+    result = v.store(
+        key or None,
+        body,
+        scope=scope or "project",
+        scope_id=scope_id,
+        type=type_,
+        tags=[t for t in tags.split(",") if t.strip()],
+        source=source,
+    )
     if as_json:
         return output.emit_json(result)
     output.line(("Created " if result.created else "Appended to ") + _topic_line(result))
@@ -531,18 +640,22 @@ def get(
     vault: VaultOpt = None,
     scope: ScopeOpt = None,
     scope_id: ScopeIdOpt = None,
-    include_expired: Annotated[bool, typer.Option(
-        "--include-expired", help="Also show a topic past its retention.")] = False,
+    include_expired: Annotated[
+        bool, typer.Option("--include-expired", help="Also show a topic past its retention.")
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """One topic, read from its file, with every observation (counts as a recall)."""
-    view = _vault(vault, as_json).get(key, scope=scope, scope_id=scope_id,
-                                      include_expired=include_expired)
+    view = _vault(vault, as_json).get(
+        key, scope=scope, scope_id=scope_id, include_expired=include_expired
+    )
     if as_json:
         return output.emit_json(view)
     t = view.topic
-    output.line(f"{t.key}  ({view.path}) · {t.type} · tags {', '.join(t.tags) or '-'}"
-                f" · recalled {view.usage.count if view.usage else 0}×")
+    output.line(
+        f"{t.key}  ({view.path}) · {t.type} · tags {', '.join(t.tags) or '-'}"
+        f" · recalled {view.usage.count if view.usage else 0}×"
+    )
     for obs in t.observations:
         mark = f"  [superseded by {obs.superseded_by}]" if obs.superseded_by else ""
         output.line(f"\n{obs.timestamp}{mark}\n{obs.text}")
@@ -558,15 +671,19 @@ def prune(
     result = _vault(vault, as_json).prune(apply=apply)
     if as_json:
         return output.emit_json(result)
-    output.table(f"{len(result.items)} expired topics" + ("" if apply else " (not moved)"),
-                 ["path", "type", "updated", "expired", "moved to"],
-                 [(i.path, i.type, i.updated, i.expired_at, i.trashed_to) for i in result.items])
+    output.table(
+        f"{len(result.items)} expired topics" + ("" if apply else " (not moved)"),
+        ["path", "type", "updated", "expired", "moved to"],
+        [(i.path, i.type, i.updated, i.expired_at, i.trashed_to) for i in result.items],
+    )
 
 
 def _edge_table(title: str, rows: list[Any]) -> None:
-    output.table(title, ["edge", "type", "source", "target", "origin", "status"],
-                 [(e.id, e.type, e.source_path, e.target_path, e.origin, e.status)
-                  for e in rows])
+    output.table(
+        title,
+        ["edge", "type", "source", "target", "origin", "status"],
+        [(e.id, e.type, e.source_path, e.target_path, e.origin, e.status) for e in rows],
+    )
 
 
 @app.command()
@@ -574,9 +691,12 @@ def relate(
     a: Annotated[str, typer.Argument(help="Source: topic key or id, or a note.")],
     b: Annotated[str, typer.Argument(help="Target: topic key or id, or a note.")],
     vault: VaultOpt = None,
-    type_: Annotated[str, typer.Option(
-        "--type", help="relates_to, supersedes, contradicts or another relation name.")]
-    = "relates_to",
+    type_: Annotated[
+        str,
+        typer.Option(
+            "--type", help="relates_to, supersedes, contradicts or another relation name."
+        ),
+    ] = "relates_to",
     as_json: JsonOpt = False,
 ) -> None:
     """Record an edge A → B (kept in agent-memory/_decisions.md) and add it to A's See Also."""
@@ -589,8 +709,9 @@ def relate(
 @app.command()
 def edges(
     vault: VaultOpt = None,
-    status: Annotated[str | None, typer.Option(
-        "--status", help="active, proposed, rejected or stale.")] = None,
+    status: Annotated[
+        str | None, typer.Option("--status", help="active, proposed, rejected or stale.")
+    ] = None,
     stale: Annotated[bool, typer.Option("--stale", help="Only stale edges.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
@@ -658,8 +779,14 @@ def export_okf(
 ) -> None:
     """Write topics or notes as an OKF v0.2 bundle (docs/okf.md)."""
     report = _vault(vault, as_json).export_okf(
-        out, scope=scope, scope_id=scope_id, folder=folder, include_private=include_private,
-        redact=redact, prune=prune, format=format_,
+        out,
+        scope=scope,
+        scope_id=scope_id,
+        folder=folder,
+        include_private=include_private,
+        redact=redact,
+        prune=prune,
+        format=format_,
     )
     if as_json:
         return output.emit_json(report)

@@ -11,14 +11,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal, TypeAlias, get_args
 
-JSON: TypeAlias = None | bool | int | float | str | list["JSON"] | dict[str, "JSON"]
+JSON: TypeAlias = bool | int | float | str | list["JSON"] | dict[str, "JSON"] | None
 """A JSON-safe value: what frontmatter is normalised to before it leaves `parse`."""
 
 Scope = Literal["session", "project", "global", "agent", "federated"]
 SCOPES: tuple[Scope, ...] = get_args(Scope)
 
 FrontmatterStatus = Literal["valid", "invalid", "empty", "none"]
-"""valid: a YAML mapping; invalid: unparseable or not a mapping; empty: `---\\n---`; none: absent."""
+"""valid: a YAML mapping; invalid: unparseable or not a mapping; empty: an empty block;
+none: absent."""
 
 LinkKind = Literal["wikilink", "markdown", "property", "field"]
 """wikilink: `[[X]]`/`![[X]]` in the body; markdown: `[t](X.md)` in the body;

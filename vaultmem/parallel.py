@@ -1,4 +1,4 @@
-"""Analysing many notes (parse + search documents) on both cores when the batch is large enough to pay for the workers.
+"""Analysing many notes (parse + search documents) on both cores when the batch is large.
 
 Parsing is pure CPU (mistune's AST plus our plugins), so a process pool scales it; threads
 would not, because of the GIL. A small batch (one edited note, a watcher tick) parses in the

@@ -22,7 +22,11 @@ incremental transaction is rolled back by DuckDB's WAL on the next open.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import json
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -43,6 +47,7 @@ from vaultmem.parse import PARSER_VERSION
 from vaultmem.plan import IndexedNote, assign_ids, pair_renames, plan_changes
 from vaultmem.scan import Fingerprint, content_hash, read_note, scan_paths, scan_vault
 from vaultmem.text import TOKENIZER_VERSION
+from vaultmem.topics import claimed_topic_id
 
 Progress = Callable[[int, int], None]
 
@@ -50,12 +55,26 @@ _SCAN_CODES = ("config_folder_missing", "symlink_refused")
 _READ_CODES = ("file_vanished", "file_unstable", "file_unreadable")
 
 
-def index_versions() -> dict[str, str]:
-    """What the index records in `meta`; any difference from the running code means rebuild."""
+def index_versions(config: Config) -> dict[str, str]:
+    """What the index records in `meta`; any difference means rebuild.
+
+    Besides the code's versions this holds a digest of the configuration that shapes rows
+    (mappings, managed folder, exclusions, size cap): a changed mapping moves unchanged notes
+    to another scope, which only a rebuild gets right.
+    """
+    shape = json.dumps(
+        [
+            [[m.folder, m.scope, m.scope_id] for m in config.mappings],
+            config.managed_folder,
+            list(config.exclude),
+            config.max_note_bytes,
+        ]
+    )
     return {
         "parser_version": str(PARSER_VERSION),
         "tokenizer_version": str(TOKENIZER_VERSION),
         "vaultmem_version": __version__,
+        "config_digest": hashlib.blake2b(shape.encode(), digest_size=8).hexdigest(),
     }
 
 
@@ -125,8 +144,10 @@ class _Run:
             self._set_aside(error)
             return None
         try:
-            if not store.meta_matches(con, index_versions()):
-                self.warnings.append("The index was built by another version; rebuilt it.")
+            if not store.meta_matches(con, index_versions(self.config)):
+                self.warnings.append(
+                    "The index was built by another version or configuration; rebuilt it."
+                )
                 return None
             rows = con.execute(
                 "SELECT path, id, size, mtime_ns, content_hash, claimed_id FROM notes"
@@ -196,7 +217,13 @@ class _Run:
         self.config.state_dir.mkdir(parents=True, exist_ok=True)
         empty = _State({}, set())
         report = self._apply_to(
-            tmp, empty, {}, list(scan.notes), set(scan.files), list(scan.problems), mode,
+            tmp,
+            empty,
+            {},
+            list(scan.notes),
+            set(scan.files),
+            list(scan.problems),
+            mode,
             create=True,
         )
         # Swap atomically: a reader never finds the index missing. Only the old file's WAL goes
@@ -217,7 +244,13 @@ class _Run:
         mode: str,
     ) -> ReconcileReport:
         return self._apply_to(
-            self.config.index_path, state, indexed, scanned, files, scan_problems, mode,
+            self.config.index_path,
+            state,
+            indexed,
+            scanned,
+            files,
+            scan_problems,
+            mode,
             create=False,
         )
 
@@ -302,9 +335,7 @@ class _Run:
         affected_keys = {file_name_key(p) for p in added_files | removed_files}
         resolver = LinkResolver(sorted(files))
 
-        removed_ids = {n.id for n in changes.gone} | {
-            indexed[p].id for p in parsed if p in indexed
-        }
+        removed_ids = {n.id for n in changes.gone} | {indexed[p].id for p in parsed if p in indexed}
 
         if new_renames:
             append_renames(config.state_dir, new_renames)
@@ -313,7 +344,7 @@ class _Run:
         try:
             con.execute("BEGIN TRANSACTION")
             if create:
-                store.create_schema(con, index_versions())
+                store.create_schema(con, index_versions(config))
             headings_cache = _HeadingsCache(con, ids, parsed)
             batches = NoteBatches()
             for path, result in parsed.items():
@@ -346,25 +377,39 @@ class _Run:
                 for problem in scan_problems:
                     batches.add_problem(problem)
 
-            stale_terms = _terms_of(con, removed_ids) if not create else set()
+            removed_df = _document_frequencies(con, removed_ids) if not create else Counter()
             for table in NOTE_TABLES:
-                column = "id" if table == "notes" else "source_id" if table == "links" else "note_id"
+                column = (
+                    "id" if table == "notes" else "source_id" if table == "links" else "note_id"
+                )
                 store.delete_where_in(con, table, column, sorted(removed_ids))
             # Before the batches load: they hold this run's problems for the same paths.
             self._replace_problems(con, processed_paths, scan_problems is not None)
             self._apply_id_changes(con, id_changes)
             self._reresolve(
-                con, affected_keys, set(parsed) | {n.path for n in changes.gone}, id_changes,
-                resolver, headings_cache, ids,
+                con,
+                affected_keys,
+                set(parsed) | {n.path for n in changes.gone},
+                id_changes,
+                resolver,
+                headings_cache,
+                ids,
             )
             for name, batch in batches.tables.items():
                 if create and name == "postings":
                     _load_sorted_postings(con, batch)
                 else:
                     store.load(con, batch)
-            _recount_terms(con, None if create else stale_terms | batches.terms)
+            if create:
+                _recount_terms(con, None)
+            else:
+                delta = Counter(batches.document_frequencies)
+                delta.subtract(removed_df)
+                _recount_terms(con, delta)
             if touched:
-                touch = store.Batch("t", ["path", "size", "mtime_ns"], ["VARCHAR", "BIGINT", "BIGINT"])
+                touch = store.Batch(
+                    "t", ["path", "size", "mtime_ns"], ["VARCHAR", "BIGINT", "BIGINT"]
+                )
                 for fp in touched:
                     touch.add(fp.path, fp.size, fp.mtime_ns)
                 con.execute(
@@ -397,26 +442,31 @@ class _Run:
             )
             runs = store.new_batch("reconcile_runs")
             runs.add(
-                self.started_at, report.duration_s * 1000, mode, report.added, report.changed,
-                report.removed, report.renamed, report.unchanged, report.problems,
+                self.started_at,
+                report.duration_s * 1000,
+                mode,
+                report.added,
+                report.changed,
+                report.removed,
+                report.renamed,
+                report.unchanged,
+                report.problems,
             )
             store.load(con, runs)
             con.execute("COMMIT")
         except BaseException:
-            try:
+            with contextlib.suppress(duckdb.Error):  # the failure may have ended it already
                 con.execute("ROLLBACK")
-            except duckdb.Error:
-                pass  # the failure already ended the transaction
             raise
         finally:
             con.close()
         return report
 
     def _claimed_id(self, path: str, result: ParsedNote) -> str | None:
+        """A managed topic's own id: frontmatter `id`, or the `<!-- id: … -->` header."""
         if not self.config.is_managed(path):
             return None
-        claimed = result.note.frontmatter.get("id")
-        return claimed.strip() if isinstance(claimed, str) and claimed.strip() else None
+        return claimed_topic_id(result.note)
 
     def _apply_id_changes(self, con: store.Connection, id_changes: Mapping[str, str]) -> None:
         """Rare: a clash resolved differently moved an unchanged note to another id."""
@@ -526,14 +576,16 @@ class _HeadingsCache:
         return headings, blocks
 
 
-def _terms_of(con: store.Connection, note_ids: set[str]) -> set[str]:
+def _document_frequencies(con: store.Connection, note_ids: set[str]) -> Counter[str]:
+    """For each term, in how many of these notes' documents it occurs (before they go)."""
     if not note_ids:
-        return set()
+        return Counter()
     rows = con.execute(
-        "SELECT DISTINCT term FROM postings WHERE note_id IN (SELECT unnest($1::VARCHAR[]))",
+        "SELECT term, count(*) FROM (SELECT DISTINCT term, note_id, ord FROM postings "
+        "WHERE note_id IN (SELECT unnest($1::VARCHAR[]))) GROUP BY term",
         [sorted(note_ids)],
     ).fetchall()
-    return {t for (t,) in rows}
+    return Counter({term: int(n) for term, n in rows})
 
 
 def _load_sorted_postings(con: store.Connection, batch: store.Batch) -> None:
@@ -546,30 +598,38 @@ def _load_sorted_postings(con: store.Connection, batch: store.Batch) -> None:
     con.execute("DROP TABLE staged_postings")
 
 
-def _recount_terms(con: store.Connection, terms: set[str] | None) -> None:
+def _recount_terms(con: store.Connection, delta: Counter[str] | None) -> None:
     """Keep `terms.df` and `search_stats` exactly what a rebuild computes.
 
-    `terms` None recounts everything (a fresh build); otherwise only the given terms, which are
-    every term of a removed or added document: no other term's frequency can have moved.
+    `delta` None counts everything (a fresh build). Otherwise it holds, per term, the documents
+    added minus the documents removed that contain it; applying it touches only those terms,
+    so a one-note edit costs in proportion to that note, not to the vault.
     """
-    count = (
-        "SELECT term, count(*)::INTEGER FROM (SELECT DISTINCT term, note_id, ord FROM postings {w}) "
-        "GROUP BY term"
-    )
-    if terms is None:
+    if delta is None:
         con.execute("DELETE FROM terms")
-        con.execute("INSERT INTO terms " + count.format(w="") + " ORDER BY term")
-    elif terms:
-        store.delete_where_in(con, "terms", "term", sorted(terms))
         con.execute(
-            "INSERT INTO terms "
-            + count.format(w="WHERE term IN (SELECT unnest($1::VARCHAR[]))"),
-            [sorted(terms)],
+            "INSERT INTO terms SELECT term, count(*)::INTEGER FROM "
+            "(SELECT DISTINCT term, note_id, ord FROM postings) GROUP BY term ORDER BY term"
         )
+    else:
+        moved = sorted((term, n) for term, n in delta.items() if n)
+        if moved:
+            con.execute(
+                "CREATE TEMP TABLE df_delta AS SELECT unnest($1::VARCHAR[]) AS term, "
+                "unnest($2::INTEGER[]) AS d",
+                [[t for t, _ in moved], [n for _, n in moved]],
+            )
+            con.execute(
+                "UPDATE terms SET df = terms.df + x.d FROM df_delta x WHERE terms.term = x.term"
+            )
+            con.execute(
+                "INSERT INTO terms SELECT x.term, x.d FROM df_delta x "
+                "ANTI JOIN terms t ON t.term = x.term"
+            )
+            con.execute("DELETE FROM terms WHERE df <= 0")
+            con.execute("DROP TABLE df_delta")
     con.execute("DELETE FROM search_stats")
-    con.execute(
-        "INSERT INTO search_stats SELECT count(*), coalesce(sum(length), 0) FROM documents"
-    )
+    con.execute("INSERT INTO search_stats SELECT count(*), coalesce(sum(length), 0) FROM documents")
 
 
 def _eligible_file(config: Config, path: str) -> bool:

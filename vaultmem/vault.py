@@ -24,15 +24,15 @@ from vaultmem.db import store
 from vaultmem.errors import ConfigError, NotFoundError, VaultNotFoundError
 from vaultmem.links import LinkResolver, resolve_link
 from vaultmem.models import ParsedNote, Problem, Resolution
+from vaultmem.okf import export as okf_export
+from vaultmem.okf import ingest as okf_ingest
+from vaultmem.okf import validate as okf_validate
 from vaultmem.parse import parse_note
 from vaultmem.reconcile import Progress, ReconcileReport, reconcile
 from vaultmem.scan import read_note, scan_vault
 from vaultmem.search import SearchFilters, SearchHit
 from vaultmem.secrets import compile_patterns
 from vaultmem.watch import Emit
-from vaultmem.okf import export as okf_export
-from vaultmem.okf import ingest as okf_ingest
-from vaultmem.okf import validate as okf_validate
 from vaultmem.watch import watch as watch_vault
 
 
@@ -49,9 +49,7 @@ class ParsedView:
             link["resolved"] = asdict(res)
         return {
             "note": note,
-            "problems": [
-                {**asdict(p), "severity": p.severity} for p in self.parsed.problems
-            ],
+            "problems": [{**asdict(p), "severity": p.severity} for p in self.parsed.problems],
         }
 
 
@@ -98,7 +96,10 @@ class Vault:
         lock_timeout_s: float = 30.0,
     ) -> ReconcileReport:
         return reconcile(
-            self.config, rebuild=rebuild, paths=paths, progress=progress,
+            self.config,
+            rebuild=rebuild,
+            paths=paths,
+            progress=progress,
             lock_timeout_s=lock_timeout_s,
         )
 
@@ -119,9 +120,7 @@ class Vault:
         with store.reading(self.config.index_path) as con:
             counts = catalog.counts(con)
             indexed = {p: (s, m) for p, s, m in catalog.note_paths(con)}
-            folder_rows = con.execute(
-                "SELECT path, scope, scope_id FROM notes"
-            ).fetchall()
+            folder_rows = con.execute("SELECT path, scope, scope_id FROM notes").fetchall()
         folders: dict[tuple[str, str, str | None], int] = {}
         for path, scope, scope_id in folder_rows:
             mapping = self.config.mapping_for(path)
@@ -183,12 +182,17 @@ class Vault:
             return graph.unresolved(con, limit=limit)
 
     def search(
-        self, query: str, filters: SearchFilters = SearchFilters(), *, limit: int = 10
+        self, query: str, filters: SearchFilters | None = None, *, limit: int = 10
     ) -> list[SearchHit]:
         """BM25 search over the vault's sections, grouped by note (docs/search.md)."""
         with store.reading(self.config.index_path) as con:
             return search.search(
-                con, query, filters, limit=limit, k1=self.config.bm25_k1, b=self.config.bm25_b
+                con,
+                query,
+                filters or SearchFilters(),
+                limit=limit,
+                k1=self.config.bm25_k1,
+                b=self.config.bm25_b,
             )
 
     def sql(self, query: str, *, limit: int = 1000) -> SqlResult:
@@ -242,10 +246,19 @@ class Vault:
         counts = {k: u.count for k, u in usage.read_usage(self.config.state_dir).items()}
         with store.reading(self.config.index_path) as con:
             hits = recall_op.recall(
-                con, query, root=self.root, managed_folder=self.config.managed_folder,
-                scopes=recall_op.parse_scopes(scopes), mode=mode, sort=sort, limit=limit,
-                include_related=include_related, now=moment, usage_counts=counts,
-                k1=self.config.bm25_k1, b=self.config.bm25_b,
+                con,
+                query,
+                root=self.root,
+                managed_folder=self.config.managed_folder,
+                scopes=recall_op.parse_scopes(scopes),
+                mode=mode,
+                sort=sort,
+                limit=limit,
+                include_related=include_related,
+                now=moment,
+                usage_counts=counts,
+                k1=self.config.bm25_k1,
+                b=self.config.bm25_b,
                 patterns=compile_patterns(self.config.secret_patterns),
             )
         stamp = moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -264,9 +277,13 @@ class Vault:
         counts = {k: u.count for k, u in usage.read_usage(self.config.state_dir).items()}
         with store.reading(self.config.index_path) as con:
             return context_block.build_context(
-                con, scopes=recall_op.parse_scopes(scopes),
-                managed_folder=self.config.managed_folder, per_scope=per_scope,
-                budget_chars=budget_chars, now=now, usage_counts=counts,
+                con,
+                scopes=recall_op.parse_scopes(scopes),
+                managed_folder=self.config.managed_folder,
+                per_scope=per_scope,
+                budget_chars=budget_chars,
+                now=now,
+                usage_counts=counts,
                 patterns=compile_patterns(self.config.secret_patterns),
             )
 
@@ -284,8 +301,7 @@ class Vault:
         (outside the vault); the rest of the file is kept byte for byte."""
         folder = context_block.check_project_dir(project_dir or Path.cwd())
         path = context_block.target_path(target, folder)
-        block = self.context(scopes=scopes, per_scope=per_scope, budget_chars=budget_chars,
-                             now=now)
+        block = self.context(scopes=scopes, per_scope=per_scope, budget_chars=budget_chars, now=now)
         return context_block.write_block_file(path, block, vault_root=self.root)
 
     # -- agent memory: topics in the managed folder (docs/memory.md) ------------------------
@@ -304,18 +320,28 @@ class Vault:
     ) -> memory.StoreResult:
         """Append an observation to a topic (created when new); see `memory.store`."""
         return memory.store(
-            self.config, key, text, scope=scope, scope_id=scope_id, type=type, tags=tags,
-            source=source, cwd=cwd,
+            self.config,
+            key,
+            text,
+            scope=scope,
+            scope_id=scope_id,
+            type=type,
+            tags=tags,
+            source=source,
+            cwd=cwd,
         )
 
     def correct(
-        self, key: str, text: str, *, scope: str | None = None, scope_id: str | None = None,
+        self,
+        key: str,
+        text: str,
+        *,
+        scope: str | None = None,
+        scope_id: str | None = None,
         source: str | None = None,
     ) -> memory.StoreResult:
         """Supersede a topic's latest observation; the old one stays visible."""
-        return memory.correct(
-            self.config, key, text, scope=scope, scope_id=scope_id, source=source
-        )
+        return memory.correct(self.config, key, text, scope=scope, scope_id=scope_id, source=source)
 
     def forget(
         self, key_or_id: str, *, scope: str | None = None, scope_id: str | None = None
@@ -324,12 +350,19 @@ class Vault:
         return memory.forget(self.config, key_or_id, scope=scope, scope_id=scope_id)
 
     def get(
-        self, key_or_id: str, *, scope: str | None = None, scope_id: str | None = None,
+        self,
+        key_or_id: str,
+        *,
+        scope: str | None = None,
+        scope_id: str | None = None,
         include_expired: bool = False,
     ) -> memory.TopicView:
         """One topic read from its file (counts as a recall); expired topics are not found."""
         return memory.get(
-            self.config, key_or_id, scope=scope, scope_id=scope_id,
+            self.config,
+            key_or_id,
+            scope=scope,
+            scope_id=scope_id,
             include_expired=include_expired,
         )
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import unicodedata
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import repeat
@@ -44,8 +45,8 @@ class NoteBatches:
     def __init__(self) -> None:
         self.tables: dict[str, Batch] = {t: new_batch(t) for t in (*NOTE_TABLES, "problems")}
         self.tables["postings"].plain = True
-        self.terms: set[str] = set()
-        """Every term of the added documents: their document frequencies must be recounted."""
+        self.document_frequencies: Counter[str] = Counter()
+        """Per term, how many of the added documents contain it (for `terms.df`)."""
 
     def add_note(self, rec: NoteRecord) -> None:
         note = rec.note
@@ -107,7 +108,7 @@ class NoteBatches:
             ords.extend(repeat(doc.ord, n))
             fields.extend(f for _, f, _ in doc.terms)
             tfs.extend(c for _, _, c in doc.terms)
-            self.terms.update(t for t, _, _ in doc.terms)
+            self.document_frequencies.update({t for t, _, _ in doc.terms})
 
     def add_problem(self, problem: Problem) -> None:
         self.tables["problems"].add(

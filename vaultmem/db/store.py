@@ -65,7 +65,7 @@ def connect(
                 raise LockedError(
                     f"The index {path} stayed locked for {timeout_s:.0f} s by "
                     f"{holder.group(1) if holder else 'another process'}.",
-                    hint="Close the other DuckDB connection (a long query, a GUI client) and retry.",
+                    hint="Close the other DuckDB connection (a long query, a GUI client), retry.",
                 ) from error
             time.sleep(delay)
             delay = min(delay * 2, 0.2)
