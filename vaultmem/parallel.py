@@ -4,6 +4,11 @@ Parsing is pure CPU (mistune's AST plus our plugins), so a process pool scales i
 would not, because of the GIL. A small batch (one edited note, a watcher tick) parses in the
 calling process: starting workers costs more than it saves. Workers come from a `forkserver`
 that preloads the parser, so no DuckDB state or threads are ever forked.
+
+Postings are most of the index's rows (~2M for 10,000 notes), so they never travel back as
+Python objects: each chunk writes its postings straight to a TSV file (`term, note number,
+ord, field, tf`; the note number is the note's position in the batch, because ids are assigned
+only after every note is parsed) and the store loads all files with DuckDB's CSV reader.
 """
 
 from __future__ import annotations
@@ -15,7 +20,9 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from dataclasses import replace
 from itertools import repeat
+from pathlib import Path
 
 from vaultmem.documents import SearchDocument, note_documents
 from vaultmem.models import ParsedNote
@@ -36,8 +43,23 @@ def analyse_note(path: str, data: bytes, max_bytes: int) -> Analysed:
     return parsed, note_documents(parsed.note)
 
 
-def _analyse_chunk(items: Sequence[tuple[str, bytes]], max_bytes: int) -> list[Analysed]:
-    return [analyse_note(path, data, max_bytes) for path, data in items]
+def _analyse_chunk(
+    first: int, items: Sequence[tuple[str, bytes]], max_bytes: int, postings_path: str
+) -> list[Analysed]:
+    """Analyse notes `first`, `first + 1`, …; write their postings to `postings_path`."""
+    out: list[Analysed] = []
+    lines: list[str] = []
+    for number, (path, data) in enumerate(items, start=first):
+        parsed, documents = analyse_note(path, data, max_bytes)
+        for doc in documents:
+            # Terms never hold white space (a tokenizer property), so TSV needs no quoting.
+            lines.extend(
+                f"{term}\t{number}\t{doc.ord}\t{field}\t{tf}\n" for term, field, tf in doc.terms
+            )
+        out.append((parsed, [replace(doc, terms=()) for doc in documents]))
+    with open(postings_path, "w", encoding="utf-8", newline="\n") as handle:
+        handle.writelines(lines)
+    return out
 
 
 def _exit_with_owner(owner: int) -> None:
@@ -70,16 +92,17 @@ def _alive(pid: int) -> bool:
         return True
 
 
-def _chunks(items: Sequence[tuple[str, bytes]]) -> list[list[tuple[str, bytes]]]:
-    chunks: list[list[tuple[str, bytes]]] = [[]]
+def _chunks(items: Sequence[tuple[str, bytes]]) -> list[tuple[int, list[tuple[str, bytes]]]]:
+    """(first note number, notes) runs of about _CHUNK_BYTES each."""
+    chunks: list[tuple[int, list[tuple[str, bytes]]]] = [(0, [])]
     size = 0
-    for item in items:
+    for number, item in enumerate(items):
         if size >= _CHUNK_BYTES:
-            chunks.append([])
+            chunks.append((number, []))
             size = 0
-        chunks[-1].append(item)
+        chunks[-1][1].append(item)
         size += len(item[1])
-    return [c for c in chunks if c]
+    return [c for c in chunks if c[1]]
 
 
 def worker_count() -> int:
@@ -88,37 +111,38 @@ def worker_count() -> int:
 
 def analyse_all(
     items: Sequence[tuple[str, bytes]],
+    postings_dir: Path,
     *,
     max_bytes: int,
     progress: Progress | None = None,
-) -> list[Analysed]:
-    """Analyse (path, bytes) pairs, in order; two processes when the batch is large."""
-    if worker_count() < 2 or sum(len(data) for _, data in items) < PARALLEL_MIN_BYTES:
-        return _analyse_here(items, max_bytes, progress)
-    try:
-        return _analyse_in_pool(items, max_bytes, progress)
-    except BrokenProcessPool:
-        # Workers could not start (e.g. `__main__` is stdin or a notebook, which forkserver
-        # cannot re-import): parsing in this process is slower but gives the same result.
-        return _analyse_here(items, max_bytes, progress)
+) -> tuple[list[Analysed], list[Path]]:
+    """Analyse (path, bytes) pairs, in order, two processes when the batch is large.
 
-
-def _analyse_here(
-    items: Sequence[tuple[str, bytes]], max_bytes: int, progress: Progress | None
-) -> list[Analysed]:
-    total = len(items)
-    out = []
-    for i, (path, data) in enumerate(items):
-        out.append(analyse_note(path, data, max_bytes))
-        if progress and i % 200 == 0:
-            progress(i, total)
-    if progress:
-        progress(total, total)
-    return out
+    Returns the parsed notes with their documents (without terms) and the TSV files holding
+    the postings, written into `postings_dir`.
+    """
+    chunks = _chunks(items)
+    files = [postings_dir / f"postings-{i:05d}.tsv" for i in range(len(chunks))]
+    if worker_count() >= 2 and sum(len(data) for _, data in items) >= PARALLEL_MIN_BYTES:
+        try:
+            return _analyse_in_pool(chunks, files, max_bytes, progress, len(items)), files
+        except BrokenProcessPool:
+            pass  # workers could not start (e.g. `__main__` is stdin, which forkserver
+            # cannot re-import): parsing here is slower but gives the same result
+    results: list[Analysed] = []
+    for (first, chunk), file in zip(chunks, files, strict=True):
+        results.extend(_analyse_chunk(first, chunk, max_bytes, str(file)))
+        if progress:
+            progress(len(results), len(items))
+    return results, files
 
 
 def _analyse_in_pool(
-    items: Sequence[tuple[str, bytes]], max_bytes: int, progress: Progress | None
+    chunks: list[tuple[int, list[tuple[str, bytes]]]],
+    files: list[Path],
+    max_bytes: int,
+    progress: Progress | None,
+    total: int,
 ) -> list[Analysed]:
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(["vaultmem.parse"])
@@ -129,8 +153,14 @@ def _analyse_in_pool(
         initializer=_exit_with_owner,
         initargs=(os.getpid(),),
     ) as pool:
-        for chunk in pool.map(_analyse_chunk, _chunks(items), repeat(max_bytes)):
+        for chunk in pool.map(
+            _analyse_chunk,
+            [first for first, _ in chunks],
+            [chunk for _, chunk in chunks],
+            repeat(max_bytes),
+            [str(f) for f in files],
+        ):
             results.extend(chunk)
             if progress:
-                progress(len(results), len(items))
+                progress(len(results), total)
     return results

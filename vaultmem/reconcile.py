@@ -25,12 +25,15 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import shutil
+import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import duckdb
 
@@ -256,7 +259,15 @@ class _Run:
 
     # -- the work -----------------------------------------------------------------------------
 
-    def _apply_to(
+    def _apply_to(self, *args: Any, **kwargs: Any) -> ReconcileReport:
+        """Run `_apply` with a private folder for the workers' postings files."""
+        postings_dir = Path(tempfile.mkdtemp(prefix="vaultmem-postings-"))
+        try:
+            return self._apply(*args, postings_dir=postings_dir, **kwargs)
+        finally:
+            shutil.rmtree(postings_dir, ignore_errors=True)
+
+    def _apply(
         self,
         index_path: Path,
         state: _State,
@@ -267,6 +278,7 @@ class _Run:
         mode: str,
         *,
         create: bool,
+        postings_dir: Path,
     ) -> ReconcileReport:
         config = self.config
         changes = plan_changes(indexed, scanned)
@@ -294,8 +306,9 @@ class _Run:
         new_hashes = {p: c[1] for p, c in contents.items() if p not in indexed}
         renames = pair_renames(gone, new_hashes)
 
-        analysed = analyse_all(
+        analysed, postings_files = analyse_all(
             [(p, c[0]) for p, c in sorted(contents.items())],
+            postings_dir,
             max_bytes=config.max_note_bytes,
             progress=self.progress,
         )
@@ -395,17 +408,16 @@ class _Run:
                 headings_cache,
                 ids,
             )
-            for name, batch in batches.tables.items():
-                if create and name == "postings":
-                    _load_sorted_postings(con, batch)
-                else:
-                    store.load(con, batch)
+            for batch in batches.tables.values():
+                store.load(con, batch)
+            added_df = _load_postings(
+                con, postings_files, [ids[result.note.path] for result, _ in analysed], create
+            )
             if create:
                 _recount_terms(con, None)
             else:
-                delta = Counter(batches.document_frequencies)
-                delta.subtract(removed_df)
-                _recount_terms(con, delta)
+                added_df.subtract(removed_df)
+                _recount_terms(con, added_df)
             if touched:
                 touch = store.Batch(
                     "t", ["path", "size", "mtime_ns"], ["VARCHAR", "BIGINT", "BIGINT"]
@@ -588,14 +600,43 @@ def _document_frequencies(con: store.Connection, note_ids: set[str]) -> Counter[
     return Counter({term: int(n) for term, n in rows})
 
 
-def _load_sorted_postings(con: store.Connection, batch: store.Batch) -> None:
-    """A fresh index stores postings sorted by term, so zone maps skip other terms' rows."""
-    con.execute("CREATE TEMP TABLE staged_postings AS SELECT * FROM postings LIMIT 0")
-    store.load(
-        con, store.Batch("staged_postings", batch.columns, batch.types, batch.data, batch.plain)
+def _load_postings(
+    con: store.Connection, files: list[Path], note_ids: list[str], create: bool
+) -> Counter[str]:
+    """Load the workers' postings files; return, per term, how many new documents hold it.
+
+    The files number notes by their position in the batch; a join maps numbers to ids. A
+    fresh index stores postings sorted by term, so zone maps skip other terms' row groups.
+    """
+    files = [f for f in files if f.stat().st_size]
+    if not files:
+        return Counter()
+    con.execute(
+        "CREATE TEMP TABLE staged_postings AS SELECT * FROM read_csv($1, delim='\t', "
+        "header=false, quote='', escape='', columns={'term': 'VARCHAR', 'number': 'INTEGER', "
+        "'ord': 'INTEGER', 'field': 'VARCHAR', 'tf': 'INTEGER'})",
+        [[str(f) for f in files]],
     )
-    con.execute("INSERT INTO postings SELECT * FROM staged_postings ORDER BY term, note_id, ord")
+    con.execute(
+        "CREATE TEMP TABLE note_numbers AS SELECT unnest($1::VARCHAR[]) AS note_id, "
+        "unnest($2::INTEGER[]) AS number",
+        [note_ids, list(range(len(note_ids)))],
+    )
+    order = " ORDER BY s.term, m.note_id, s.ord" if create else ""
+    con.execute(
+        "INSERT INTO postings SELECT s.term, m.note_id, s.ord, s.field, s.tf "
+        f"FROM staged_postings s JOIN note_numbers m USING (number){order}"
+    )
+    added: Counter[str] = Counter()
+    if not create:
+        rows = con.execute(
+            "SELECT term, count(*) FROM (SELECT DISTINCT term, number, ord FROM staged_postings) "
+            "GROUP BY term"
+        ).fetchall()
+        added.update({term: int(n) for term, n in rows})
     con.execute("DROP TABLE staged_postings")
+    con.execute("DROP TABLE note_numbers")
+    return added
 
 
 def _recount_terms(con: store.Connection, delta: Counter[str] | None) -> None:

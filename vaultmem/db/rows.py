@@ -7,10 +7,8 @@ from __future__ import annotations
 
 import json
 import unicodedata
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import repeat
 
 from vaultmem.db.store import Batch, new_batch
 from vaultmem.documents import SearchDocument
@@ -18,7 +16,8 @@ from vaultmem.links import file_name_key, link_name_key
 from vaultmem.models import Note, Problem, Resolution, Scope
 
 NOTE_TABLES = ("notes", "aliases", "tags", "headings", "blocks", "links", "documents", "postings")
-"""Tables holding one note's rows, keyed by `note_id` (`source_id` for links)."""
+"""Tables holding one note's rows, keyed by `note_id` (`source_id` for links). Postings arrive
+as TSV files from the parse workers (`parallel.py`), not through these batches."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,10 +42,9 @@ class NoteBatches:
     """Column batches for every note table plus problems, filled note by note."""
 
     def __init__(self) -> None:
-        self.tables: dict[str, Batch] = {t: new_batch(t) for t in (*NOTE_TABLES, "problems")}
-        self.tables["postings"].plain = True
-        self.document_frequencies: Counter[str] = Counter()
-        """Per term, how many of the added documents contain it (for `terms.df`)."""
+        self.tables: dict[str, Batch] = {
+            t: new_batch(t) for t in (*NOTE_TABLES, "problems") if t != "postings"
+        }
 
     def add_note(self, rec: NoteRecord) -> None:
         note = rec.note
@@ -98,17 +96,8 @@ class NoteBatches:
             )
 
         documents = self.tables["documents"]
-        terms, note_ids, ords, fields, tfs = self.tables["postings"].data
         for doc in rec.documents:
             documents.add(rec.id, doc.ord, doc.heading, doc.line, doc.length, doc.text)
-            # Column-wise extends: postings are most of the rows, so no per-row call here.
-            n = len(doc.terms)
-            terms.extend(t for t, _, _ in doc.terms)
-            note_ids.extend(repeat(rec.id, n))
-            ords.extend(repeat(doc.ord, n))
-            fields.extend(f for _, f, _ in doc.terms)
-            tfs.extend(c for _, _, c in doc.terms)
-            self.document_frequencies.update({t for t, _, _ in doc.terms})
 
     def add_problem(self, problem: Problem) -> None:
         self.tables["problems"].add(

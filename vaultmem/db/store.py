@@ -6,14 +6,13 @@ writer opens only for its transaction. Either side that meets the other's file l
 with backoff up to a bound, then raises `LockedError` naming the holder DuckDB reports.
 
 Rows go in as columns: Python lists bound as typed LIST parameters and `unnest`ed in one
-INSERT per table per batch. Row-at-a-time `executemany` runs ~100x slower here.
+INSERT per table per batch (row-at-a-time `executemany` runs ~100x slower here). Postings, the
+bulk of the rows, come as TSV files written by the parse workers (`parallel.py`).
 """
 
 from __future__ import annotations
 
-import os
 import re
-import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -99,9 +98,6 @@ class Batch:
     columns: Sequence[str]
     types: Sequence[str]
     data: list[list[Any]] = field(default_factory=list)
-    plain: bool = False
-    """The builder vouches that no value is NULL or holds a tab or line break (postings:
-    tokenizer terms never hold white space), so the batch may travel as a TSV file."""
 
     def __post_init__(self) -> None:
         if not self.data:
@@ -126,17 +122,9 @@ def new_batch(table: str) -> Batch:
     return Batch(table, [c for c, _ in cols], [t for _, t in cols])
 
 
-PLAIN_TSV_MIN_ROWS = 20_000
-"""From this many rows a plain batch loads faster through a TSV file and DuckDB's CSV reader
-(measured here: ~6x faster than LIST parameters for 500k postings)."""
-
-
 def load(con: Connection, batch: Batch) -> None:
     """Insert a batch with one statement (typed LIST parameters unnested in SQL)."""
     if not len(batch):
-        return
-    if batch.plain and len(batch) >= PLAIN_TSV_MIN_ROWS:
-        _load_tsv(con, batch)
         return
     selects = ", ".join(
         f"unnest(${i + 1}::{'VARCHAR' if t == 'JSON' else t}[])" for i, t in enumerate(batch.types)
@@ -144,25 +132,6 @@ def load(con: Connection, batch: Batch) -> None:
     con.execute(
         f"INSERT INTO {batch.table} ({', '.join(batch.columns)}) SELECT {selects}", batch.data
     )
-
-
-def _load_tsv(con: Connection, batch: Batch) -> None:
-    fd, name = tempfile.mkstemp(prefix="vaultmem-", suffix=".tsv")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.writelines(
-                "\t".join(map(str, row)) + "\n" for row in zip(*batch.data, strict=True)
-            )
-        columns = ", ".join(
-            f"'{c}': '{t}'" for c, t in zip(batch.columns, batch.types, strict=True)
-        )
-        con.execute(
-            f"INSERT INTO {batch.table} ({', '.join(batch.columns)}) SELECT * FROM read_csv(?, "
-            f"delim='\t', header=false, quote='', escape='', columns={{{columns}}})",
-            [name],
-        )
-    finally:
-        os.unlink(name)
 
 
 def delete_where_in(con: Connection, table: str, column: str, values: Sequence[str]) -> None:
