@@ -15,10 +15,20 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "vaultmem"
 
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("base", ("__init__", "models", "errors", "config")),
+    ("base", ("__init__", "models", "errors", "atomic", "config")),
     (
         "pure core",
-        ("parse", "markdown", "properties", "links", "text", "plan", "documents", "secrets"),
+        (
+            "parse",
+            "markdown",
+            "properties",
+            "links",
+            "text",
+            "plan",
+            "documents",
+            "secrets",
+            "topics",
+        ),
     ),
     ("edges", ("scan", "db", "lock", "journal", "parallel", "managed")),
     (
@@ -31,7 +41,6 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "watch",
             "okf*",
             "memory*",
-            "topics",
             "identity",
             "usage",
             "edges",

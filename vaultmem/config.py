@@ -16,13 +16,13 @@ import json
 import math
 import os
 import re
-import tempfile
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
+from vaultmem.atomic import replace_file
 from vaultmem.errors import ConfigError, VaultNotFoundError
 from vaultmem.models import SCOPES, Scope
 
@@ -525,18 +525,4 @@ def init_vault(
 def _write_atomically(path: Path, text: str) -> None:
     """Temp file in the same folder, fsync, rename over, fsync the folder: never a torn file."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+    replace_file(path, text.encode("utf-8"))

@@ -22,14 +22,13 @@ Layout rules:
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
+from vaultmem.atomic import replace_file
 from vaultmem.db.store import Connection
 from vaultmem.errors import NotFoundError, PathEscapeError, VaultmemError
 from vaultmem.recall import (
@@ -317,25 +316,8 @@ def write_block_file(path: Path, block: ContextBlock, *, vault_root: Path) -> Co
 def _publish(path: Path, data: bytes) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        mode = path.stat().st_mode & 0o7777 if path.exists() else None
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        replace_file(path, data)
     except OSError as error:
-        raise VaultmemError(f"Cannot write {path}: {error.strerror}.") from error
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        if mode is not None:
-            os.chmod(tmp, mode)
-        os.replace(tmp, path)
-        dir_fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
-    except OSError as error:
-        Path(tmp).unlink(missing_ok=True)
         raise VaultmemError(f"Cannot write {path}: {error.strerror}.") from error
 
 

@@ -22,13 +22,13 @@ import fcntl
 import hashlib
 import os
 import stat
-import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 
+from vaultmem.atomic import fsync_folder, replace_file
 from vaultmem.config import Config
 from vaultmem.errors import LockedError, PathEscapeError
 from vaultmem.models import SCOPES
@@ -151,25 +151,7 @@ def write_text(config: Config, rel: str, text: str) -> None:
     """Publish `text` at `rel` atomically: temp file, fsync, rename, fsync the folder."""
     path = checked_path(config, rel, create_parents=True)
     assert config.is_managed(rel), rel
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(text.encode("utf-8"))
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    _fsync_folder(path.parent)
-
-
-def _fsync_folder(folder: Path) -> None:
-    dir_fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+    replace_file(path, text.encode("utf-8"))
 
 
 def move_to_trash(config: Config, rel: str, now: datetime) -> str:
@@ -189,8 +171,8 @@ def move_to_trash(config: Config, rel: str, now: datetime) -> str:
             if not os.path.lexists(target):
                 break
     os.replace(source, target)
-    _fsync_folder(target.parent)
-    _fsync_folder(source.parent)
+    fsync_folder(target.parent)
+    fsync_folder(source.parent)
     return target_rel
 
 

@@ -50,7 +50,7 @@ from vaultmem.parse import PARSER_VERSION
 from vaultmem.plan import IndexedNote, assign_ids, pair_renames, plan_changes
 from vaultmem.scan import Fingerprint, content_hash, read_note, scan_paths, scan_vault
 from vaultmem.text import TOKENIZER_VERSION
-from vaultmem.topics import claimed_topic_id
+from vaultmem.topics import read_topic
 
 Progress = Callable[[int, int], None]
 
@@ -316,6 +316,12 @@ class _Run:
         documents = {result.note.path: docs for result, docs in analysed}
         for result, _ in analysed:
             problems.extend(result.problems)
+        # A managed topic names its own id, type and times (frontmatter or comment header).
+        topics = {
+            path: read_topic(path, contents[path][0].decode("utf-8", "replace"))
+            for path in parsed
+            if config.is_managed(path)
+        }
 
         # Ids: a pure function of every live note's claim and the journal.
         journal = read_renames(config.state_dir)
@@ -328,8 +334,8 @@ class _Run:
             claims[fp.path] = indexed[fp.path].claimed_id
         for path in kept_on_failure:
             claims[path] = indexed[path].claimed_id
-        for path, result in parsed.items():
-            claims[path] = self._claimed_id(path, result)
+        for path in parsed:
+            claims[path] = topics[path].id if path in topics else None
         if mode == "paths":
             # Notes outside the watched paths keep their ids but still take part in clashes.
             for path, known in state.notes.items():
@@ -382,6 +388,7 @@ class _Run:
                         resolutions=resolutions,
                         target_ids=[ids.get(r.path) if r.path else None for r in resolutions],
                         documents=documents[path],
+                        topic=topics.get(path),
                     )
                 )
             for problem in problems:
@@ -473,12 +480,6 @@ class _Run:
         finally:
             con.close()
         return report
-
-    def _claimed_id(self, path: str, result: ParsedNote) -> str | None:
-        """A managed topic's own id: frontmatter `id`, or the `<!-- id: … -->` header."""
-        if not self.config.is_managed(path):
-            return None
-        return claimed_topic_id(result.note)
 
     def _apply_id_changes(self, con: store.Connection, id_changes: Mapping[str, str]) -> None:
         """Rare: a clash resolved differently moved an unchanged note to another id."""

@@ -27,7 +27,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Literal, TypeAlias, get_args
 
 from vaultmem.errors import ConfigError
-from vaultmem.models import JSON, SCOPES, Note, Scope
+from vaultmem.models import JSON, SCOPES, Scope
 from vaultmem.properties import load_frontmatter, split_frontmatter
 
 TopicType = Literal["user", "feedback", "project", "reference"]
@@ -358,23 +358,6 @@ def _str(value: JSON) -> str | None:
     if value is None or isinstance(value, list | dict) or value == "":
         return None
     return str(value) if not isinstance(value, bool) else None
-
-
-def claimed_topic_id(note: Note) -> str | None:
-    """The id a topic names for itself: frontmatter `id`, else the comment header's `id`.
-
-    Reconcile indexes a managed topic under this id, so both topic forms keep the identity
-    written in the file across renames and rebuilds.
-    """
-    claimed = note.frontmatter.get("id")
-    if isinstance(claimed, str) and claimed.strip():
-        return claimed.strip()
-    for section in note.sections[:2]:
-        header = _header_comment(section.text.splitlines(), 0)
-        found = header.get("id") if header else None
-        if isinstance(found, str) and found:
-            return found
-    return None
 
 
 def _header_comment(lines: Sequence[str], start: int) -> dict[str, JSON] | None:

@@ -14,6 +14,7 @@ from vaultmem.db.store import Batch, new_batch
 from vaultmem.documents import SearchDocument
 from vaultmem.links import file_name_key, link_name_key
 from vaultmem.models import Note, Problem, Resolution, Scope
+from vaultmem.topics import Topic
 
 NOTE_TABLES = ("notes", "aliases", "tags", "headings", "blocks", "links", "documents", "postings")
 """Tables holding one note's rows, keyed by `note_id` (`source_id` for links). Postings arrive
@@ -36,6 +37,8 @@ class NoteRecord:
     resolutions: Sequence[Resolution]
     target_ids: Sequence[str | None]
     documents: Sequence[SearchDocument]
+    topic: Topic | None = None
+    """For a managed topic, what its file says of itself (either topic form)."""
 
 
 class NoteBatches:
@@ -55,12 +58,14 @@ class NoteBatches:
             note.title,
             rec.scope,
             rec.scope_id,
-            _string(fm.get("type")),
+            (rec.topic.type if rec.topic else None) or _string(fm.get("type")),
             rec.managed,
             json.dumps(fm, ensure_ascii=False, sort_keys=True) if fm else None,
             note.frontmatter_status,
-            _string(fm.get("created")) or _string(fm.get("date")),
-            _string(fm.get("updated")),
+            (rec.topic.created if rec.topic else None)
+            or _string(fm.get("created"))
+            or _string(fm.get("date")),
+            (rec.topic.updated if rec.topic else None) or _string(fm.get("updated")),
             rec.size,
             rec.mtime_ns,
             rec.content_hash,

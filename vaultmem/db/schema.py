@@ -32,8 +32,8 @@ CREATE TABLE notes (
     managed BOOLEAN NOT NULL, -- true inside the managed folder, the only folder vaultmem writes
     frontmatter JSON, -- frontmatter normalised to JSON (dates kept as written); NULL when absent or invalid
     frontmatter_status VARCHAR NOT NULL, -- valid, invalid, empty or none
-    created VARCHAR, -- frontmatter `created` (or `date`) as written, when present
-    updated VARCHAR, -- frontmatter `updated` as written, else the file's mtime as an ISO UTC timestamp
+    created VARCHAR, -- as written: a topic's `created` or first observation, else frontmatter `created` or `date`
+    updated VARCHAR, -- as written: a topic's `updated` or latest observation, else frontmatter `updated`; NULL when unknown (search then uses mtime_ns)
     size BIGINT NOT NULL, -- file size in bytes
     mtime_ns BIGINT NOT NULL, -- file modification time in nanoseconds since the epoch
     content_hash VARCHAR NOT NULL, -- BLAKE2b-128 hex digest of the file's bytes

@@ -17,11 +17,9 @@ import gzip
 import hashlib
 import io
 import json
-import os
 import posixpath
 import re
 import tarfile
-import tempfile
 import zipfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -30,6 +28,7 @@ from pathlib import Path
 from typing import Literal
 
 from vaultmem import __version__, managed
+from vaultmem.atomic import replace_file
 from vaultmem.config import Config
 from vaultmem.errors import ConfigError
 from vaultmem.links import LinkResolver
@@ -496,7 +495,7 @@ def _write_folder(
         except (FileNotFoundError, NotADirectoryError):
             pass
         target.parent.mkdir(parents=True, exist_ok=True)
-        _atomic_write(target, data)
+        replace_file(target, data)
         written.append(rel)
     record = _load_record(config)
     key = str(out)
@@ -534,19 +533,6 @@ def _remove_empty_parents(folder: Path, out: Path) -> None:
         folder = folder.parent
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def _write_file(out: Path, data: bytes) -> list[str]:
     try:
         if out.read_bytes() == data:
@@ -554,7 +540,7 @@ def _write_file(out: Path, data: bytes) -> list[str]:
     except FileNotFoundError:
         pass
     out.parent.mkdir(parents=True, exist_ok=True)
-    _atomic_write(out, data)
+    replace_file(out, data)
     return [out.name]
 
 
@@ -603,4 +589,4 @@ def _save_record(config: Config, record: Mapping[str, list[str]]) -> None:
     except FileNotFoundError:
         pass
     config.state_dir.mkdir(parents=True, exist_ok=True)
-    _atomic_write(path, data)
+    replace_file(path, data)
