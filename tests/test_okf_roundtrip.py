@@ -318,3 +318,30 @@ def test_importing_leaves_the_bundle_untouched(tmp_path: Path) -> None:
     before = _tree(THIRD_PARTY)
     import_bundle(load_config(_empty_vault(tmp_path / "v")), THIRD_PARTY, scope="global")
     assert _tree(THIRD_PARTY) == before
+
+
+def test_merging_our_own_bundle_appends_only_missing_observations(
+    example_vault: Path, tmp_path: Path
+) -> None:
+    """Merging an export into a vault that holds the same topics changes nothing; a topic
+    that lacks one observation gets exactly that observation, with its own timestamp."""
+    config = load_config(example_vault)
+    bundle = tmp_path / "bundle"
+    export_bundle(config, bundle, scope="project", scope_id="atlas")
+    before = _tree(example_vault / "agent-memory")
+    again = import_bundle(config, bundle, scope="project", scope_id="atlas", conflict="merge")
+    assert again.merged == 0
+    assert _tree(example_vault / "agent-memory") == before
+
+    topic = example_vault / "agent-memory/project/atlas/build-and-test-commands.md"
+    text = topic.read_text(encoding="utf-8")
+    last = text.rindex("\n## 20")
+    end = text.find("\n## ", last + 1)
+    trimmed = text[:last] + (text[end:] if end != -1 else "\n")
+    topic.write_text(trimmed, encoding="utf-8")
+    merged = import_bundle(config, bundle, scope="project", scope_id="atlas", conflict="merge")
+    assert merged.merged == 1
+    restored = topic.read_text(encoding="utf-8")
+    stamp = text[last + 4 : text.index("\n", last + 1)]
+    assert restored.count(f"## {stamp}") == 1
+    assert "\\##" not in restored  # no escaped copy of the whole bundle body

@@ -569,7 +569,7 @@ def _topic_line(result: Any) -> str:
 
 @app.command()
 def store(
-    key: Annotated[str, typer.Argument(help="Topic key ([a-z0-9-]{1,60}); '' derives one.")],
+    key: Annotated[str, typer.Argument(help="Topic key (\\[a-z0-9-]{1,60}); '' derives one.")],
     text: Annotated[str, typer.Argument(help="The observation; '-' reads stdin.")] = "-",
     vault: VaultOpt = None,
     scope: ScopeOpt = "project",

@@ -26,7 +26,10 @@ class ConfigError(VaultmemError):
     """The config file or a command-line option is wrong."""
 
     code = "config_invalid"
-    default_hint = "Fix the named key in .vaultmem/config.toml (see docs/configuration.md)."
+    default_hint = (
+        "Check the value against `vaultmem <command> --help`, or fix the named key in "
+        ".vaultmem/config.toml (docs/configuration.md)."
+    )
 
 
 class VaultNotFoundError(VaultmemError):

@@ -134,7 +134,7 @@ def import_bundle(
     written: list[str] = []
     for concept in concepts:
         rel = managed.topic_path(config, scope, scope_id, concept.key)
-        fm, body, observation = _topic(concept, keys, scope, scope_id, moment, counts)
+        fm, body, observations = _topic(concept, keys, scope, scope_id, moment, counts)
         found = redact(body + "\n" + dump_yaml(fm), patterns).found
         if found and scope in _SECRET_GATED:
             why = f"holds a secret ({', '.join(found)}); scope {scope} refuses secrets"
@@ -142,11 +142,11 @@ def import_bundle(
             continue
         if found:
             body = redact(body, patterns).text
-            observation = redact(observation, patterns).text
+            observations = [(at, redact(obs, patterns).text) for at, obs in observations]
             fm = _redact_values(fm, patterns)
             redacted.append({"path": concept.path, "patterns": list(found)})
         text = render(fm, body)
-        action = _write(config, rel, text, observation, fm, conflict, dry_run)
+        action = _write(config, rel, text, observations, conflict, dry_run)
         tally[action] += 1
         if action != "skipped" and not dry_run:
             written.append(rel)
@@ -201,8 +201,11 @@ def _topic(
     scope_id: str | None,
     now: datetime,
     counts: _Counts,
-) -> tuple[dict[str, JSON], str, str]:
-    """The topic frontmatter, its body, and the observation text on its own (for merges)."""
+) -> tuple[dict[str, JSON], str, list[tuple[str, str]]]:
+    """The topic frontmatter, its body, and its observations as (timestamp, text) (for merges).
+
+    A trusted body (our own export) keeps its observations; any other body is one observation.
+    """
     src = concept.frontmatter
     vm = _mapping(src.get("vaultmem"))
     generated = _mapping(src.get("generated"))
@@ -237,10 +240,8 @@ def _topic(
 
     links = import_links(concept.body, concept.id, key_of)
     counts.links += links.rewritten
-    observations = vm.get("observations")
-    declared = (
-        [o for o in observations if isinstance(o, str)] if isinstance(observations, list) else []
-    )
+    listed = vm.get("observations")
+    declared = [o for o in listed if isinstance(o, str)] if isinstance(listed, list) else []
     headings = timestamp_headings(links.text)
     trusted = (
         bool(declared)
@@ -256,6 +257,11 @@ def _topic(
             f"\n\n> Imported with generated.at {raw_at}, which lay in the future; clamped to {at}."
         )
     body = links.text if trusted else f"# {concept.key}\n\n## {at}\n{observation}\n"
+    observations: list[tuple[str, str]] = (
+        [(o.timestamp, o.text) for o in read_topic(concept.path, body).observations]
+        if trusted
+        else [(at, observation)]
+    )
 
     okf: dict[str, JSON] = {"id": concept.id}
     if kind not in MEMORY_TYPES:
@@ -297,7 +303,7 @@ def _topic(
     elif "vaultmem" not in src and linked and "relates_to" not in fm:
         # A third-party concept's plain links are untyped: they become `relates_to` edges.
         fm["relates_to"] = [f"[[{key}]]" for key in linked]
-    return fm, body, observation
+    return fm, body, observations
 
 
 def _relation_target(target: str, keys: Mapping[str, str]) -> str:
@@ -353,30 +359,22 @@ def _write(
     config: Config,
     rel: str,
     text: str,
-    observation: str,
-    fm: Mapping[str, JSON],
+    observations: list[tuple[str, str]],
     conflict: Conflict,
     dry_run: bool,
 ) -> Literal["imported", "replaced", "merged", "skipped"]:
     if dry_run:
         # Even a lock file is a write: a dry run only reads.
-        return _plan(managed.read_text(config, rel), rel, text, observation, conflict)[0]
+        return _plan(managed.read_text(config, rel), text, observations, conflict)[0]
     with managed.topic_lock(config, rel):
-        action, new = _plan(managed.read_text(config, rel), rel, text, observation, conflict)
-        if new is None:
-            pass
-        elif action == "merged":
-            # Appended as an observation: the person's edits in the file stay as they are.
-            managed.write_text(
-                config, rel, append_observation(new, str(fm["updated"]), observation)
-            )
-        else:
+        action, new = _plan(managed.read_text(config, rel), text, observations, conflict)
+        if new is not None:
             managed.write_text(config, rel, new)
         return action
 
 
 def _plan(
-    existing: str | None, rel: str, text: str, observation: str, conflict: Conflict
+    existing: str | None, text: str, observations: list[tuple[str, str]], conflict: Conflict
 ) -> tuple[Literal["imported", "replaced", "merged", "skipped"], str | None]:
     """What to do with one topic, and the text to write (the existing text for a merge)."""
     if existing is None:
@@ -385,7 +383,10 @@ def _plan(
         return "skipped", None
     if conflict == "replace":
         return "replaced", text
-    have = {o.text.strip() for o in read_topic(rel, existing).observations}
-    if observation.strip() in have:
-        return "skipped", None
-    return "merged", existing
+    # Merge: append each observation of the bundle's topic whose text the file does not hold,
+    # with its own timestamp; the person's edits in the file stay as they are.
+    merged = existing
+    for stamp, body in observations:
+        if body.strip() and body.strip() not in merged:
+            merged = append_observation(merged, stamp, body)
+    return ("skipped", None) if merged == existing else ("merged", merged)
