@@ -77,7 +77,7 @@ def _folder_of(path: str) -> str:
     return path[:slash] if slash >= 0 else ""
 
 
-def _join_relative(folder: str, target: str) -> str | None:
+def join_relative(folder: str, target: str) -> str | None:
     """Resolve a `./` or `../` link path against `folder`; None if it climbs above the vault."""
     parts = folder.split("/") if folder else []
     for segment in target.split("/"):
@@ -194,7 +194,7 @@ class LinkResolver:
         if target.startswith(("./", "../")) or target in (".", ".."):
             # Rule 6c: relative to the linking note's folder, exact path only (choice: no
             # fallback to the name search, whose suffix test could never match `../X`).
-            joined = _join_relative(_folder_of(source_path), target)
+            joined = join_relative(_folder_of(source_path), target)
             if joined is None or target.rsplit("/", 1)[-1] in ("", ".", ".."):
                 return None  # climbs out of the vault, or names a folder
             return self._exact(_fold(joined))

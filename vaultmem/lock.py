@@ -11,7 +11,7 @@ import fcntl
 import os
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -21,35 +21,49 @@ LOCK_NAME = "write.lock"
 
 
 @contextmanager
-def writer_lock(state_dir: Path, *, timeout_s: float = 30.0) -> Iterator[None]:
-    """Hold the vault's writer lock, waiting up to `timeout_s` (0 = fail at once)."""
-    state_dir.mkdir(parents=True, exist_ok=True)
-    path = state_dir / LOCK_NAME
+def file_lock(path: Path, *, timeout_s: float, busy: Callable[[], LockedError]) -> Iterator[int]:
+    """Hold an exclusive flock on `path` (created if missing), polling with backoff for up to
+    `timeout_s`; then raise what `busy()` builds. Yields the lock file's descriptor."""
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         deadline = time.monotonic() + timeout_s
-        delay = 0.01
+        delay = 0.005
         while True:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
                 if time.monotonic() >= deadline:
-                    raise LockedError(
-                        f"Another vaultmem writer holds {path} ({_holder(path)}).",
-                        hint="Wait for it to finish (or stop it), then run the command again.",
-                    ) from None
+                    raise busy() from None
                 time.sleep(delay)
                 delay = min(delay * 2, 0.25)
+        try:
+            yield fd
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+@contextmanager
+def writer_lock(state_dir: Path, *, timeout_s: float = 30.0) -> Iterator[None]:
+    """Hold the vault's writer lock, waiting up to `timeout_s` (0 = fail at once)."""
+    state_dir.mkdir(parents=True, exist_ok=True)
+    path = state_dir / LOCK_NAME
+
+    def busy() -> LockedError:
+        return LockedError(
+            f"Another vaultmem writer holds {path} ({_holder(path)}).",
+            hint="Wait for it to finish (or stop it), then run the command again.",
+        )
+
+    with file_lock(path, timeout_s=timeout_s, busy=busy) as fd:
         os.ftruncate(fd, 0)
         os.write(fd, f"pid {os.getpid()}: {' '.join(sys.argv)[:200]}\n".encode())
         try:
             yield
         finally:
             os.ftruncate(fd, 0)
-            fcntl.flock(fd, fcntl.LOCK_UN)
-    finally:
-        os.close(fd)
 
 
 def _holder(path: Path) -> str:

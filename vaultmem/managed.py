@@ -18,11 +18,9 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
 import hashlib
 import os
 import stat
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
@@ -31,6 +29,7 @@ from pathlib import Path
 from vaultmem.atomic import fsync_folder, replace_file
 from vaultmem.config import Config
 from vaultmem.errors import LockedError, PathEscapeError
+from vaultmem.lock import file_lock
 from vaultmem.models import SCOPES
 
 TRASH = ".trash"
@@ -220,24 +219,9 @@ def topic_lock(config: Config, rel: str, *, timeout_s: float = 30.0) -> Iterator
     folder = config.state_dir / "locks"
     folder.mkdir(parents=True, exist_ok=True)
     digest = hashlib.sha256(rel.casefold().encode()).hexdigest()[:24]
-    fd = os.open(folder / f"{digest}.lock", os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        deadline = time.monotonic() + timeout_s
-        delay = 0.005
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise LockedError(
-                        f"Another writer has held the lock on {rel} for {timeout_s:.0f} s."
-                    ) from None
-                time.sleep(delay)
-                delay = min(delay * 2, 0.1)
-        try:
-            yield
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-    finally:
-        os.close(fd)
+
+    def busy() -> LockedError:
+        return LockedError(f"Another writer has held the lock on {rel} for {timeout_s:.0f} s.")
+
+    with file_lock(folder / f"{digest}.lock", timeout_s=timeout_s, busy=busy):
+        yield

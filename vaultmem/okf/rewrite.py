@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import quote, unquote
 
+from vaultmem.links import join_relative
 from vaultmem.markdown import markdown_link_target, split_wikilink
 
 __all__ = [
@@ -210,21 +211,9 @@ def import_links(
 
 
 def _join(folder: str, path: str) -> str | None:
-    if path.startswith("/"):
-        parts: list[str] = []
-        path = path.lstrip("/")
-    else:
-        parts = folder.split("/") if folder else []
-    for segment in path.split("/"):
-        if segment in ("", "."):
-            continue
-        if segment == "..":
-            if not parts:
-                return None
-            parts.pop()
-        else:
-            parts.append(segment)
-    return "/".join(parts) or None
+    """A bundle link's target: bundle-rooted when it starts with `/`, else relative."""
+    joined = join_relative("" if path.startswith("/") else folder, path.lstrip("/"))
+    return joined or None
 
 
 def timestamp_headings(text: str) -> list[str]:
