@@ -90,11 +90,13 @@ def draw_queries(texts: Sequence[str], seed: int = 0) -> list[str]:
 
 
 def bm25_build_phases(root: Path) -> dict[str, float]:
-    """The BM25 work of a full build, measured apart from the rest of reconcile."""
+    """The BM25 work of a full build, in one process, apart from the rest of reconcile:
+    cutting notes into documents, then writing postings and loading the search tables."""
     from vaultmem import reconcile as rc
     from vaultmem.db import store
     from vaultmem.db.schema import DDL
     from vaultmem.documents import note_documents
+    from vaultmem.parallel import postings_lines
     from vaultmem.parse import parse_note
 
     notes = []
@@ -108,21 +110,22 @@ def bm25_build_phases(root: Path) -> dict[str, float]:
     con = store.connect(tmp, read_only=False)
     try:
         con.execute(DDL)
-        documents, postings = store.new_batch("documents"), store.new_batch("postings")
-        postings.plain = True
+        ids = [f"n-{i:016x}" for i in range(len(docs))]
 
         def load() -> None:
-            for i, note_docs in enumerate(docs):
-                note_id = f"n-{i:016x}"
-                for doc in note_docs:
-                    documents.add(note_id, doc.ord, doc.heading, doc.line, doc.length, doc.text)
-                    for term, field, tf in doc.terms:
-                        postings.add(term, note_id, doc.ord, field, tf)
+            documents = store.new_batch("documents")
+            tsv = tmp.with_suffix(".tsv")
+            with tsv.open("w", encoding="utf-8", newline="\n") as handle:
+                for i, note_docs in enumerate(docs):
+                    handle.writelines(postings_lines(i, note_docs))
+                    for doc in note_docs:
+                        documents.add(ids[i], doc.ord, doc.heading, doc.line, doc.length, doc.text)
             con.execute("BEGIN TRANSACTION")
             store.load(con, documents)
-            rc._load_sorted_postings(con, postings)
+            rc._load_postings(con, [tsv], ids, create=True)
             rc._recount_terms(con, None)
             con.execute("COMMIT")
+            tsv.unlink()
 
         tables_s, _ = _timed(load)
     finally:
@@ -136,27 +139,30 @@ def one_note_bm25(index: Path, note_id: str, note: Any) -> float:
     from vaultmem import reconcile as rc
     from vaultmem.db import store
     from vaultmem.documents import note_documents
+    from vaultmem.parallel import postings_lines
 
     con = store.connect(index, read_only=False)
+    tsv = index.with_suffix(".one.tsv")
     try:
         start = time.perf_counter()
         docs = note_documents(note)
+        tsv.write_text("".join(postings_lines(0, docs)), encoding="utf-8")
         con.execute("BEGIN TRANSACTION")
-        stale = rc._terms_of(con, {note_id})
+        removed = rc._document_frequencies(con, {note_id})
         for table in ("documents", "postings"):
             store.delete_where_in(con, table, "note_id", [note_id])
-        documents, postings = store.new_batch("documents"), store.new_batch("postings")
+        documents = store.new_batch("documents")
         for doc in docs:
             documents.add(note_id, doc.ord, doc.heading, doc.line, doc.length, doc.text)
-            for term, field, tf in doc.terms:
-                postings.add(term, note_id, doc.ord, field, tf)
         store.load(con, documents)
-        store.load(con, postings)
-        rc._recount_terms(con, stale | {t for d in docs for t, _, _ in d.terms})
+        added = rc._load_postings(con, [tsv], [note_id], create=False)
+        added.subtract(removed)
+        rc._recount_terms(con, added)
         seconds = time.perf_counter() - start
         con.execute("ROLLBACK")
     finally:
         con.close()
+        tsv.unlink(missing_ok=True)
     return seconds
 
 

@@ -17,7 +17,7 @@ import multiprocessing
 import os
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import replace
@@ -43,6 +43,16 @@ def analyse_note(path: str, data: bytes, max_bytes: int) -> Analysed:
     return parsed, note_documents(parsed.note)
 
 
+def postings_lines(number: int, documents: Sequence[SearchDocument]) -> Iterator[str]:
+    """A note's postings as TSV lines `term, note number, ord, field, tf` (`_load_postings`).
+
+    Terms never hold white space (a tokenizer property), so the TSV needs no quoting.
+    """
+    for doc in documents:
+        for term, field, tf in doc.terms:
+            yield f"{term}\t{number}\t{doc.ord}\t{field}\t{tf}\n"
+
+
 def _analyse_chunk(
     first: int, items: Sequence[tuple[str, bytes]], max_bytes: int, postings_path: str
 ) -> list[Analysed]:
@@ -51,11 +61,7 @@ def _analyse_chunk(
     lines: list[str] = []
     for number, (path, data) in enumerate(items, start=first):
         parsed, documents = analyse_note(path, data, max_bytes)
-        for doc in documents:
-            # Terms never hold white space (a tokenizer property), so TSV needs no quoting.
-            lines.extend(
-                f"{term}\t{number}\t{doc.ord}\t{field}\t{tf}\n" for term, field, tf in doc.terms
-            )
+        lines.extend(postings_lines(number, documents))
         out.append((parsed, [replace(doc, terms=()) for doc in documents]))
     with open(postings_path, "w", encoding="utf-8", newline="\n") as handle:
         handle.writelines(lines)
