@@ -286,10 +286,16 @@ class _Generator:
             kind = kinds[folder]
             day = _START + timedelta(days=rng.randint(0, 700))
             stem = self._title(kind, day)
+            tries = 0
             while stem.lower() in self.taken:
-                if kind == "daily":  # one note per day: move to a free day
-                    day = _START + timedelta(days=rng.randint(0, 4000))
+                tries += 1
+                if kind == "daily":  # one note per day: move to a free day; a vault with more
+                    # daily notes than 4,000 days (100k notes) widens the range after 50 tries
+                    span = 4000 if tries < 50 else 4000 + len(self.taken)
+                    day = _START + timedelta(days=rng.randint(0, span))
                 stem = self._title(kind, day)
+                if tries >= 50 and kind != "daily":  # a name space smaller than the vault
+                    stem = f"{stem} {tries}"
             self.taken[stem.lower()] = None
             self.plans.append(
                 _NotePlan(
