@@ -27,6 +27,7 @@ from vaultmem.errors import QueryError
 from vaultmem.text import query_terms, tokenize, word_spans
 
 SNIPPET_CHARS = 240
+SNIPPET_SCAN_CHARS = 3000
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,6 +168,8 @@ GROUP BY b.note_id, b.score ORDER BY b.score DESC, b.note_id
 )
 
 Ranked = list[tuple[str, list[tuple[int, float]]]]
+Section = tuple[str | None, int, str]
+"""A section's heading, first line and text."""
 """Notes, best first, each with its best documents as (ord, score), best first."""
 
 
@@ -324,7 +327,7 @@ def _hits(con: Connection, ranked: Ranked, query: ParsedQuery) -> list[SearchHit
     if not ranked:
         return []
     note_ids = [note_id for note_id, _ in ranked]
-    # Literal IN-lists so DuckDB uses the ART indexes on notes.id and documents.note_id.
+    # Literal IN-lists, so DuckDB uses the ART indexes on notes.id and documents.note_id.
     in_list = ", ".join("?" * len(note_ids))
     notes = {
         r[0]: r
@@ -333,13 +336,7 @@ def _hits(con: Connection, ranked: Ranked, query: ParsedQuery) -> list[SearchHit
             note_ids,
         ).fetchall()
     }
-    sections: dict[str, dict[int, tuple[str | None, int, str]]] = {}
-    for note_id, ord_, heading, line, text in con.execute(
-        "SELECT note_id, ord, heading, line, text FROM documents "
-        f"WHERE note_id IN ({in_list}) AND ord > 0",
-        note_ids,
-    ).fetchall():
-        sections.setdefault(note_id, {})[ord_] = (heading, line, text)
+    sections = _sections(con, note_ids)
     wanted = set(query.terms)
     hits = []
     for note_id, docs in ranked:
@@ -362,8 +359,27 @@ def _hits(con: Connection, ranked: Ranked, query: ParsedQuery) -> list[SearchHit
     return hits
 
 
+def _sections(con: Connection, note_ids: list[str]) -> dict[str, dict[int, Section]]:
+    """Heading, line and text of every section (ord > 0) of these notes.
+
+    The WHERE clause holds only the note-id IN-list: any further condition (even `ord > 0`)
+    makes DuckDB scan every document's text instead of using the ART index (26 ms vs 4.5 ms
+    at 10,000 notes), so the note-level documents are dropped here.
+    """
+    rows = con.execute(
+        "SELECT note_id, ord, heading, line, text FROM documents "
+        f"WHERE note_id IN ({', '.join('?' * len(note_ids))})",
+        note_ids,
+    ).fetchall()
+    out: dict[str, dict[int, Section]] = {}
+    for note_id, ord_, heading, line, text in rows:
+        if ord_ > 0:
+            out.setdefault(note_id, {})[ord_] = (heading, line, text)
+    return out
+
+
 def _shown_section(
-    docs: list[tuple[int, float]], sections: dict[int, tuple[str | None, int, str]]
+    docs: list[tuple[int, float]], sections: dict[int, Section]
 ) -> tuple[str | None, int, str]:
     """The section a hit shows: the best-scoring one with text to quote.
 
@@ -381,8 +397,15 @@ def _shown_section(
 
 
 def snippet(text: str, terms: set[str], width: int = SNIPPET_CHARS) -> str:
-    """The densest window of `text` around matched words, each marked `**like this**`."""
-    spans = [(start, end) for start, end, term in word_spans(text) if term in terms]
+    """The densest window of `text` around matched words, each marked `**like this**`.
+
+    Only the first SNIPPET_SCAN_CHARS are tokenized when a match lies there (the usual case):
+    tokenizing whole long sections for every hit was a quarter of a query's time.
+    """
+    head = text[:SNIPPET_SCAN_CHARS]
+    spans = [(start, end) for start, end, term in word_spans(head) if term in terms]
+    if not spans and len(text) > len(head):
+        spans = [(start, end) for start, end, term in word_spans(text) if term in terms]
     flat = " ".join(text.split())
     if not spans:
         return _clip(flat, 0, width)
