@@ -48,7 +48,14 @@ from vaultmem.models import Block, Heading, Link, ParsedNote, Problem
 from vaultmem.parallel import analyse_all
 from vaultmem.parse import PARSER_VERSION
 from vaultmem.plan import IndexedNote, assign_ids, pair_renames, plan_changes
-from vaultmem.scan import Fingerprint, content_hash, read_note, scan_paths, scan_vault
+from vaultmem.scan import (
+    Fingerprint,
+    content_hash,
+    is_eligible_file,
+    read_note,
+    scan_paths,
+    scan_vault,
+)
 from vaultmem.text import TOKENIZER_VERSION
 from vaultmem.topics import read_topic
 
@@ -205,7 +212,7 @@ class _Run:
         files = set(state.files)
         for path in candidates:
             full = root / path
-            if full.is_file() and _eligible_file(self.config, path):
+            if full.is_file() and is_eligible_file(self.config, path):
                 files.add(path)
             else:
                 files.discard(path)
@@ -672,17 +679,3 @@ def _recount_terms(con: store.Connection, delta: Counter[str] | None) -> None:
             con.execute("DROP TABLE df_delta")
     con.execute("DELETE FROM search_stats")
     con.execute("INSERT INTO search_stats SELECT count(*), coalesce(sum(length), 0) FROM documents")
-
-
-def _eligible_file(config: Config, path: str) -> bool:
-    """Would `scan_vault` list `path` among the vault's files (notes and attachments)?"""
-    from vaultmem.scan import _compile_exclusions, is_dropping
-
-    parts = path.split("/")
-    if any(part in ("", ".", "..") or is_dropping(part) for part in parts):
-        return False
-    excluded = _compile_exclusions(config.exclude, config.managed_folder).excluded
-    return not any(
-        excluded("/".join(parts[:i]), parts[i - 1], folder=i < len(parts))
-        for i in range(1, len(parts) + 1)
-    )

@@ -279,6 +279,12 @@ def is_eligible_note(config: Config, path: str) -> bool:
     """Would `scan_vault` list `path` as a note? Judged on the path alone, without disk access."""
     if not path.endswith(NOTE_SUFFIX) or config.mapping_for(path) is None:
         return False
+    return is_eligible_file(config, path)
+
+
+def is_eligible_file(config: Config, path: str) -> bool:
+    """Would `scan_vault` list `path` among the vault's files (notes and attachments, mapped or
+    not)? Judged on the path alone: no droppings, no hidden or excluded part."""
     parts = path.split("/")
     if any(part in ("", ".", "..") or is_dropping(part) for part in parts):
         return False
