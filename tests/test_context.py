@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
+from tests.helpers import run_cli
 from vaultmem.context import (
     BEGIN_MARKER,
     CLOSE_TAG,
@@ -278,18 +276,6 @@ def test_write_refuses_a_file_inside_the_vault(vault: Vault) -> None:
     with pytest.raises(PathEscapeError):
         vault.write_context("codex", project_dir=vault.root, now=NOW)
     assert not (vault.root / "AGENTS.md").exists()
-
-
-def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("VAULTMEM_")}
-    return subprocess.run(
-        [sys.executable, "-m", "vaultmem.cli", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env=env,
-        check=False,
-    )
 
 
 def test_cli_context_and_write(vault: Vault, tmp_path: Path) -> None:

@@ -15,11 +15,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import pytest
 
+from tests.helpers import dump_index
 from vaultmem.config import Config
-from vaultmem.db.schema import DERIVED_TABLES
 from vaultmem.errors import LockedError
 from vaultmem.lock import writer_lock
 from vaultmem.reconcile import reconcile
@@ -36,14 +35,7 @@ NOTES = 800
 
 
 def dump(config: Config) -> dict[str, list[tuple[Any, ...]]]:
-    con = duckdb.connect(str(config.index_path), read_only=True)
-    try:
-        return {
-            t: sorted(con.execute(f"SELECT * FROM {t}").fetchall(), key=repr)
-            for t in DERIVED_TABLES
-        }
-    finally:
-        con.close()
+    return dump_index(config.index_path)
 
 
 def vault_files(root: Path) -> dict[str, tuple[str, int]]:
@@ -244,6 +236,7 @@ HOLDER = """
 import sys, time
 from pathlib import Path
 from vaultmem.lock import writer_lock
+from tests.helpers import dump_index
 with writer_lock(Path(sys.argv[1])):
     print("held", flush=True)
     time.sleep(float(sys.argv[2]))

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from collections.abc import Awaitable, Callable
@@ -18,6 +17,7 @@ mcp = pytest.importorskip("mcp")
 
 from mcp import ClientSession, StdioServerParameters, stdio_client  # noqa: E402
 
+from tests.helpers import run_cli  # noqa: E402
 from vaultmem.vault import Vault  # noqa: E402
 
 TOOLS = {
@@ -39,14 +39,7 @@ def vault(example_vault: Path) -> Path:
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("VAULTMEM_")}
-    return subprocess.run(
-        [sys.executable, "-m", "vaultmem.cli", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-    )
+    return run_cli(*args)
 
 
 def session_run(vault: Path, body: Callable[[ClientSession], Awaitable[None]]) -> None:

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
+from tests.helpers import run_cli
 from vaultmem import usage
 from vaultmem.errors import ConfigError, QueryError
 from vaultmem.recall import metadata_candidates, parse_scopes
@@ -191,17 +189,6 @@ def test_related_notes_are_capped_and_marked(vault: Vault) -> None:
     assert all(h.related_to == "build-and-test-commands" for h in related)
     many = vault.recall("duckdb tests release", limit=10, include_related=True, now=NOW)
     assert sum(h.related for h in many) <= 5
-
-
-def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("VAULTMEM_")}
-    return subprocess.run(
-        [sys.executable, "-m", "vaultmem.cli", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-    )
 
 
 def test_cli_recall_json(vault: Vault) -> None:

@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
+from tests.helpers import dump_index
 from vaultmem.config import Config
 from vaultmem.db.schema import DERIVED_TABLES
 from vaultmem.reconcile import ReconcileReport, reconcile
@@ -26,14 +27,7 @@ from vaultmem.vault import Vault
 
 def dump(config: Config) -> dict[str, list[tuple[Any, ...]]]:
     """Every derived table's rows, sorted: what "the same index" means."""
-    con = duckdb.connect(str(config.index_path), read_only=True)
-    try:
-        return {
-            table: sorted(con.execute(f"SELECT * FROM {table}").fetchall(), key=repr)
-            for table in DERIVED_TABLES
-        }
-    finally:
-        con.close()
+    return dump_index(config.index_path)
 
 
 def query(config: Config, sql: str, params: list[Any] | None = None) -> list[tuple[Any, ...]]:
