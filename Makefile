@@ -15,6 +15,7 @@ $(STAMP): pyproject.toml
 # The main job on example-vault/: build its index, show status and answer a search.
 demo: $(STAMP)
 	@rm -rf /tmp/vaultmem-demo && cp -r example-vault /tmp/vaultmem-demo
+	@rm -f /tmp/vaultmem-demo/.vaultmem/index.duckdb* /tmp/vaultmem-demo/.vaultmem/*.jsonl
 	$(BIN)/vaultmem reconcile --vault /tmp/vaultmem-demo
 	$(BIN)/vaultmem status --vault /tmp/vaultmem-demo
 	$(BIN)/vaultmem search "how do I run the tests" --limit 3 --vault /tmp/vaultmem-demo
