@@ -372,6 +372,12 @@ class _Run:
             if create:
                 store.create_schema(con, index_versions(config))
             headings_cache = _HeadingsCache(con, ids, parsed)
+            headings_cache.prefetch(
+                resolver.resolve(link.target, path) if link.target else path
+                for path, result in parsed.items()
+                for link in result.note.links
+                if link.subpath
+            )
             batches = NoteBatches()
             for path, result in parsed.items():
                 note = result.note
@@ -529,6 +535,11 @@ class _Run:
             ["source_id", "ord", "target_path", "target_id", "subpath_found"],
             ["VARCHAR", "INTEGER", "VARCHAR", "VARCHAR", "BOOLEAN"],
         )
+        headings.prefetch(
+            resolver.resolve(target, source_path) if target else source_path
+            for _, _, target, subpath, source_path, *_ in rows
+            if subpath
+        )
         for source_id, ord_, target, subpath, source_path, old_path, old_id, old_found in rows:
             link = Link(target, subpath, None, False, 0, "wikilink", None, "")
             res = resolve_link(link, source_path, resolver, headings.get)
@@ -573,27 +584,38 @@ class _HeadingsCache:
         if path not in self.ids:
             return None  # an attachment or an unmapped note: no headings known
         if path not in self.cache:
-            self.cache[path] = self._load(path)
+            self.prefetch([path])
         return self.cache[path]
 
-    def _load(self, path: str) -> tuple[Sequence[Heading], Sequence[Block]] | None:
-        row = self.con.execute("SELECT id FROM notes WHERE path = ?", [path]).fetchone()
-        if row is None:
-            return None
-        headings = [
-            Heading(level, text, line, anchor)
-            for level, text, line, anchor in self.con.execute(
-                "SELECT level, text, line, anchor FROM headings WHERE note_id = ? ORDER BY ord",
-                [row[0]],
+    def prefetch(self, paths: Iterable[str | None]) -> None:
+        """Load the headings and blocks of many indexed notes in two queries, not 3 per note."""
+        wanted = sorted(
+            {p for p in paths if p and p in self.ids and p not in self.parsed} - set(self.cache)
+        )
+        if not wanted:
+            return
+        found: dict[str, tuple[list[Heading], list[Block]]] = {}
+        for path, level, text, line, anchor in self.con.execute(
+            "SELECT n.path, h.level, h.text, h.line, h.anchor FROM headings h "
+            "JOIN notes n ON n.id = h.note_id WHERE n.path IN (SELECT unnest($1::VARCHAR[])) "
+            "ORDER BY n.path, h.ord",
+            [wanted],
+        ).fetchall():
+            found.setdefault(path, ([], []))[0].append(Heading(level, text, line, anchor))
+        for path, block_id, line in self.con.execute(
+            "SELECT n.path, b.block_id, b.line FROM blocks b JOIN notes n ON n.id = b.note_id "
+            "WHERE n.path IN (SELECT unnest($1::VARCHAR[]))",
+            [wanted],
+        ).fetchall():
+            found.setdefault(path, ([], []))[1].append(Block(block_id, line))
+        known = {
+            p
+            for (p,) in self.con.execute(
+                "SELECT path FROM notes WHERE path IN (SELECT unnest($1::VARCHAR[]))", [wanted]
             ).fetchall()
-        ]
-        blocks = [
-            Block(block_id, line)
-            for block_id, line in self.con.execute(
-                "SELECT block_id, line FROM blocks WHERE note_id = ?", [row[0]]
-            ).fetchall()
-        ]
-        return headings, blocks
+        }
+        for path in wanted:
+            self.cache[path] = found.get(path, ([], [])) if path in known else None
 
 
 def _document_frequencies(con: store.Connection, note_ids: set[str]) -> Counter[str]:

@@ -24,7 +24,7 @@ from typing import Any
 from vaultmem.db.store import Connection
 from vaultmem.documents import FIELD_WEIGHTS
 from vaultmem.errors import QueryError
-from vaultmem.text import query_terms, tokenize, word_spans
+from vaultmem.text import tokenize, word_spans
 
 SNIPPET_CHARS = 240
 SNIPPET_SCAN_CHARS = 3000
@@ -433,8 +433,3 @@ def _clip(text: str, start: int, width: int) -> str:
         return text
     cut = text.rfind(" ", start, start + width)
     return text[start : cut if cut > start else start + width] + " …"
-
-
-def stats_terms(text: str) -> list[str]:
-    """The distinct terms a query string scores with (for `--explain` and tests)."""
-    return query_terms(text)
