@@ -40,7 +40,8 @@ bench-quick: $(STAMP)
 	$(BIN)/python -m benchmarks.run --quick
 
 docs: $(STAMP)
-	$(BIN)/python -m vaultmem.db.schema > docs/schema.md
+	$(BIN)/python -m vaultmem.storage.schema > docs/schema.md
+	$(BIN)/python -m tests.test_architecture
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache benchmarks/out

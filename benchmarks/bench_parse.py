@@ -1,4 +1,4 @@
-"""Parse throughput: `vaultmem.parse.parse_note` over a generated vault, against the floor.
+"""Parse throughput: `vaultmem.note.parse.parse_note` over a generated vault, against the floor.
 
 Rows, each the median of `--repeat` runs over the cached vault `benchmarks/out/vault-<N>-<seed>/`:
 (a) the floor (walk, read, frontmatter with PyYAML's C loader), (b) walk, read and `parse_note`
@@ -35,7 +35,7 @@ from benchmarks.floor import (
 from benchmarks.generate_vault import ensure_vault
 
 NAME = "parse"
-UNAVAILABLE = "vaultmem.parse not available yet"
+UNAVAILABLE = "vaultmem.note.parse not available yet"
 QUICK_NOTES = 1_000
 
 
@@ -59,9 +59,9 @@ class Row:
 
 
 def load_parse_note() -> tuple[Callable[..., Any] | None, str]:
-    """`vaultmem.parse.parse_note`, or None and the reason it cannot be imported yet."""
+    """`vaultmem.note.parse.parse_note`, or None and the reason it cannot be imported yet."""
     try:
-        module = importlib.import_module("vaultmem.parse")
+        module = importlib.import_module("vaultmem.note.parse")
     except ImportError as exc:
         return None, f"{UNAVAILABLE} ({exc})"
     fn = getattr(module, "parse_note", None)

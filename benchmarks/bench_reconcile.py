@@ -59,7 +59,7 @@ def _edit_one(vault: Path, i: int) -> None:
 def _cold_cli(vault: Path) -> float:
     start = time.perf_counter()
     subprocess.run(
-        [sys.executable, "-m", "vaultmem.cli", "reconcile", "--vault", str(vault)],
+        [sys.executable, "-m", "vaultmem", "reconcile", "--vault", str(vault)],
         check=True,
         capture_output=True,
     )

@@ -79,7 +79,7 @@ def search_copy(n_notes: int) -> Path:
 
 def draw_queries(texts: Sequence[str], seed: int = 0) -> list[str]:
     """50 queries of 1–4 words that occur in at least two documents (not stop words)."""
-    from vaultmem.text import is_stopword
+    from vaultmem.search.tokenizer import is_stopword
 
     counts: Counter[str] = Counter()
     for text in texts:
@@ -92,12 +92,12 @@ def draw_queries(texts: Sequence[str], seed: int = 0) -> list[str]:
 def bm25_build_phases(root: Path) -> dict[str, float]:
     """The BM25 work of a full build, in one process, apart from the rest of reconcile:
     cutting notes into documents, then writing postings and loading the search tables."""
-    from vaultmem import reconcile as rc
-    from vaultmem.db import store
-    from vaultmem.db.schema import DDL
-    from vaultmem.documents import note_documents
-    from vaultmem.parallel import postings_lines
-    from vaultmem.parse import parse_note
+    from vaultmem.index import reconcile as rc
+    from vaultmem.index.parallel import postings_lines
+    from vaultmem.note.parse import parse_note
+    from vaultmem.search.documents import note_documents
+    from vaultmem.storage import store
+    from vaultmem.storage.schema import DDL
 
     notes = []
     for path in sorted(root.rglob("*.md")):
@@ -136,10 +136,10 @@ def bm25_build_phases(root: Path) -> dict[str, float]:
 
 def one_note_bm25(index: Path, note_id: str, note: Any) -> float:
     """Seconds for the search-table statements of a one-note change, rolled back."""
-    from vaultmem import reconcile as rc
-    from vaultmem.db import store
-    from vaultmem.documents import note_documents
-    from vaultmem.parallel import postings_lines
+    from vaultmem.index import reconcile as rc
+    from vaultmem.index.parallel import postings_lines
+    from vaultmem.search.documents import note_documents
+    from vaultmem.storage import store
 
     con = store.connect(index, read_only=False)
     tsv = index.with_suffix(".one.tsv")
@@ -191,9 +191,9 @@ def fts5_query(con: sqlite3.Connection, query: str) -> list[str]:
 
 
 def run_size(n_notes: int) -> dict[str, Any]:
-    from vaultmem import search
-    from vaultmem.db import store
-    from vaultmem.parse import parse_note
+    from vaultmem.note.parse import parse_note
+    from vaultmem.search import query as search
+    from vaultmem.storage import store
     from vaultmem.vault import Vault
 
     root = search_copy(n_notes)

@@ -52,7 +52,7 @@ class _Watcher:
             [
                 sys.executable,
                 "-m",
-                "vaultmem.cli",
+                "vaultmem",
                 "watch",
                 "--vault",
                 str(vault),
@@ -100,8 +100,8 @@ def _word(i: int) -> str:
 
 
 def _found(index: Path, word: str) -> bool:
-    from vaultmem.db import store
     from vaultmem.errors import VaultmemError
+    from vaultmem.storage import store
 
     try:
         with store.reading(index, timeout_s=5.0) as con:

@@ -2,7 +2,8 @@
 
 Builds a small in-memory BM25 (k1=1.2, b=0.75, plain Python) over the Markdown notes of a vault
 (read only) with three analyzers that differ only in their stemmer: none, the S-stemmer of
-`vaultmem.text`, and the S-stemmer plus -ing/-ed stripping (a light Porter-like step). Then it
+`vaultmem.search.tokenizer`, and the S-stemmer plus -ing/-ed stripping (a light Porter-like
+step). Then it
 runs hand-made queries whose expected notes were chosen by reading the dwarvesf-brain vault, and
 reports recall@3 and MRR (first expected note in the top 10). Finally it times `tokenize` over
 the whole vault, cold (empty word cache) and warm.
@@ -19,8 +20,11 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
-from vaultmem import text
-from vaultmem.text import _Analyzer, _stem  # private on purpose: variants of the one pipeline
+from vaultmem.search import tokenizer as text
+from vaultmem.search.tokenizer import (  # private on purpose: variants of the one pipeline
+    _Analyzer,
+    _stem,
+)
 
 DEFAULT_VAULT = Path("/work/shared/vaults/dwarvesf-brain")
 
@@ -115,7 +119,7 @@ def _ing_ed(word: str) -> str:
 
 VARIANTS: dict[str, Callable[[str], str]] = {
     "no stemming": lambda w: w,
-    "S-stemmer (vaultmem.text)": _stem,
+    "S-stemmer (vaultmem.search.tokenizer)": _stem,
     "S-stemmer + -ing/-ed": _ing_ed,
 }
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import duckdb
 
-from vaultmem.db.schema import DERIVED_TABLES
+from vaultmem.storage.schema import DERIVED_TABLES
 
 
 def run_cli(
@@ -19,7 +19,7 @@ def run_cli(
     """`vaultmem ARGS` in a fresh interpreter, with no VAULTMEM_* variable leaking in."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("VAULTMEM_")}
     return subprocess.run(
-        [sys.executable, "-m", "vaultmem.cli", *args],
+        [sys.executable, "-m", "vaultmem", *args],
         capture_output=True,
         text=True,
         cwd=cwd,

@@ -8,61 +8,79 @@ from pathlib import Path
 
 import pytest
 
-from vaultmem.cli import app
-from vaultmem.db.schema import render_schema_doc
+from vaultmem.adapters.cli import app
+from vaultmem.storage.schema import render_schema_doc
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "vaultmem"
 
-LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("base", ("__init__", "models", "errors", "atomic", "config")),
+LAYERS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    (
+        "base",
+        "shared values, errors and configuration; every package may use them",
+        ("__init__", "models", "errors", "config", "files.atomic", "*.__init__"),
+    ),
     (
         "pure core",
+        "no I/O: the note model, the tokenizer, change planning, topic format, secret shapes",
         (
-            "parse",
-            "markdown",
-            "properties",
-            "links",
-            "text",
-            "plan",
-            "documents",
-            "secrets",
-            "topics",
+            "note.*",
+            "search.tokenizer",
+            "search.documents",
+            "index.plan",
+            "memory.secrets",
+            "memory.topics",
         ),
     ),
-    ("edges", ("scan", "db", "lock", "journal", "parallel", "managed")),
+    (
+        "edges",
+        "the only code that touches files or DuckDB",
+        ("files.*", "storage.*", "index.journal", "index.parallel"),
+    ),
     (
         "operations",
-        (
-            "reconcile",
-            "search",
-            "catalog",
-            "graph",
-            "watch",
-            "okf*",
-            "memory*",
-            "identity",
-            "usage",
-            "edges",
-            "relations",
-            "context",
-            "recall",
-        ),
+        "one capability each: reconcile, search, memory, OKF",
+        ("index.*", "search.*", "memory.*", "okf.*"),
     ),
-    ("facade", ("vault",)),
-    ("adapters", ("cli", "mcp*", "output")),
+    ("facade", "the one API both adapters call", ("vault",)),
+    ("adapters", "typer, rich and mcp live only here", ("adapters.*", "__main__")),
 )
-"""Lower layers first. A name ending in `*` covers every module starting with it."""
+"""(layer, job, module patterns), lower layers first. A pattern ending in `.*` covers a
+package's modules; the first layer that names a module wins, so a package can lend a module to a
+lower layer (`index.plan` is pure core, the rest of `index` is operations)."""
 
 
 def layer_of(module: str) -> int | None:
     """The layer index of `vaultmem.<module>` (a dotted name), or None when unclassified."""
-    head = module.split(".")[0]
-    for index, (_, names) in enumerate(LAYERS):
-        for name in names:
-            if head == name or (name.endswith("*") and head.startswith(name[:-1])):
+    for index, (_, _, patterns) in enumerate(LAYERS):
+        for pattern in patterns:
+            if pattern == "*.__init__":
+                if module in PACKAGES:
+                    return index
+            elif pattern.endswith(".*"):
+                if module.startswith(pattern[:-1]):
+                    return index
+            elif module == pattern:
                 return index
     return None
+
+
+def render_layer_diagram() -> str:
+    """The layer diagram docs/architecture.md shows, generated from LAYERS (top layer first)."""
+    lines = ["```"]
+    for name, job, patterns in reversed(LAYERS):
+        shown = [p for p in patterns if p != "*.__init__"]
+        lines.append(f"{name:<11} {' · '.join(shown)}")
+        lines.append(f"{'':<11} ({job})")
+    lines.append("```")
+    return "\n".join(lines) + "\n"
+
+
+PACKAGES = frozenset(
+    p.parent.relative_to(PACKAGE).as_posix().replace("/", ".")
+    for p in PACKAGE.rglob("__init__.py")
+    if p.parent != PACKAGE
+)
 
 
 def package_modules() -> dict[str, Path]:
@@ -96,11 +114,17 @@ def imported_modules(module: str, path: Path) -> set[str]:
                 target = node.module.removeprefix("vaultmem.")
             else:
                 continue
-            if target:
-                found.add(target)
-            else:  # `from vaultmem import catalog, graph`: each name is a module
-                found.update(a.name for a in node.names if a.name != "__version__")
+            prefix = f"{target}." if target else ""
+            # `from vaultmem.index import catalog` imports the module `index.catalog`.
+            submodules = {f"{prefix}{a.name}" for a in node.names} & MODULES
+            found.update(submodules or ({target} if target else set()))
     return found
+
+
+MODULES = frozenset(package_modules())
+FRONT_DOOR = {("__init__", "vault")}
+"""The package root hands out `vaultmem.Vault` lazily (a module `__getattr__`): the one import
+that may point up, because the root is the library's front door, not one of its layers."""
 
 
 def test_every_module_is_classified() -> None:
@@ -118,6 +142,8 @@ def test_imports_point_down_the_layers() -> None:
         if own is None:
             continue  # reported by test_every_module_is_classified
         for target in sorted(imported_modules(module, path)):
+            if (module, target) in FRONT_DOOR:
+                continue
             other = layer_of(target)
             if other is not None and other > own:
                 violations.append(
@@ -148,7 +174,18 @@ def test_only_adapters_import_ui_libraries() -> None:
 
 @pytest.mark.parametrize(
     ("module", "layer"),
-    [("models", 0), ("db.store", 2), ("okf_export", 3), ("memory_store", 3), ("cli", 5)],
+    [
+        ("models", 0),
+        ("note", 0),
+        ("note.parse", 1),
+        ("index.plan", 1),
+        ("storage.store", 2),
+        ("index.reconcile", 3),
+        ("okf.export", 3),
+        ("memory.topic_store", 3),
+        ("vault", 4),
+        ("adapters.cli", 5),
+    ],
 )
 def test_layer_table(module: str, layer: int) -> None:
     assert layer_of(module) == layer
@@ -156,8 +193,14 @@ def test_layer_table(module: str, layer: int) -> None:
 
 def test_schema_doc_is_generated_from_the_ddl() -> None:
     doc = (ROOT / "docs" / "schema.md").read_text(encoding="utf-8")
-    assert doc == render_schema_doc(), (
-        "docs/schema.md is stale: run `.venv/bin/python -m vaultmem.db.schema > docs/schema.md`."
+    assert doc == render_schema_doc(), "docs/schema.md is stale: run `make docs`."
+
+
+def test_layer_diagram_in_the_docs_is_generated_from_the_table() -> None:
+    doc = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    block = doc.split(DIAGRAM_START, 1)[1].split(DIAGRAM_END, 1)[0].lstrip("\n")
+    assert block == render_layer_diagram(), (
+        "docs/architecture.md's layer diagram is stale: run `make docs`."
     )
 
 
@@ -176,3 +219,17 @@ def test_every_cli_command_is_documented() -> None:
     missing = [n for n in command_names() if f"## vaultmem {n}" not in headings]
     assert not missing, f"docs/cli.md has no `## vaultmem <name>` section for {missing}."
     assert len(command_names()) >= 12
+
+
+DIAGRAM_START = "<!-- layers:start (generated by `make docs` from tests/test_architecture.py) -->"
+DIAGRAM_END = "<!-- layers:end -->"
+
+
+if __name__ == "__main__":  # `make docs`: rewrite the diagram between the markers
+    doc_path = ROOT / "docs" / "architecture.md"
+    doc = doc_path.read_text(encoding="utf-8")
+    head, rest = doc.split(DIAGRAM_START, 1)
+    tail = rest.split(DIAGRAM_END, 1)[1]
+    doc_path.write_text(
+        f"{head}{DIAGRAM_START}\n{render_layer_diagram()}{DIAGRAM_END}{tail}", encoding="utf-8"
+    )

@@ -6,7 +6,7 @@ import os
 import stat
 from pathlib import Path
 
-from vaultmem.atomic import replace_file
+from vaultmem.files.atomic import replace_file
 
 
 def _mode(path: Path) -> int:

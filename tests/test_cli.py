@@ -22,7 +22,7 @@ def run(
     base = {k: v for k, v in os.environ.items() if not k.startswith("VAULTMEM_")}
     base.update({"COLUMNS": "200", "NO_COLOR": "1"}, **(env or {}))
     return subprocess.run(
-        [sys.executable, "-m", "vaultmem.cli", *args],
+        [sys.executable, "-m", "vaultmem", *args],
         cwd=cwd,
         env=base,
         capture_output=True,

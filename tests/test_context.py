@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import run_cli
-from vaultmem.context import (
+from vaultmem.errors import PathEscapeError
+from vaultmem.memory.context import (
     BEGIN_MARKER,
     CLOSE_TAG,
     END_MARKER,
@@ -19,8 +20,7 @@ from vaultmem.context import (
     merge_block,
     render_block,
 )
-from vaultmem.errors import PathEscapeError
-from vaultmem.recall import NoteInfo, ScopeSpec
+from vaultmem.memory.recall import NoteInfo, ScopeSpec
 from vaultmem.vault import Vault
 
 NOW = datetime(2026, 11, 29, 12, tzinfo=UTC)

@@ -20,8 +20,8 @@ import pytest
 from tests.helpers import dump_index
 from vaultmem.config import Config
 from vaultmem.errors import LockedError
-from vaultmem.lock import writer_lock
-from vaultmem.reconcile import reconcile
+from vaultmem.files.lock import writer_lock
+from vaultmem.index.reconcile import reconcile
 from vaultmem.vault import Vault
 
 REPO = Path(__file__).resolve().parent.parent
@@ -61,7 +61,7 @@ def start_reconcile(
     workers would hold the pipes open and `communicate` would never return."""
     sink = subprocess.PIPE if piped else subprocess.DEVNULL
     return subprocess.Popen(
-        [sys.executable, "-m", "vaultmem.cli", command, "--vault", str(root), "--json"],
+        [sys.executable, "-m", "vaultmem", command, "--vault", str(root), "--json"],
         env=env(),
         stdout=sink,
         stderr=sink,
@@ -235,7 +235,7 @@ def test_reader_sees_old_or_new_never_an_error(
 HOLDER = """
 import sys, time
 from pathlib import Path
-from vaultmem.lock import writer_lock
+from vaultmem.files.lock import writer_lock
 from tests.helpers import dump_index
 with writer_lock(Path(sys.argv[1])):
     print("held", flush=True)

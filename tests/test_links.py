@@ -1,4 +1,5 @@
-"""Tests for vaultmem.links: one small case per resolution rule (spec rules 4, 6, 7, 14, 15)."""
+"""Tests for vaultmem.note.links: one small case per resolution rule (spec rules 4, 6, 7, 14,
+15)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vaultmem.links import (
+from vaultmem.models import Block, Heading, Link
+from vaultmem.note.links import (
     LinkResolver,
     _heading_key,
     file_name_key,
@@ -16,7 +18,6 @@ from vaultmem.links import (
     resolve_link,
     subpath_matches,
 )
-from vaultmem.models import Block, Heading, Link
 
 VAULT = [
     "Duplicate.md",

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from vaultmem import managed
 from vaultmem.config import Config, load_config
 from vaultmem.errors import PathEscapeError
+from vaultmem.files import managed
 
 NOW = datetime(2026, 11, 29, 21, 4, 5, tzinfo=UTC)
 

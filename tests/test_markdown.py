@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from vaultmem.markdown import (
+from vaultmem.note.markdown import (
     field_key,
     heading_anchor,
     markdown_link_target,

@@ -46,7 +46,7 @@ def session_run(vault: Path, body: Callable[[ClientSession], Awaitable[None]]) -
     """Start `vaultmem mcp --vault <vault>` and run `body` against an initialised session."""
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "vaultmem.cli", "mcp", "--vault", str(vault)],
+        args=["-m", "vaultmem", "mcp", "--vault", str(vault)],
         cwd=str(vault.parent),
     )
 
@@ -173,7 +173,7 @@ def test_errors_come_back_as_tool_errors_with_a_code(vault: Path) -> None:
 
 
 def test_a_partial_write_says_not_to_retry(vault: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from vaultmem import mcp_server
+    from vaultmem.adapters import mcp_server
     from vaultmem.errors import PartialWriteError
 
     def fail(*_: Any, **__: Any) -> None:

@@ -15,10 +15,8 @@ from typing import Any
 
 import pytest
 
-from vaultmem import memory, relations
-from vaultmem.cli import main
+from vaultmem.adapters.cli import main
 from vaultmem.config import Config, load_config
-from vaultmem.db import store as db
 from vaultmem.errors import (
     AmbiguousError,
     ConfigError,
@@ -27,9 +25,12 @@ from vaultmem.errors import (
     PathEscapeError,
     SecretError,
 )
-from vaultmem.identity import normalise_remote, project_identity, resolve_scope_id
-from vaultmem.reconcile import reconcile
-from vaultmem.secrets import find_secrets
+from vaultmem.index.reconcile import reconcile
+from vaultmem.memory import relations
+from vaultmem.memory import topic_store as memory
+from vaultmem.memory.identity import normalise_remote, project_identity, resolve_scope_id
+from vaultmem.memory.secrets import find_secrets
+from vaultmem.storage import store as db
 
 ATLAS = {"scope": "project", "scope_id": "atlas"}
 
@@ -383,7 +384,7 @@ def test_usage_counts_survive_a_rebuild(config: Config) -> None:
 def _cli(vault: Path, *args: str, stdin: str | None = None) -> tuple[int, Any]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("VAULTMEM_")}
     done = subprocess.run(
-        [sys.executable, "-m", "vaultmem.cli", *args, "--vault", str(vault), "--json"],
+        [sys.executable, "-m", "vaultmem", *args, "--vault", str(vault), "--json"],
         capture_output=True, text=True, input=stdin, env=env, check=False,
     )  # fmt: skip
     return done.returncode, json.loads(done.stdout)

@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from vaultmem.cli import main
+from vaultmem.adapters.cli import main
 from vaultmem.config import init_vault, load_config
 from vaultmem.errors import ConfigError
+from vaultmem.note.properties import load_frontmatter, split_frontmatter
 from vaultmem.okf.bundle import read_bundle
 from vaultmem.okf.export import export_bundle
 from vaultmem.okf.ingest import import_bundle
 from vaultmem.okf.validate import validate_bundle
-from vaultmem.properties import load_frontmatter, split_frontmatter
 
 THIRD_PARTY = Path(__file__).resolve().parent / "vaults" / "okf-third-party"
 

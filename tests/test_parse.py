@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vaultmem.models import PROBLEM_CODES, ParsedNote
-from vaultmem.parse import parse_note
+from vaultmem.note.parse import parse_note
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "note-model.md"
 

@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from benchmarks.generate_vault import generate_vault
-from vaultmem import markdown
-from vaultmem.parse import parse_note
+from vaultmem.note import markdown
+from vaultmem.note.parse import parse_note
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "example-vault"
 

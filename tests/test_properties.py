@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from vaultmem.models import JSON
-from vaultmem.properties import (
+from vaultmem.note.properties import (
     Frontmatter,
     load_frontmatter,
     special_properties,

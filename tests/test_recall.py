@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import run_cli
-from vaultmem import usage
 from vaultmem.errors import ConfigError, QueryError
-from vaultmem.recall import metadata_candidates, parse_scopes
+from vaultmem.memory import usage
+from vaultmem.memory.recall import metadata_candidates, parse_scopes
 from vaultmem.vault import Vault
 
 NOW = datetime(2026, 11, 29, 12, tzinfo=UTC)

@@ -18,8 +18,8 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 
 from tests.helpers import dump_index
 from vaultmem.config import Config
-from vaultmem.db.schema import DERIVED_TABLES
-from vaultmem.reconcile import ReconcileReport, reconcile
+from vaultmem.index.reconcile import ReconcileReport, reconcile
+from vaultmem.storage.schema import DERIVED_TABLES
 from vaultmem.vault import Vault
 
 # -- helpers -------------------------------------------------------------------------------------

@@ -7,11 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from vaultmem import memory, relations
 from vaultmem.config import Config, load_config
 from vaultmem.errors import ConfigError, NotFoundError
-from vaultmem.reconcile import reconcile
-from vaultmem.topics import SEE_ALSO_START
+from vaultmem.index.reconcile import reconcile
+from vaultmem.memory import relations
+from vaultmem.memory import topic_store as memory
+from vaultmem.memory.topics import SEE_ALSO_START
 
 ATLAS = {"scope": "project", "scope_id": "atlas"}
 

@@ -8,10 +8,9 @@ from typing import BinaryIO
 
 import pytest
 
-from vaultmem import scan
 from vaultmem.config import Config, FolderMapping, load_config
-from vaultmem.models import Problem
-from vaultmem.scan import (
+from vaultmem.files import scan
+from vaultmem.files.scan import (
     Fingerprint,
     content_hash,
     is_dropping,
@@ -20,6 +19,7 @@ from vaultmem.scan import (
     scan_paths,
     scan_vault,
 )
+from vaultmem.models import Problem
 
 
 def make(root: Path, *paths: str, text: str = "# note\n") -> None:

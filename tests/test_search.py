@@ -16,14 +16,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from vaultmem.cli import main
+from vaultmem.adapters.cli import main
 from vaultmem.config import FolderMapping
-from vaultmem.db import store
-from vaultmem.documents import FIELD_WEIGHTS, note_documents
 from vaultmem.errors import QueryError
-from vaultmem.parse import parse_note
-from vaultmem.search import SearchFilters, SearchHit, document_scores, parse_query, snippet
-from vaultmem.text import tokenize
+from vaultmem.note.parse import parse_note
+from vaultmem.search.documents import FIELD_WEIGHTS, note_documents
+from vaultmem.search.query import SearchFilters, SearchHit, document_scores, parse_query, snippet
+from vaultmem.search.tokenizer import tokenize
+from vaultmem.storage import store
 from vaultmem.vault import Vault
 
 K1, B = 1.2, 0.75

@@ -1,4 +1,4 @@
-"""Tests for vaultmem.secrets: one realistic positive per pattern, a set of prose and code
+"""Tests for vaultmem.memory.secrets: one realistic positive per pattern, a set of prose and code
 negatives, idempotence, config extras, and hypothesis properties (no secret byte survives, no
 secret byte is reported, a second pass changes nothing).
 
@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from vaultmem.errors import ConfigError
-from vaultmem.secrets import (
+from vaultmem.memory.secrets import (
     BUILTIN_PATTERNS,
     Redaction,
     SecretPattern,

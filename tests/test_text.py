@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from vaultmem.text import (
+from vaultmem.search.tokenizer import (
     STOPWORDS,
     TOKENIZER_VERSION,
     fold,

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from vaultmem.errors import ConfigError
-from vaultmem.topics import (
+from vaultmem.memory.topics import (
     SEE_ALSO_END,
     SEE_ALSO_START,
     append_observation,

@@ -22,12 +22,12 @@ from typing import Any
 import pytest
 
 from vaultmem.config import load_config
-from vaultmem.db import store
-from vaultmem.db.schema import DERIVED_TABLES
 from vaultmem.errors import VaultmemError
-from vaultmem.journal import JOURNAL_NAME
-from vaultmem.reconcile import reconcile
-from vaultmem.watch import CONFIG_FILES, WatchEvent, _Follower
+from vaultmem.index.journal import JOURNAL_NAME
+from vaultmem.index.reconcile import reconcile
+from vaultmem.index.watch import CONFIG_FILES, WatchEvent, _Follower
+from vaultmem.storage import store
+from vaultmem.storage.schema import DERIVED_TABLES
 
 ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT_S = 30.0
@@ -74,7 +74,7 @@ class Watcher:
             [
                 sys.executable,
                 "-m",
-                "vaultmem.cli",
+                "vaultmem",
                 "watch",
                 "--vault",
                 str(vault),
@@ -308,7 +308,7 @@ def test_event_to_dict_is_json_safe() -> None:
 def test_a_note_still_being_written_is_read_again(
     example_vault: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import vaultmem.reconcile as reconcile_module
+    import vaultmem.index.reconcile as reconcile_module
     from vaultmem.models import Problem
 
     config = load_config(example_vault)
@@ -341,7 +341,7 @@ def test_a_note_still_being_written_is_read_again(
 def test_a_config_change_waits_out_a_locked_index(
     example_vault: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import vaultmem.watch as watch_module
+    import vaultmem.index.watch as watch_module
 
     monkeypatch.setattr(watch_module, "LOCK_WAIT_S", 0.1)
     config = load_config(example_vault)

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
-from vaultmem.atomic import replace_file
 from vaultmem.errors import ConfigError, VaultNotFoundError
+from vaultmem.files.atomic import replace_file
 from vaultmem.models import SCOPES, Scope
 
 STATE_DIR_NAME = ".vaultmem"

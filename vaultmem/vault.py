@@ -15,25 +15,28 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from vaultmem import catalog, graph, memory, relations, search, usage
-from vaultmem import context as context_block
-from vaultmem import recall as recall_op
-from vaultmem.catalog import NoteDetail, NoteRef, SqlResult, Status
 from vaultmem.config import Config, FolderMapping, find_vault, init_vault, load_config
-from vaultmem.db import store
 from vaultmem.errors import ConfigError, NotFoundError, VaultNotFoundError
-from vaultmem.links import LinkResolver, resolve_link
+from vaultmem.files.scan import read_note, scan_vault
+from vaultmem.index import catalog, graph
+from vaultmem.index.catalog import NoteDetail, NoteRef, SqlResult, Status
+from vaultmem.index.reconcile import Progress, ReconcileReport, reconcile
+from vaultmem.index.watch import Emit
+from vaultmem.index.watch import watch as watch_vault
+from vaultmem.memory import context as context_block
+from vaultmem.memory import recall as recall_op
+from vaultmem.memory import relations, usage
+from vaultmem.memory import topic_store as memory
+from vaultmem.memory.secrets import compile_patterns
 from vaultmem.models import ParsedNote, Problem, Resolution
+from vaultmem.note.links import LinkResolver, resolve_link
+from vaultmem.note.parse import parse_note
 from vaultmem.okf import export as okf_export
 from vaultmem.okf import ingest as okf_ingest
 from vaultmem.okf import validate as okf_validate
-from vaultmem.parse import parse_note
-from vaultmem.reconcile import Progress, ReconcileReport, reconcile
-from vaultmem.scan import read_note, scan_vault
-from vaultmem.search import SearchFilters, SearchHit
-from vaultmem.secrets import compile_patterns
-from vaultmem.watch import Emit
-from vaultmem.watch import watch as watch_vault
+from vaultmem.search import query as search
+from vaultmem.search.query import SearchFilters, SearchHit
+from vaultmem.storage import store
 
 
 @dataclass(frozen=True, slots=True)

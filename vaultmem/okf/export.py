@@ -27,12 +27,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
-from vaultmem import __version__, managed
-from vaultmem.atomic import replace_file
+from vaultmem import __version__
 from vaultmem.config import Config
 from vaultmem.errors import ConfigError
-from vaultmem.links import LinkResolver
+from vaultmem.files import managed
+from vaultmem.files.atomic import replace_file
+from vaultmem.files.scan import read_note, scan_vault
+from vaultmem.memory.secrets import SecretPattern, compile_patterns, redact
+from vaultmem.memory.topics import read_topic
 from vaultmem.models import JSON, SCOPES, Note
+from vaultmem.note.links import LinkResolver
+from vaultmem.note.parse import parse_note
+from vaultmem.note.properties import split_frontmatter
 from vaultmem.okf.bundle import name_problem
 from vaultmem.okf.concept import (
     ConceptSource,
@@ -52,11 +58,6 @@ from vaultmem.okf.rewrite import (
     plain_text,
     timestamp_headings,
 )
-from vaultmem.parse import parse_note
-from vaultmem.properties import split_frontmatter
-from vaultmem.scan import read_note, scan_vault
-from vaultmem.secrets import SecretPattern, compile_patterns, redact
-from vaultmem.topics import read_topic
 
 __all__ = ["EXPORTS_RECORD", "ExportReport", "Format", "export_bundle"]
 

@@ -21,10 +21,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
-from vaultmem import managed
 from vaultmem.config import Config
 from vaultmem.errors import ConfigError, PartialWriteError, VaultmemError
+from vaultmem.files import managed
+from vaultmem.index.reconcile import reconcile
+from vaultmem.memory.secrets import SecretPattern, compile_patterns, redact
+from vaultmem.memory.topics import append_observation, iso_utc, read_topic
 from vaultmem.models import JSON
+from vaultmem.note.properties import load_frontmatter, split_frontmatter
 from vaultmem.okf.bundle import BundleError, Limits, concept_id, is_reserved, read_bundle
 from vaultmem.okf.concept import (
     MEMORY_TYPES,
@@ -37,10 +41,6 @@ from vaultmem.okf.concept import (
     render,
 )
 from vaultmem.okf.rewrite import escape_markers, import_links, timestamp_headings
-from vaultmem.properties import load_frontmatter, split_frontmatter
-from vaultmem.reconcile import reconcile
-from vaultmem.secrets import SecretPattern, compile_patterns, redact
-from vaultmem.topics import append_observation, iso_utc, read_topic
 
 __all__ = ["Conflict", "ImportReport", "import_bundle"]
 

@@ -16,8 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import quote, unquote
 
-from vaultmem.links import join_relative
-from vaultmem.markdown import markdown_link_target, split_wikilink
+from vaultmem.note.links import join_relative
+from vaultmem.note.markdown import markdown_link_target, split_wikilink
 
 __all__ = [
     "Rewritten",

@@ -20,10 +20,10 @@ from typing import Literal
 from urllib.parse import unquote
 
 from vaultmem.models import JSON
+from vaultmem.note.properties import load_frontmatter, split_frontmatter
 from vaultmem.okf.bundle import name_problem
 from vaultmem.okf.concept import has_offset
 from vaultmem.okf.rewrite import code_segments
-from vaultmem.properties import load_frontmatter, split_frontmatter
 
 __all__ = ["Finding", "ValidationReport", "validate_bundle"]
 

@@ -27,10 +27,10 @@ from mcp.server import Server, ServerRequestContext
 from mcp.server.stdio import stdio_server
 
 from vaultmem import __version__
+from vaultmem.adapters.output import to_jsonable
 from vaultmem.errors import ConfigError, VaultmemError
 from vaultmem.models import SCOPES
-from vaultmem.output import to_jsonable
-from vaultmem.search import SearchFilters
+from vaultmem.search.query import SearchFilters
 from vaultmem.vault import Vault
 
 INSTRUCTIONS = """\

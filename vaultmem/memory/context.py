@@ -28,10 +28,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
-from vaultmem.atomic import replace_file
-from vaultmem.db.store import Connection
 from vaultmem.errors import NotFoundError, PathEscapeError, VaultmemError
-from vaultmem.recall import (
+from vaultmem.files.atomic import replace_file
+from vaultmem.memory.recall import (
     RELATED_PER_HIT,
     NoteInfo,
     ScopeSpec,
@@ -45,7 +44,8 @@ from vaultmem.recall import (
     related_targets,
     scope_infos,
 )
-from vaultmem.secrets import SecretPattern, redact
+from vaultmem.memory.secrets import SecretPattern, redact
+from vaultmem.storage.store import Connection
 
 Target = Literal["claude", "codex", "kiro"]
 TARGET_FILES: dict[Target, str] = {

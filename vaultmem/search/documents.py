@@ -13,7 +13,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from vaultmem.models import Note
-from vaultmem.text import tokenize
+from vaultmem.search.tokenizer import tokenize
 
 Field = str
 FIELD_WEIGHTS: dict[Field, float] = {

@@ -26,10 +26,10 @@ from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 
-from vaultmem.atomic import fsync_folder, replace_file
 from vaultmem.config import Config
 from vaultmem.errors import LockedError, PathEscapeError
-from vaultmem.lock import file_lock
+from vaultmem.files.atomic import fsync_folder, replace_file
+from vaultmem.files.lock import file_lock
 from vaultmem.models import SCOPES
 
 TRASH = ".trash"

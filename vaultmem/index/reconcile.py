@@ -39,16 +39,8 @@ import duckdb
 
 from vaultmem import __version__
 from vaultmem.config import Config
-from vaultmem.db import store
-from vaultmem.db.rows import NOTE_TABLES, NoteBatches, NoteRecord
-from vaultmem.journal import append_renames, read_renames
-from vaultmem.links import LinkResolver, file_name_key, resolve_link
-from vaultmem.lock import writer_lock
-from vaultmem.models import Block, Heading, Link, ParsedNote, Problem
-from vaultmem.parallel import analyse_all
-from vaultmem.parse import PARSER_VERSION
-from vaultmem.plan import IndexedNote, assign_ids, pair_renames, plan_changes
-from vaultmem.scan import (
+from vaultmem.files.lock import writer_lock
+from vaultmem.files.scan import (
     Fingerprint,
     content_hash,
     is_eligible_file,
@@ -56,8 +48,16 @@ from vaultmem.scan import (
     scan_paths,
     scan_vault,
 )
-from vaultmem.text import TOKENIZER_VERSION
-from vaultmem.topics import read_topic
+from vaultmem.index.journal import append_renames, read_renames
+from vaultmem.index.parallel import analyse_all
+from vaultmem.index.plan import IndexedNote, assign_ids, pair_renames, plan_changes
+from vaultmem.memory.topics import read_topic
+from vaultmem.models import Block, Heading, Link, ParsedNote, Problem
+from vaultmem.note.links import LinkResolver, file_name_key, resolve_link
+from vaultmem.note.parse import PARSER_VERSION
+from vaultmem.search.tokenizer import TOKENIZER_VERSION
+from vaultmem.storage import store
+from vaultmem.storage.rows import NOTE_TABLES, NoteBatches, NoteRecord
 
 Progress = Callable[[int, int], None]
 

@@ -25,12 +25,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal, get_args
 
-from vaultmem import catalog, managed, memory
 from vaultmem.config import Config
-from vaultmem.db import store as db
 from vaultmem.errors import ConfigError, NotFoundError
+from vaultmem.files import managed
+from vaultmem.index import catalog
+from vaultmem.memory import topic_store as memory
+from vaultmem.memory.topics import iso_utc, parse_time, read_topic, replace_see_also
 from vaultmem.models import SCOPES
-from vaultmem.topics import iso_utc, parse_time, read_topic, replace_see_also
+from vaultmem.storage import store as db
 
 Origin = Literal["link", "human", "suggested"]
 Status = Literal["active", "proposed", "rejected", "stale"]

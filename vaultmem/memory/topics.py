@@ -28,7 +28,7 @@ from typing import Literal, TypeAlias, get_args
 
 from vaultmem.errors import ConfigError
 from vaultmem.models import JSON, SCOPES, Scope
-from vaultmem.properties import load_frontmatter, split_frontmatter
+from vaultmem.note.properties import load_frontmatter, split_frontmatter
 
 TopicType = Literal["user", "feedback", "project", "reference"]
 TOPIC_TYPES: tuple[TopicType, ...] = get_args(TopicType)

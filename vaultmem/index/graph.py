@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from vaultmem.catalog import NoteRef
-from vaultmem.db.store import Connection, fetch_dicts
+from vaultmem.index.catalog import NoteRef
+from vaultmem.storage.store import Connection, fetch_dicts
 
 _LINK_COLUMNS = (
     "l.kind, l.relation, l.raw, l.target, l.subpath, l.display, l.embed, l.line, "

@@ -21,8 +21,8 @@ import yaml
 from yaml.constructor import SafeConstructor
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from vaultmem.markdown import is_valid_tag
 from vaultmem.models import JSON, FrontmatterStatus, Problem, ProblemCode
+from vaultmem.note.markdown import is_valid_tag
 
 __all__ = [
     "Frontmatter",

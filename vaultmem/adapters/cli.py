@@ -17,13 +17,14 @@ from typing import Annotated, Any, Literal
 import typer
 from rich.markup import escape
 
-from vaultmem import __version__, output
+from vaultmem import __version__
+from vaultmem.adapters import output
 from vaultmem.config import FolderMapping
 from vaultmem.errors import ConfigError, VaultmemError
+from vaultmem.index.watch import WatchEvent
 from vaultmem.models import SCOPES
-from vaultmem.search import SearchFilters
+from vaultmem.search.query import SearchFilters
 from vaultmem.vault import Vault
-from vaultmem.watch import WatchEvent
 
 app = typer.Typer(
     name="vaultmem",
@@ -538,7 +539,7 @@ def context(
 def mcp(vault: VaultOpt = None) -> None:
     """Serve the memory tools over MCP on stdio (for Claude Code, Codex, Kiro; docs/agents.md)."""
     try:
-        from vaultmem.mcp_server import serve
+        from vaultmem.adapters.mcp_server import serve
     except ImportError as error:
         raise ConfigError(
             f"The MCP server needs the `mcp` package ({error.msg}).",

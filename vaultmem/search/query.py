@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from vaultmem.db.store import Connection
-from vaultmem.documents import FIELD_WEIGHTS
 from vaultmem.errors import QueryError
-from vaultmem.text import tokenize, word_spans
+from vaultmem.search.documents import FIELD_WEIGHTS
+from vaultmem.search.tokenizer import tokenize, word_spans
+from vaultmem.storage.store import Connection
 
 SNIPPET_CHARS = 240
 SNIPPET_SCAN_CHARS = 3000

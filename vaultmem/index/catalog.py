@@ -13,8 +13,8 @@ from typing import Any
 
 import duckdb
 
-from vaultmem.db.store import Connection, fetch_dicts
 from vaultmem.errors import AmbiguousError, NotFoundError, QueryError
+from vaultmem.storage.store import Connection, fetch_dicts
 
 
 @dataclass(frozen=True, slots=True)

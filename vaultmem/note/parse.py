@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import posixpath
 
-from vaultmem.markdown import property_link, scan_body
 from vaultmem.models import JSON, FrontmatterStatus, Link, Note, ParsedNote, Problem
-from vaultmem.properties import (
+from vaultmem.note.markdown import property_link, scan_body
+from vaultmem.note.properties import (
     as_problems,
     load_frontmatter,
     special_properties,

@@ -10,11 +10,11 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from vaultmem.db.store import Batch, new_batch
-from vaultmem.documents import SearchDocument
-from vaultmem.links import file_name_key, link_name_key
+from vaultmem.memory.topics import Topic
 from vaultmem.models import Note, Problem, Resolution, Scope
-from vaultmem.topics import Topic
+from vaultmem.note.links import file_name_key, link_name_key
+from vaultmem.search.documents import SearchDocument
+from vaultmem.storage.store import Batch, new_batch
 
 NOTE_TABLES = ("notes", "aliases", "tags", "headings", "blocks", "links", "documents", "postings")
 """Tables holding one note's rows, keyed by `note_id` (`source_id` for links). Postings arrive

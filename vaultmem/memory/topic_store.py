@@ -30,9 +30,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from vaultmem import managed, secrets, usage
 from vaultmem.config import Config
-from vaultmem.db import store as db
 from vaultmem.errors import (
     AmbiguousError,
     ConfigError,
@@ -42,10 +40,11 @@ from vaultmem.errors import (
     PartialWriteError,
     SecretError,
 )
-from vaultmem.identity import check_scope_id, resolve_scope_id
-from vaultmem.models import SCOPES
-from vaultmem.reconcile import reconcile
-from vaultmem.topics import (
+from vaultmem.files import managed
+from vaultmem.index.reconcile import reconcile
+from vaultmem.memory import secrets, usage
+from vaultmem.memory.identity import check_scope_id, resolve_scope_id
+from vaultmem.memory.topics import (
     TOPIC_TYPES,
     Topic,
     append_observation,
@@ -59,7 +58,9 @@ from vaultmem.topics import (
     render_topic,
     supersede,
 )
-from vaultmem.usage import Usage
+from vaultmem.memory.usage import Usage
+from vaultmem.models import SCOPES
+from vaultmem.storage import store as db
 
 __all__ = [
     "ForgetResult",

@@ -40,10 +40,10 @@ from typing import Literal
 import watchfiles
 
 from vaultmem.config import CONFIG_FILE_NAME, STATE_DIR_NAME, Config, load_config
-from vaultmem.db import store
 from vaultmem.errors import LockedError, VaultmemError
-from vaultmem.reconcile import ReconcileReport, reconcile
-from vaultmem.scan import is_dropping
+from vaultmem.files.scan import is_dropping
+from vaultmem.index.reconcile import ReconcileReport, reconcile
+from vaultmem.storage import store
 
 WatchKind = Literal["started", "batch", "sweep", "config", "error", "stopped"]
 

@@ -35,13 +35,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from vaultmem import topics
-from vaultmem.db.store import Connection
 from vaultmem.errors import ConfigError, QueryError
+from vaultmem.memory import topics
+from vaultmem.memory.secrets import SecretPattern, redact
 from vaultmem.models import SCOPES
-from vaultmem.search import SNIPPET_CHARS, SearchFilters, search
-from vaultmem.secrets import SecretPattern, redact
-from vaultmem.text import is_stopword
+from vaultmem.search.query import SNIPPET_CHARS, SearchFilters, search
+from vaultmem.search.tokenizer import is_stopword
+from vaultmem.storage.store import Connection
 
 Mode = Literal["hybrid", "bm25", "metadata"]
 Sort = Literal["score", "recency", "usage"]

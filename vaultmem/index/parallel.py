@@ -24,9 +24,9 @@ from dataclasses import replace
 from itertools import repeat
 from pathlib import Path
 
-from vaultmem.documents import SearchDocument, note_documents
 from vaultmem.models import ParsedNote
-from vaultmem.parse import parse_note
+from vaultmem.note.parse import parse_note
+from vaultmem.search.documents import SearchDocument, note_documents
 
 Analysed = tuple[ParsedNote, list[SearchDocument]]
 Progress = Callable[[int, int], None]
@@ -151,7 +151,7 @@ def _analyse_in_pool(
     total: int,
 ) -> list[Analysed]:
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["vaultmem.parse"])
+    context.set_forkserver_preload(["vaultmem.note.parse"])
     results: list[Analysed] = []
     with ProcessPoolExecutor(
         max_workers=worker_count(),

@@ -17,7 +17,7 @@ import re
 from pathlib import Path
 
 from vaultmem.errors import ConfigError, PathEscapeError
-from vaultmem.managed import MAX_SCOPE_ID, check_component
+from vaultmem.files.managed import MAX_SCOPE_ID, check_component
 
 _SECTION_RE = re.compile(r'^\s*\[\s*remote\s+"([^"]*)"\s*\]\s*$')
 _ANY_SECTION_RE = re.compile(r"^\s*\[")

@@ -23,8 +23,8 @@ from typing import Any
 
 import duckdb
 
-from vaultmem.db.schema import DDL, SCHEMA_VERSION, table_docs
 from vaultmem.errors import IndexUnavailableError, LockedError
+from vaultmem.storage.schema import DDL, SCHEMA_VERSION, table_docs
 
 _LOCK_MESSAGE = re.compile(r"Could not set lock|Conflicting lock", re.I)
 _HOLDER = re.compile(r"Conflicting lock is held in (.*?)(?:\. See also|$)")

@@ -1,0 +1,1 @@
+"""The vault's files: reading them (scan), writing the managed folder, atomic writes, locks."""

@@ -1,0 +1,1 @@
+"""Agent memory: topics in the managed folder, scopes, relations, recall and context."""

@@ -1,0 +1,1 @@
+"""Search: the tokenizer, how notes become search documents, and BM25 ranking."""
