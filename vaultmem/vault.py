@@ -10,16 +10,16 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from vaultmem.config import Config, FolderMapping, find_vault, init_vault, load_config
 from vaultmem.errors import ConfigError, NotFoundError, VaultNotFoundError
-from vaultmem.files.scan import read_note, scan_vault
 from vaultmem.index import catalog, graph
+from vaultmem.index import status as index_status
 from vaultmem.index.catalog import NoteDetail, NoteRef, SqlResult, Status
+from vaultmem.index.preview import ParsedView, preview
 from vaultmem.index.reconcile import Progress, ReconcileReport, reconcile
 from vaultmem.index.watch import Emit
 from vaultmem.index.watch import watch as watch_vault
@@ -28,32 +28,12 @@ from vaultmem.memory import recall as recall_op
 from vaultmem.memory import relations, usage
 from vaultmem.memory import topic_store as memory
 from vaultmem.memory.secrets import compile_patterns
-from vaultmem.models import ParsedNote, Problem, Resolution
-from vaultmem.note.links import LinkResolver, resolve_link
-from vaultmem.note.parse import parse_note
 from vaultmem.okf import export as okf_export
 from vaultmem.okf import ingest as okf_ingest
 from vaultmem.okf import validate as okf_validate
 from vaultmem.search import query as search
 from vaultmem.search.query import SearchFilters, SearchHit
 from vaultmem.storage import store
-
-
-@dataclass(frozen=True, slots=True)
-class ParsedView:
-    """`vaultmem parse`: a note's model with each link's resolution against the whole vault."""
-
-    parsed: ParsedNote
-    resolutions: tuple[Resolution, ...]
-
-    def to_dict(self) -> dict[str, Any]:
-        note = asdict(self.parsed.note)
-        for link, res in zip(note["links"], self.resolutions, strict=True):
-            link["resolved"] = asdict(res)
-        return {
-            "note": note,
-            "problems": [{**asdict(p), "severity": p.severity} for p in self.parsed.problems],
-        }
 
 
 class Vault:
@@ -120,38 +100,8 @@ class Vault:
     # -- reading the index ----------------------------------------------------------------
 
     def status(self) -> Status:
-        with store.reading(self.config.index_path) as con:
-            counts = catalog.counts(con)
-            indexed = {p: (s, m) for p, s, m in catalog.note_paths(con)}
-            folder_rows = con.execute("SELECT path, scope, scope_id FROM notes").fetchall()
-        folders: dict[tuple[str, str, str | None], int] = {}
-        for path, scope, scope_id in folder_rows:
-            mapping = self.config.mapping_for(path)
-            folder = mapping.folder if mapping else ""
-            key = (folder, scope, scope_id)
-            folders[key] = folders.get(key, 0) + 1
-        scan = scan_vault(self.config)
-        changed = sum(
-            1 for fp in scan.notes if indexed.get(fp.path) != (fp.size, fp.mtime_ns)
-        ) + len(set(indexed) - {fp.path for fp in scan.notes})
-        size = sum(
-            p.stat().st_size
-            for p in (self.config.index_path, self.config.index_path.with_suffix(".duckdb.wal"))
-            if p.exists()
-        )
-        return Status(
-            notes=counts["notes"],
-            scopes=counts["scopes"],
-            folders=tuple(
-                catalog.FolderCount(f, s, i, n) for (f, s, i), n in sorted(folders.items(), key=str)
-            ),
-            links=counts["links"],
-            unresolved_links=counts["unresolved_links"],
-            problems=counts["problems"],
-            last_run=counts["last_run"],
-            changed_since_last_run=changed,
-            index_bytes=size,
-        )
+        """Index counts, per-folder scopes and how many notes changed since the last run."""
+        return index_status.status(self.config)
 
     def problems(self, *, code: str | None = None) -> list[dict[str, Any]]:
         with store.reading(self.config.index_path) as con:
@@ -206,30 +156,7 @@ class Vault:
 
     def parse(self, note_path: str | Path) -> ParsedView:
         """Parse one note from disk and resolve its links against every file of the vault."""
-        rel = self._relative(note_path)
-        data = read_note(self.config, rel)
-        if isinstance(data, Problem):
-            raise NotFoundError(f"Cannot read {rel}: {data.message}")
-        parsed = parse_note(rel, data, max_bytes=self.config.max_note_bytes)
-        scan = scan_vault(self.config)
-        resolver = LinkResolver(scan.files)
-        cache: dict[str, ParsedNote | None] = {rel: parsed}
-
-        def headings_of(path: str) -> Any:
-            if path not in cache:
-                raw = read_note(self.config, path) if path.lower().endswith(".md") else None
-                cache[path] = (
-                    parse_note(path, raw, max_bytes=self.config.max_note_bytes)
-                    if isinstance(raw, bytes)
-                    else None
-                )
-            found = cache[path]
-            return (found.note.headings, found.note.blocks) if found else None
-
-        resolutions = tuple(
-            resolve_link(link, rel, resolver, headings_of) for link in parsed.note.links
-        )
-        return ParsedView(parsed, resolutions)
+        return preview(self.config, self._relative(note_path))
 
     # -- agents: recall and the context block -----------------------------------------------
 

@@ -1,6 +1,7 @@
 """The link graph as stored in the index: outgoing links, backlinks, unresolved links, neighbours.
 
-Links are resolved at reconcile time, so every question here is one query on `links`.
+Links are resolved at reconcile time, so every question here is one query on `links`
+(`storage.graph_queries` holds the SQL).
 """
 
 from __future__ import annotations
@@ -8,59 +9,26 @@ from __future__ import annotations
 from typing import Any
 
 from vaultmem.index.catalog import NoteRef
-from vaultmem.storage.store import Connection, fetch_dicts
-
-_LINK_COLUMNS = (
-    "l.kind, l.relation, l.raw, l.target, l.subpath, l.display, l.embed, l.line, "
-    "l.target_path, l.subpath_found"
-)
+from vaultmem.storage import graph_queries
+from vaultmem.storage.store import Connection
 
 
 def outgoing(con: Connection, ref: NoteRef) -> list[dict[str, Any]]:
-    return fetch_dicts(
-        con,
-        f"SELECT {_LINK_COLUMNS}, t.title AS target_title FROM links l "
-        "LEFT JOIN notes t ON t.id = l.target_id WHERE l.source_id = ? ORDER BY l.ord",
-        [ref.id],
-    )
+    """The note's links in reading order, each with its target's title when it resolved."""
+    return graph_queries.outgoing(con, ref.id)
 
 
 def backlinks(con: Connection, ref: NoteRef) -> list[dict[str, Any]]:
-    return fetch_dicts(
-        con,
-        f"SELECT s.path AS source_path, s.title AS source_title, {_LINK_COLUMNS} FROM links l "
-        "JOIN notes s ON s.id = l.source_id WHERE l.target_id = ? AND l.source_id <> ? "
-        "ORDER BY s.path, l.ord",
-        [ref.id, ref.id],
-    )
+    """Links from other notes to this one, by source path; a note's links to itself are not
+    backlinks."""
+    return graph_queries.backlinks(con, ref.id)
 
 
 def unresolved(con: Connection, *, limit: int | None = None) -> list[dict[str, Any]]:
-    """Links that point at no file, grouped by what they ask for."""
-    return fetch_dicts(
-        con,
-        "SELECT l.target, count(*) AS links, list(DISTINCT s.path ORDER BY s.path) AS sources "
-        "FROM links l JOIN notes s ON s.id = l.source_id WHERE l.target_path IS NULL "
-        "GROUP BY l.target ORDER BY links DESC, l.target"
-        + (f" LIMIT {int(limit)}" if limit else ""),
-    )
+    """Links that point at no file, grouped by what they ask for, most wanted first."""
+    return graph_queries.unresolved(con, limit=limit)
 
 
 def neighbours(con: Connection, ref: NoteRef, depth: int = 1) -> list[dict[str, Any]]:
     """Notes within `depth` link hops of a note, in either direction, nearest first."""
-    return fetch_dicts(
-        con,
-        """
-        WITH RECURSIVE edges AS (
-            SELECT source_id AS a, target_id AS b FROM links WHERE target_id IS NOT NULL
-            UNION SELECT target_id, source_id FROM links WHERE target_id IS NOT NULL
-        ), walk(id, depth) AS (
-            SELECT ?::VARCHAR, 0
-            UNION SELECT e.b, w.depth + 1 FROM walk w JOIN edges e ON e.a = w.id
-            WHERE w.depth < ?
-        )
-        SELECT n.path, n.title, min(w.depth) AS depth FROM walk w JOIN notes n ON n.id = w.id
-        WHERE w.id <> ? GROUP BY n.path, n.title ORDER BY depth, n.path
-        """,
-        [ref.id, depth, ref.id],
-    )
+    return graph_queries.neighbours(con, ref.id, depth)

@@ -43,7 +43,7 @@ from vaultmem.config import CONFIG_FILE_NAME, STATE_DIR_NAME, Config, load_confi
 from vaultmem.errors import LockedError, VaultmemError
 from vaultmem.files.scan import is_dropping
 from vaultmem.index.reconcile import ReconcileReport, reconcile
-from vaultmem.storage import store
+from vaultmem.storage import problem_queries, store
 
 WatchKind = Literal["started", "batch", "sweep", "config", "error", "stopped"]
 
@@ -298,14 +298,12 @@ class _Follower:
             return
         try:
             with store.reading(self.config.index_path, timeout_s=1.0) as con:
-                rows = con.execute(
-                    "SELECT DISTINCT path FROM problems WHERE code = 'file_unstable'"
-                ).fetchall()
+                paths = problem_queries.paths_with_problem(con, "file_unstable")
         except VaultmemError:
             return  # the next sweep re-reads them anyway
         retry_at = time.monotonic() + SETTLE_S
-        for (path,) in rows:
-            self.pending[str(path)] = max(self.pending.get(str(path), 0.0), retry_at)
+        for path in paths:
+            self.pending[path] = max(self.pending.get(path, 0.0), retry_at)
 
 
 def _root_prefixes(root: Path) -> tuple[str, ...]:

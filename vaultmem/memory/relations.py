@@ -32,6 +32,7 @@ from vaultmem.index import catalog
 from vaultmem.memory import topic_store as memory
 from vaultmem.memory.topics import iso_utc, parse_time, read_topic, replace_see_also
 from vaultmem.models import SCOPES
+from vaultmem.storage import relation_queries as queries
 from vaultmem.storage import store as db
 
 Origin = Literal["link", "human", "suggested"]
@@ -218,17 +219,9 @@ def edges(
     if status is not None and status not in STATUSES:
         raise ConfigError(f"{status!r} is not an edge status; allowed: {', '.join(STATUSES)}.")
     with db.reading(config.index_path) as con:
-        notes = {
-            r[0]: _NoteRow(r[0], r[1], bool(r[2]), r[3])
-            for r in con.execute("SELECT id, path, managed, updated FROM notes").fetchall()
-        }
-        link_rows = con.execute(
-            "SELECT DISTINCT source_id, lower(relation), target_id FROM links "
-            "WHERE relation IS NOT NULL AND target_id IS NOT NULL AND target_id <> source_id "
-            "ORDER BY 1, 2, 3"
-        ).fetchall()
+        notes = {r[0]: _NoteRow(*r) for r in queries.notes(con)}
         found: dict[str, Edge] = {}
-        for source, relation, target in link_rows:
+        for source, relation, target in queries.relation_links(con):
             if source in notes and target in notes:
                 eid = edge_id(source, relation, target)
                 found[eid] = Edge(
@@ -280,26 +273,10 @@ def _suggestions(
     topic_ids = sorted(n.id for n in notes.values() if _is_topic(config, n.path))
     if len(topic_ids) < 2:
         return []
-    (documents,) = con.execute(
-        "SELECT coalesce(max(documents), 0) FROM search_stats"
-    ).fetchone() or (0,)
-    rare_df = max(4, int(documents) // 200)
-    rows = con.execute(
-        """
-        WITH tt AS (
-            SELECT DISTINCT p.term, p.note_id FROM postings p
-            WHERE p.note_id IN (SELECT unnest($1::VARCHAR[]))
-              AND p.field IN ('body', 'title', 'tag')
-              AND length(p.term) >= 3 AND NOT regexp_full_match(p.term, '[0-9]+')
-        ), rare AS (SELECT term FROM terms WHERE df <= $2)
-        SELECT a.note_id, b.note_id, count(*) AS shared, list(a.term ORDER BY a.term)
-        FROM tt a JOIN tt b ON a.term = b.term AND a.note_id < b.note_id
-        WHERE a.term IN (SELECT term FROM rare)
-        GROUP BY a.note_id, b.note_id HAVING count(*) >= $3
-        ORDER BY shared DESC, a.note_id, b.note_id LIMIT $4
-        """,
-        [topic_ids, rare_df, MIN_SHARED, SUGGESTION_LIMIT],
-    ).fetchall()
+    rare_df = max(4, queries.document_count(con) // 200)
+    rows = queries.shared_rare_terms(
+        con, topic_ids, rare_df=rare_df, min_shared=MIN_SHARED, limit=SUGGESTION_LIMIT
+    )
     related = {frozenset((e.source_id, e.target_id)) for e in known.values()}
     out: list[Edge] = []
     for source, target, _shared, terms in rows:
@@ -329,13 +306,12 @@ def _resolve_note(config: Config, name: str) -> _NoteRow:
     with db.reading(config.index_path) as con:
         if path is None:
             path = catalog.find_note(con, name).path
-        row = con.execute("SELECT id, path, managed, updated FROM notes WHERE path = ?", [path])
-        found = row.fetchone()
+        found = queries.note_by_path(con, path)
     if found is None:
         raise NotFoundError(
             f"{name!r} ({path}) is not in the index yet.", hint="Run `vaultmem reconcile`."
         )
-    return _NoteRow(found[0], found[1], bool(found[2]), found[3])
+    return _NoteRow(*found)
 
 
 def relate(config: Config, a: str, b: str, type_: str = "relates_to") -> Edge:
@@ -365,11 +341,8 @@ def reject(config: Config, edge: str) -> Edge:
 def _judge(config: Config, edge: str, kind: DecisionKind) -> Edge:
     current = _edge(config, edge)
     with db.reading(config.index_path) as con:
-        rows = con.execute(
-            "SELECT id, path, managed, updated FROM notes WHERE id IN (?, ?)",
-            [current.source_id, current.target_id],
-        ).fetchall()
-    notes = {r[0]: _NoteRow(r[0], r[1], bool(r[2]), r[3]) for r in rows}
+        rows = queries.notes_by_id(con, [current.source_id, current.target_id])
+    notes = {r[0]: _NoteRow(*r) for r in rows}
     source, target = notes[current.source_id], notes[current.target_id]
     _decide(config, kind, current.type, current.origin, source, target)
     return _edge(config, edge)
@@ -407,20 +380,15 @@ def render_see_also(config: Config, topic_id: str) -> bool:
         if e.source_id == topic_id and e.origin != "link" and e.status in ("active", "stale")
     ]
     with db.reading(config.index_path) as con:
-        row = con.execute("SELECT path FROM notes WHERE id = ?", [topic_id]).fetchone()
-        titles = dict(
-            con.execute(
-                "SELECT id, title FROM notes WHERE id IN (SELECT unnest($1::VARCHAR[]))",
-                [[e.target_id for e in current]],
-            ).fetchall()
-        )
-    if row is None or not _is_topic(config, row[0]):
+        path = queries.note_path(con, topic_id)
+        titles = queries.note_titles(con, [e.target_id for e in current])
+    if path is None or not _is_topic(config, path):
         return False
     entries = [
         f"- [[{e.target_path.removesuffix('.md')}|{_display(titles.get(e.target_id))}]] ({e.type})"
         for e in sorted(current, key=lambda e: (e.type, e.target_path))
     ]
-    return memory.rewrite_topic(config, row[0], lambda text: replace_see_also(text, entries))
+    return memory.rewrite_topic(config, path, lambda text: replace_see_also(text, entries))
 
 
 def _display(title: object) -> str:

@@ -61,6 +61,7 @@ from vaultmem.memory.topics import (
 from vaultmem.memory.usage import Usage
 from vaultmem.models import SCOPES
 from vaultmem.storage import store as db
+from vaultmem.storage import topic_queries
 
 __all__ = [
     "ForgetResult",
@@ -371,13 +372,9 @@ def _find_by_id(config: Config, topic_id: str, topics: list[str]) -> str | None:
     if config.index_path.exists():
         try:
             with db.reading(config.index_path) as con:
-                row = con.execute(
-                    "SELECT path FROM notes WHERE managed AND (id = ? OR claimed_id = ?) "
-                    "ORDER BY path LIMIT 1",
-                    [topic_id, topic_id],
-                ).fetchone()
-            if row is not None and row[0] in topics:
-                return str(row[0])
+                path = topic_queries.managed_path_by_id(con, topic_id)
+            if path is not None and path in topics:
+                return path
         except (IndexUnavailableError, LockedError):
             pass  # fall back to the files
     # The index may be stale (after a partial write): the files are the truth.
