@@ -1,5 +1,5 @@
-"""Structural tests: imports point down the layers, docs/schema.md matches the DDL, every CLI
-command is documented in docs/cli.md."""
+"""Structural tests: imports point down the layers, only storage/ runs SQL, docs/schema.md
+matches the DDL, every CLI command is documented in docs/cli.md."""
 
 from __future__ import annotations
 
@@ -170,6 +170,105 @@ def test_only_adapters_import_ui_libraries() -> None:
             )
             offenders += [f"vaultmem.{module}: {n}" for n in names if n.split(".")[0] in ui]
     assert not offenders, offenders
+
+
+DUCKDB_CALLS = frozenset(
+    {
+        "execute",
+        "executemany",
+        "sql",
+        "query",
+        "fetchone",
+        "fetchmany",
+        "fetchall",
+        "fetchdf",
+        "fetch_df",
+        "fetchnumpy",
+        "fetch_arrow_table",
+        "fetch_record_batch",
+        "fetch_dicts",  # storage.store's helper: the query it runs is the caller's SQL
+    }
+)
+"""Names whose call runs SQL or reads a result: DuckDB's connection and cursor methods."""
+
+FACADE_NAMESAKES = {("adapters", "sql")}
+"""`Vault.sql` shares DuckDB's method name: the adapters call it on a `Vault`, which runs the
+user's query through storage. (package, method) pairs exempt from DUCKDB_CALLS."""
+
+# TEMPORARY (issue 11, point 2): modules whose SQL other branches are moving into storage/ right
+# now ("cli": index.catalog, "search": search.query, "recall": memory.recall, "scale":
+# index.reconcile). The lead empties this set when merging those branches; do not add to it.
+SQL_OUTSIDE_STORAGE_FOR_NOW = frozenset(
+    {"index.catalog", "search.query", "memory.recall", "index.reconcile"}
+)
+
+
+def duckdb_uses(module: str, path: Path) -> list[str]:
+    """Where `module` imports duckdb or calls one of DUCKDB_CALLS, as `line N: what`."""
+    package = module.split(".")[0]
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            names = [node.module or ""]
+        else:
+            names = []
+        found += [(node.lineno, f"import {n}") for n in names if n.split(".")[0] == "duckdb"]
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = (
+                func.attr
+                if isinstance(func, ast.Attribute)
+                else func.id
+                if isinstance(func, ast.Name)
+                else None
+            )
+            if name in DUCKDB_CALLS and (package, name) not in FACADE_NAMESAKES:
+                found.append((node.lineno, f"{name}(...)"))
+    return [f"line {line}: {what}" for line, what in sorted(found)]
+
+
+def test_only_storage_runs_sql() -> None:
+    """SQL lives in storage/ (a `*_queries` module per capability); operations call it."""
+    offenders = {
+        module: uses
+        for module, path in package_modules().items()
+        if layer_of(module) is not None and not module.startswith("storage")
+        if (uses := duckdb_uses(module, path)) and module not in SQL_OUTSIDE_STORAGE_FOR_NOW
+    }
+    assert not offenders, (
+        "Only vaultmem.storage.* may import duckdb or run SQL; move these into a storage "
+        f"module (e.g. storage/<topic>_queries.py) and call it: {offenders}"
+    )
+
+
+def test_sql_allow_list_holds_only_modules_that_still_run_sql() -> None:
+    modules = package_modules()
+    done = sorted(m for m in SQL_OUTSIDE_STORAGE_FOR_NOW if not duckdb_uses(m, modules[m]))
+    assert not done, f"{done} no longer run SQL: remove them from SQL_OUTSIDE_STORAGE_FOR_NOW."
+
+
+def test_the_sql_check_sees_duckdb_use(tmp_path: Path) -> None:
+    source = tmp_path / "sample.py"
+    source.write_text(
+        "import duckdb\n"
+        "from duckdb import connect\n"
+        "rows = con.execute('SELECT 1').fetchall()\n"
+        "fetch_dicts(con, 'SELECT 2')\n"
+        "vault.sql('SELECT 3')\n"
+        "text.split()\n",
+        encoding="utf-8",
+    )
+    assert duckdb_uses("index.sample", source) == [
+        "line 1: import duckdb",
+        "line 2: import duckdb",
+        "line 3: execute(...)",
+        "line 3: fetchall(...)",
+        "line 4: fetch_dicts(...)",
+        "line 5: sql(...)",
+    ]
+    assert duckdb_uses("adapters.sample", source)[-1] == "line 4: fetch_dicts(...)"
 
 
 @pytest.mark.parametrize(
