@@ -1,8 +1,10 @@
 """`Vault`: the one API that the CLI, the MCP server and Python callers all use.
 
-Each method is one hop to an operation: it resolves what the caller named, opens what the
-operation needs (a read-only index connection per call, never held between calls) and
-returns plain values. Nothing here prints or exits.
+Each method is one hop to an operation: it resolves what the caller named (a path inside the
+vault), opens what the operation needs (a read-only index connection per call, never held
+between calls; the usage counts recall ranks by) and returns the operation's plain values.
+The work itself (SQL, scans, link resolution) happens below, in the operations and storage;
+`recall` also records each direct hit as a use. Nothing here prints or exits.
 """
 
 from __future__ import annotations

@@ -15,9 +15,11 @@ and deletes need nothing special here. What it does around that, and why:
   seconds, catching events the operating system dropped.
 - A note that changed while it was read (`file_unstable`) is queued again for a short while
   later, so a file still being written is indexed once it settles.
-- Trouble never stops the watcher. A locked index (`LockedError`) re-queues the batch with
-  exponential backoff; any other `VaultmemError` or I/O error is reported and the next sweep is
-  brought forward. A malformed note is just a problem row in the report.
+- Trouble never stops the watcher. Any failure of a run (a locked index or writer lock, any
+  other `VaultmemError`, an I/O error, interrupted parse workers) is reported as one `error`
+  event and retried with exponential backoff (1 s doubling to 30 s, reset by a success): a
+  failed batch re-queues its paths, a failed sweep or config rebuild runs again then. A
+  malformed note is not a failure, just a problem row in the report.
 - The index is never held open between batches: reconcile opens it per transaction only.
 - `stop` ends the loop between batches; a batch in progress finishes (or, interrupted, is rolled
   back by DuckDB), so the caller can exit cleanly on SIGINT/SIGTERM.
