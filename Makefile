@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench bench-quick docs clean
+.PHONY: demo test test-quick lint bench bench-quick docs clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -27,6 +27,11 @@ test: $(STAMP)
 	$(BIN)/ruff format --check vaultmem tests benchmarks
 	$(BIN)/mypy
 	$(BIN)/pytest -n 2 -p no:cacheprovider
+
+# The suite without the tests marked `slow` (property tests, killed processes, the watcher as a
+# subprocess): for iterating. `make test` runs everything, lint and types included.
+test-quick: $(STAMP)
+	$(BIN)/pytest -n 2 -p no:cacheprovider -m "not slow"
 
 lint: $(STAMP)
 	$(BIN)/ruff check vaultmem tests benchmarks

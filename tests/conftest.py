@@ -1,4 +1,5 @@
-"""Shared fixtures: a clean environment for every test and a private copy of example-vault."""
+"""Shared fixtures: a clean environment for every test and a private copy of example-vault;
+and the rule that every property test (hypothesis) is `slow`."""
 
 from __future__ import annotations
 
@@ -29,3 +30,11 @@ def example_vault(tmp_path: Path) -> Path:
         ignore=shutil.ignore_patterns("index.duckdb*", "*.lock", "journal*"),
     )
     return target
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every hypothesis test is `slow` (it runs hundreds of examples), so `make test-quick`
+    (`-m "not slow"`) skips them without each one carrying the marker."""
+    for item in items:
+        if getattr(getattr(item, "obj", None), "is_hypothesis_test", False):
+            item.add_marker(pytest.mark.slow)

@@ -30,6 +30,8 @@ if str(REPO) not in sys.path:
 
 from benchmarks.generate_vault import generate_vault  # noqa: E402
 
+pytestmark = pytest.mark.slow  # real processes killed mid-write: seconds each
+
 NOTES = 800
 """~1.6 MB of Markdown: above `parallel.PARALLEL_MIN_BYTES`, so the build uses workers."""
 

@@ -390,6 +390,7 @@ def _cli(vault: Path, *args: str, stdin: str | None = None) -> tuple[int, Any]:
     return done.returncode, json.loads(done.stdout)
 
 
+@pytest.mark.slow
 def test_cli_round_trip(config: Config) -> None:
     code, out = _cli(config.root, "store", "cli-topic", "First.", "--scope-id", "atlas",
                      "--tags", "a,b", "--source", "pytest")  # fmt: skip

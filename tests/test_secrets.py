@@ -426,6 +426,7 @@ def test_secret_shaped_text_is_idempotent(text: str) -> None:
     assert redact(once.text) == Redaction(once.text, ())
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize(
     "unit",
