@@ -258,7 +258,15 @@ def test_snippet_marks_matched_words(filter_vault: Vault) -> None:
 
 def test_title_match_shows_a_section_with_text(corpus_vault: Vault) -> None:
     (hit,) = corpus_vault.search("tokenizer")
-    assert hit.snippet  # the title matched; the first section with text is shown
+    # The title and the heading over the intro matched; the word is in neither text, so the
+    # intro is quoted whole, unmarked.
+    assert [s["ord"] for s in hit.sections] == [0, 1]
+    assert (hit.heading, hit.line, hit.snippet) == (
+        "Tokenizer",
+        1,
+        "The `TestPagerOrder` identifier is split; `vault_root` too. "
+        "Queries and query terms fold plurals: migrations, migration.",
+    )
 
 
 @pytest.mark.parametrize("query", ["", "   ", "the of and", '"" -', "-duckdb", "tag:project"])
