@@ -19,10 +19,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import pytest
 
+from tests.helpers import dump_index
 from vaultmem.config import load_config
-from vaultmem.errors import VaultmemError
 from vaultmem.index.journal import JOURNAL_NAME
 from vaultmem.index.reconcile import reconcile
 from vaultmem.index.watch import CONFIG_FILES, WatchEvent, _Follower
@@ -31,19 +32,11 @@ from vaultmem.storage.schema import DERIVED_TABLES
 
 ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT_S = 30.0
-Dump = dict[str, list[str]]
+Dump = dict[str, list[tuple[Any, ...]]]
+dump = dump_index
 
 
 # -- helpers ---------------------------------------------------------------------------------
-
-
-def dump(index: Path) -> Dump:
-    """Every derived table, rows in a canonical order."""
-    with store.reading(index) as con:
-        return {
-            table: sorted(repr(row) for row in con.execute(f"SELECT * FROM {table}").fetchall())
-            for table in DERIVED_TABLES
-        }
 
 
 def rebuilt(vault: Path, scratch: Path) -> Dump:
@@ -134,18 +127,17 @@ class Watcher:
                 state["journal"], state["expected"] = text, rebuilt(self.vault, scratch)
             try:
                 state["actual"] = dump(index)
-            except VaultmemError:
+            except duckdb.Error:
                 return False  # locked by a batch in progress
             return bool(state["actual"] == state["expected"])
 
         try:
             wait_for(equal, "the index to equal a rebuild")
         except pytest.fail.Exception:
+            actual = {t: set(map(repr, rows)) for t, rows in (state["actual"] or {}).items()}
+            expected = {t: set(map(repr, rows)) for t, rows in state["expected"].items()}
             diff = {
-                t: (
-                    sorted(set(state["actual"][t]) - set(state["expected"][t]))[:3],
-                    sorted(set(state["expected"][t]) - set(state["actual"][t]))[:3],
-                )
+                t: (sorted(actual[t] - expected[t])[:3], sorted(expected[t] - actual[t])[:3])
                 for t in DERIVED_TABLES
                 if state["actual"] and state["actual"][t] != state["expected"][t]
             }
@@ -306,6 +298,10 @@ def test_event_to_dict_is_json_safe() -> None:
     data = event.to_dict()
     assert json.loads(json.dumps(data))["kind"] == "batch"
     assert (data["paths"], data["changed"], data["added"]) == (2, 1, 1)
+    assert list(data) == [  # the order of the example line in docs/watch.md
+        "kind", "paths", "added", "changed", "removed", "renamed", "touched", "problems",
+        "notes", "duration_s", "message", "at",
+    ]  # fmt: skip
 
 
 def test_a_note_still_being_written_is_read_again(

@@ -34,7 +34,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
@@ -103,20 +103,8 @@ class WatchEvent:
         )
 
     def to_dict(self) -> dict[str, object]:
-        return {
-            "kind": self.kind,
-            "paths": self.paths,
-            "added": self.added,
-            "changed": self.changed,
-            "removed": self.removed,
-            "renamed": self.renamed,
-            "touched": self.touched,
-            "problems": self.problems,
-            "notes": self.notes,
-            "duration_s": round(self.duration_s, 6),
-            "message": self.message,
-            "at": self.at.isoformat(),
-        }
+        """Every field in declaration order, the duration rounded and the time as ISO text."""
+        return {**asdict(self), "duration_s": round(self.duration_s, 6), "at": self.at.isoformat()}
 
 
 Emit = Callable[[WatchEvent], None]
