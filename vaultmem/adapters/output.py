@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import sys
 from collections.abc import Sequence
 from datetime import date, datetime
@@ -24,8 +25,11 @@ from rich.text import Text
 
 from vaultmem.errors import VaultmemError
 
-console = Console(highlight=False, soft_wrap=True)
-err_console = Console(stderr=True, highlight=False, soft_wrap=True)
+# NO_COLOR (https://no-color.org): rich drops colours but keeps bold and dim; we drop every
+# escape sequence, so the output is the same bytes a pipe would get, minus the tables' boxes.
+_PLAIN = {"color_system": None} if os.environ.get("NO_COLOR") else {}
+console = Console(highlight=False, soft_wrap=True, **_PLAIN)  # type: ignore[arg-type]
+err_console = Console(stderr=True, highlight=False, soft_wrap=True, **_PLAIN)  # type: ignore[arg-type]
 
 
 def to_jsonable(value: Any) -> Any:
@@ -109,4 +113,8 @@ def marked(snippet: str) -> str:
 
 
 def line(text: str) -> None:
-    console.print(text, markup=False)
+    """One line of plain text (never markup); written as is when stdout is not a terminal."""
+    if console.is_terminal:
+        console.print(text, markup=False)
+    else:
+        sys.stdout.write(text + "\n")
