@@ -507,3 +507,34 @@ def test_every_command_is_generated_from_the_contract() -> None:
     names = set(command.commands)  # type: ignore[attr-defined]
     top = {op.name.split(" ")[0] for op in operations.OPERATIONS}
     assert names == top | {"watch", "mcp", "version"}
+
+
+def _readme_block(heading: str) -> list[list[str]]:
+    """The commands of the README's first ```sh block under `heading`, split like a shell."""
+    import shlex
+
+    text = (EXAMPLE_VAULT.parent / "README.md").read_text(encoding="utf-8")
+    block = text.split(f"## {heading}", 1)[1].split("```sh\n", 1)[1].split("```", 1)[0]
+    return [shlex.split(line.split(" #")[0]) for line in block.splitlines() if line.strip()]
+
+
+def test_readme_runs_as_printed(cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The README's "Use it on your vault" and "For agents" commands, on a vault of notes
+    (example-vault's, without its config), in the order printed."""
+    notes = tmp_path / "Notes"
+    shutil.copytree(EXAMPLE_VAULT, notes, ignore=shutil.ignore_patterns(".vaultmem"))
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / "code" / "work").mkdir(parents=True)
+    commands = _readme_block("Use it on your vault") + _readme_block("For agents")
+    assert commands[0][:2] == ["vaultmem", "init"]
+    for words in commands:
+        words = [w.replace("~", str(tmp_path)) for w in words]
+        if words[0] == "cd":
+            monkeypatch.chdir(words[1])
+            continue
+        if words[1] == "mcp":  # a server: tests/test_mcp.py drives it
+            continue
+        if words[1:3] == ["export", "okf"]:
+            words[3] = str(tmp_path / "bundle")
+        code, out, err = cli(*words[1:])
+        assert code == 0, (words, out, err)
