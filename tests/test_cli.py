@@ -193,8 +193,9 @@ def test_problems(cli: Cli, built: str) -> None:
             "line": 3,
         }
     ]
-    code, out, _ = cli("problems", "--vault", built, "--code", "no_such_code")
+    code, out, _ = cli("problems", "--vault", built, "--code", "file_binary")
     assert code == 0 and out.startswith("No problems")
+    cli.usage("problems", "--vault", built, "--code", "no_such_code")
 
 
 def test_show(cli: Cli, built: str) -> None:
