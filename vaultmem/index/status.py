@@ -8,16 +8,16 @@ from vaultmem.config import Config
 from vaultmem.files.scan import scan_vault
 from vaultmem.index import catalog
 from vaultmem.index.catalog import FolderCount, Status
-from vaultmem.storage import status_queries, store
+from vaultmem.storage import store
 
 
 def status(config: Config) -> Status:
     with store.reading(config.index_path) as con:
         counts = catalog.counts(con)
-        indexed = {p: (s, m) for p, s, m in catalog.note_paths(con)}
-        note_scopes = status_queries.note_scopes(con)
+        files = catalog.note_files(con)
+    indexed = {path: (size, mtime) for path, size, mtime, _, _ in files}
     folders: dict[tuple[str, str, str | None], int] = {}
-    for path, scope, scope_id in note_scopes:
+    for path, _, _, scope, scope_id in files:
         mapping = config.mapping_for(path)
         folder = mapping.folder if mapping else ""
         key = (folder, scope, scope_id)
