@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, cast
 
+from vaultmem.files.names import portable_problem
+
 __all__ = [
     "Bundle",
     "BundleError",
@@ -72,11 +74,6 @@ class BundleError(Exception):
     """The whole bundle is refused (bomb, too many members, unreadable archive)."""
 
 
-# Windows reserves these names in every folder, with any extension.
-_RESERVED = re.compile(r"(?i)(con|prn|aux|nul|com[0-9]|lpt[0-9])(\..*)?")
-_UNPORTABLE = re.compile(r'[<>:"|?*\\\x00-\x1f]')
-
-
 def name_problem(path: str) -> str | None:
     """Why `path` (as written in the bundle) is unsafe to use, or None when it is fine."""
     if not path:
@@ -93,8 +90,9 @@ def name_problem(path: str) -> str | None:
     for part in parts:
         if part in ("", "."):
             continue
-        if _UNPORTABLE.search(part) or _RESERVED.fullmatch(part) or part[-1] in ". ":
-            return f"name {part!r} is not portable across operating systems"
+        problem = portable_problem(part)
+        if problem is not None:
+            return f"name {part!r} {problem}"
     if len(path.encode("utf-8")) > 1000:
         return "name too long"
     return None
