@@ -7,6 +7,7 @@ returns plain values. Nothing here prints or exits.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 from collections.abc import Iterable, Mapping, Sequence
@@ -27,7 +28,7 @@ from vaultmem.memory import context as context_block
 from vaultmem.memory import recall as recall_op
 from vaultmem.memory import relations, usage
 from vaultmem.memory import topic_store as memory
-from vaultmem.memory.secrets import compile_patterns
+from vaultmem.memory.secrets import SecretPattern, compile_patterns, redact
 from vaultmem.models import ParsedNote, Problem, Resolution
 from vaultmem.note.links import LinkResolver, resolve_link
 from vaultmem.note.parse import parse_note
@@ -187,9 +188,11 @@ class Vault:
     def search(
         self, query: str, filters: SearchFilters | None = None, *, limit: int = 10
     ) -> list[SearchHit]:
-        """BM25 search over the vault's sections, grouped by note (docs/search.md)."""
+        """BM25 search over the vault's sections, grouped by note (docs/search.md). Snippets,
+        titles and headings come from people's notes, so secrets in them are redacted here, on
+        the one path both adapters take."""
         with store.reading(self.config.index_path) as con:
-            return search.search(
+            hits = search.search(
                 con,
                 query,
                 filters or SearchFilters(),
@@ -197,6 +200,8 @@ class Vault:
                 k1=self.config.bm25_k1,
                 b=self.config.bm25_b,
             )
+        patterns = compile_patterns(self.config.secret_patterns)
+        return [_redact_hit(hit, patterns) for hit in hits]
 
     def sql(self, query: str, *, limit: int = 1000) -> SqlResult:
         with store.reading(self.config.index_path, sandboxed=True) as con:
@@ -458,3 +463,14 @@ class Vault:
         if not (self.root / rel).is_file():
             raise NotFoundError(f"No file at {rel} in the vault {self.root}.")
         return rel.as_posix() if os.sep == "/" else str(rel).replace(os.sep, "/")
+
+
+def _redact_hit(hit: SearchHit, patterns: Sequence[SecretPattern]) -> SearchHit:
+    """A search hit with secrets in its snippet, title and heading replaced by markers."""
+    heading = redact(hit.heading, patterns).text if hit.heading else hit.heading
+    return dataclasses.replace(
+        hit,
+        snippet=redact(hit.snippet, patterns).text,
+        title=redact(hit.title, patterns).text,
+        heading=heading,
+    )
