@@ -105,3 +105,11 @@ class PartialWriteError(VaultmemError):
 
     def to_dict(self) -> dict[str, object]:
         return {**super().to_dict(), "phases_done": self.phases_done, "retry": False}
+
+
+class FileAccessError(VaultmemError):
+    """A file or folder outside the index could not be read or written (permissions, a full
+    disk, a read-only mount). The message names the path and the system's reason."""
+
+    code = "file_access"
+    default_hint = "Check that the path exists and is writable (permissions, free space)."
