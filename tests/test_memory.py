@@ -504,3 +504,19 @@ def test_search_never_returns_a_raw_secret_from_a_persons_note(config: Config) -
     assert hits and any("[redacted:github-token]" in h.snippet for h in hits)
     code, out = _cli(config.root, "search", "zanzibar deploy token")
     assert code == 0 and out["data"] and token not in json.dumps(out)
+
+
+def test_get_and_show_redact_secrets_a_person_wrote_by_hand(config: Config) -> None:
+    from vaultmem.vault import Vault
+
+    token = "ghp_" + "Qw3rTy7U" * 4 + "i9O0"
+    rel = "agent-memory/project/atlas/release-process.md"
+    path = config.root / rel
+    path.write_text(path.read_text() + f"\nDeploy with {token}.\n")
+    note = config.root / "Knowledge/Creds.md"
+    note.write_text("---\npassword: hunter2\napi: " + token + "\n---\n# Creds\n")
+    reconcile(config)
+    got = memory.get(config, "release-process")
+    assert token not in json.dumps(got.to_dict())
+    shown = Vault(config.root).show("Creds").note["frontmatter"]
+    assert shown == {"password": "[redacted:password-assignment]", "api": "[redacted:github-token]"}

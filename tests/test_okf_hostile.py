@@ -316,3 +316,11 @@ def test_import_bounds_the_work_per_concept(vault: Path, tmp_path: Path) -> None
         assert "expands past" in reasons["bomb.md"]
         assert "max_note_bytes" in reasons["big.md"]
         assert report.imported == 1
+
+
+def test_a_colon_in_a_name_is_named_as_the_reason() -> None:
+    from vaultmem.okf.bundle import name_problem
+
+    assert name_problem("C:/x.md") == "absolute path"
+    reason = name_problem("a:b.md")
+    assert reason is not None and "absolute" not in reason and ":" in reason

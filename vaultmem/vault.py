@@ -164,7 +164,11 @@ class Vault:
 
     def show(self, name: str) -> NoteDetail:
         with store.reading(self.config.index_path) as con:
-            return catalog.note_detail(con, catalog.find_note(con, name))
+            detail = catalog.note_detail(con, catalog.find_note(con, name))
+        # Frontmatter is a person's text (`password: …`): redacted like search output.
+        patterns = compile_patterns(self.config.secret_patterns)
+        detail.note["frontmatter"] = _redact_json(detail.note.get("frontmatter"), patterns)
+        return detail
 
     def links(self, name: str) -> tuple[NoteRef, list[dict[str, Any]]]:
         with store.reading(self.config.index_path) as con:
@@ -474,3 +478,20 @@ def _redact_hit(hit: SearchHit, patterns: Sequence[SecretPattern]) -> SearchHit:
         title=redact(hit.title, patterns).text,
         heading=heading,
     )
+
+
+def _redact_json(value: Any, patterns: Sequence[SecretPattern], key: str = "") -> Any:
+    """Frontmatter values with secrets replaced. A value is checked as `key: value`, the way
+    the note holds it, so `password: hunter2` is caught though `hunter2` alone is no secret."""
+    if isinstance(value, str):
+        prefix = f"{key}: " if key else ""
+        cleaned = redact(prefix + value, patterns)
+        if not cleaned.found:
+            return value
+        text = cleaned.text
+        return text[len(prefix) :] if text.startswith(prefix) else text
+    if isinstance(value, list):
+        return [_redact_json(v, patterns, key) for v in value]
+    if isinstance(value, dict):
+        return {k: _redact_json(v, patterns, str(k)) for k, v in value.items()}
+    return value

@@ -440,7 +440,7 @@ def get(
     text = managed.read_text(config, rel)
     if text is None:
         raise NotFoundError(f"The topic file {rel} vanished.")
-    topic = _with_location(config, rel, read_topic(rel, text))
+    topic = _redacted(config, _with_location(config, rel, read_topic(rel, text)))
     limit = expires_at(topic.scope, topic.type, topic.updated)
     if is_expired(topic, moment) and not include_expired:
         raise NotFoundError(
@@ -450,6 +450,16 @@ def get(
     usage.record(config.state_dir, [topic.id or rel], iso_utc(moment))
     counts = usage.read_usage(config.state_dir)
     return TopicView(rel, topic, iso_utc(limit) if limit else None, counts.get(topic.id or rel))
+
+
+def _redacted(config: Config, topic: Topic) -> Topic:
+    """The topic as `get` shows it: a secret a person pasted into the file by hand is replaced
+    by its marker too (what `store` wrote is already redacted; redacting again changes nothing)."""
+    extra = secrets.compile_patterns(config.secret_patterns)
+    observations = tuple(
+        replace(o, text=secrets.redact(o.text, extra).text) for o in topic.observations
+    )
+    return replace(topic, observations=observations)
 
 
 def _with_location(config: Config, rel: str, topic: Topic) -> Topic:

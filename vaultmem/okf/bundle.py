@@ -90,8 +90,8 @@ def name_problem(path: str) -> str | None:
         return "NUL byte in the name"
     if "\\" in path:
         return "backslash in the name (not a bundle path)"
-    if path.startswith("/") or re.match(r"^[A-Za-z]:", path):
-        return "absolute path"
+    if path.startswith("/") or re.match(r"^[A-Za-z]:(?:[/\\]|$)", path):
+        return "absolute path"  # `a:b.md` is not one: the portability check names its `:`
     parts = path.split("/")
     if any(part == ".." for part in parts):
         return "'..' escapes the bundle root"
