@@ -324,3 +324,25 @@ def test_a_colon_in_a_name_is_named_as_the_reason() -> None:
     assert name_problem("C:/x.md") == "absolute path"
     reason = name_problem("a:b.md")
     assert reason is not None and "absolute" not in reason and ":" in reason
+
+
+def test_an_imported_concept_reads_back_as_it_was(vault: Path, tmp_path: Path) -> None:
+    """Concepts starting with `# Title`, or holding supersede lines and see-also markers, read
+    back whole; a later relate rewrites only its own block."""
+    from vaultmem.memory import relations
+    from vaultmem.memory import topic_store as memory
+
+    body = (
+        "# Title\n\nIntro.\n\n## Steps\n1. x\n> Superseded by 2026-01-01T00:00:00Z\n"
+        "<!-- vaultmem:see-also -->\n- [[kept]]\n<!-- /vaultmem:see-also -->"
+    )
+    bundle = tmp_path / "b"
+    bundle.mkdir()
+    (bundle / "index.md").write_text('---\nokf_version: "0.2"\n---\n# Bundle\n')
+    (bundle / "titled.md").write_text("---\ntype: Note\n---\n" + body + "\n")
+    (bundle / "other.md").write_bytes(GOOD)
+    config = load_config(vault)
+    import_bundle(config, bundle, scope="project", scope_id="p")
+    relations.relate(config, "titled", "other")
+    got = memory.get(config, "titled").topic.observations
+    assert [(o.text, o.superseded_by) for o in got] == [(body, None)]
