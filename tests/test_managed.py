@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import subprocess
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -122,3 +125,84 @@ def test_list_topics_skips_links_and_hidden(config: Config) -> None:
     assert "agent-memory/global/user-preferences.md" in topics
     assert not any(".hidden" in t or "_decisions" in t for t in topics)
     assert len(topics) == 6
+
+
+# --- issue 16: nothing escapes ------------------------------------------------------------------
+
+_SWAPPER = """
+import ctypes, sys
+libc = ctypes.CDLL(None, use_errno=True)
+a, b = sys.argv[1].encode(), sys.argv[2].encode()
+while True:
+    libc.renameat2(-100, a, -100, b, 2)  # AT_FDCWD, RENAME_EXCHANGE
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="renameat2 is Linux-only")
+def test_a_folder_swapped_for_a_link_mid_write_never_leaks(config: Config, tmp_path: Path) -> None:
+    """Another process keeps exchanging a scope folder with a link to outside the vault (the
+    check-then-write race): no write may land outside, and no temp file may be left there."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    base = config.root / "agent-memory/project"
+    (base / "race").mkdir()
+    (base / "swap").symlink_to(outside, target_is_directory=True)
+    swapper = subprocess.Popen(
+        [sys.executable, "-c", _SWAPPER, str(base / "race"), str(base / "swap")]
+    )
+    try:
+        for i in range(1500):
+            with contextlib.suppress(PathEscapeError):
+                managed.write_text(config, "agent-memory/project/race/leak.md", f"{i}\n")
+    finally:
+        swapper.kill()
+        swapper.wait()
+    assert os.listdir(outside) == []
+    for folder in ("race", "swap"):
+        if not (base / folder).is_symlink():
+            assert [n for n in os.listdir(base / folder) if n.endswith(".tmp")] == []
+
+
+def test_a_fifo_at_a_topic_path_is_refused_at_once(config: Config) -> None:
+    rel = "agent-memory/global/pipe.md"
+    os.mkfifo(config.root / rel)
+    with pytest.raises(PathEscapeError, match="FIFO"):
+        managed.read_text(config, rel)
+    with pytest.raises(PathEscapeError, match="FIFO"):
+        managed.write_text(config, rel, "x")
+
+
+def test_a_folder_at_a_topic_path_is_a_clear_error(config: Config) -> None:
+    rel = "agent-memory/global/folder.md"
+    (config.root / rel).mkdir()
+    with pytest.raises(PathEscapeError, match="a folder"):
+        managed.read_text(config, rel)
+    with pytest.raises(PathEscapeError, match="a folder"):
+        managed.write_text(config, rel, "x")
+
+
+def test_bytes_that_are_not_utf8_survive_a_rewrite(config: Config) -> None:
+    rel = "agent-memory/global/latin1.md"
+    (config.root / rel).write_bytes(b"caf\xe9 \xff\n")
+    text = managed.read_text(config, rel, errors="surrogateescape")
+    assert text is not None
+    managed.write_text(config, rel, text + "more\n")
+    assert (config.root / rel).read_bytes() == b"caf\xe9 \xff\nmore\n"
+
+
+@pytest.mark.parametrize("name", ["con", "aux", "NUL", "com1", "lpt9", "con.txt", "a.", "a "])
+def test_names_no_system_can_hold_are_refused_everywhere(config: Config, name: str) -> None:
+    from vaultmem.files.names import portable_problem
+    from vaultmem.memory.identity import check_scope_id
+    from vaultmem.okf.bundle import name_problem
+
+    assert portable_problem(name) is not None
+    with pytest.raises(PathEscapeError):
+        managed.topic_path(config, "project", name, "k")
+    with pytest.raises(PathEscapeError):
+        check_scope_id(name)
+    assert name_problem(name + ".md") is not None or name_problem(name) is not None
+    if name.islower() and name.isalnum():
+        with pytest.raises(PathEscapeError):
+            managed.topic_path(config, "global", None, name)

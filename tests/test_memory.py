@@ -422,3 +422,102 @@ def test_cli_round_trip(config: Config) -> None:
     code, out = _cli(config.root, "store", "k", "AKIAIOSFODNN7EXAMPLE", "--scope", "global")
     assert code == 1 and out["error"]["code"] == "secret_detected"
     assert "AKIAIOSFODNN7EXAMPLE" not in json.dumps(out)
+
+
+# -- issue 16: what goes in comes back, and nothing else goes out ------------------------------
+
+
+def test_store_then_get_returns_the_text_byte_for_byte(config: Config) -> None:
+    texts = [
+        "intro\n\n## Steps\n1. x",
+        "# Title\n\nbody under a title",
+        "> Superseded by 2026-01-01T00:00:00Z\nnot a marker",
+        "<!-- vaultmem:see-also -->\n- [[x]]\n<!-- /vaultmem:see-also -->",
+        "```\nan unclosed fence",
+        "## 2026-01-01T00:00:00Z\nnot a section",
+    ]
+    for text in texts:
+        memory.store(config, "round-trip", text, **ATLAS)
+    relations.relate(config, "round-trip", "release-process")
+    got = memory.get(config, "round-trip").topic.observations
+    assert [o.text for o in got] == texts
+    assert all(o.superseded_by is None for o in got)
+
+
+def test_same_second_stores_get_distinct_stamps(config: Config) -> None:
+    now = datetime(2026, 11, 29, 21, 4, 5, tzinfo=UTC)
+    stamps = [memory.store(config, "burst", f"n{i}", now=now, **ATLAS).timestamp for i in range(5)]
+    assert len(set(stamps)) == 5
+    fixed = memory.correct(config, "burst", "n4 fixed", now=now)
+    got = memory.get(config, "burst").topic.observations
+    assert [o.superseded_by for o in got] == [None, None, None, None, fixed.timestamp, None]
+
+
+def test_a_persons_non_utf8_bytes_survive_a_store(config: Config) -> None:
+    rel = "agent-memory/project/atlas/release-process.md"
+    path = config.root / rel
+    path.write_bytes(path.read_bytes() + b"\nlatin-1 caf\xe9 and \xff\n")
+    memory.store(config, "release-process", "appended", **ATLAS)
+    assert b"latin-1 caf\xe9 and \xff\n" in path.read_bytes()
+
+
+@pytest.mark.timeout(20)
+def test_a_fifo_at_a_topic_path_fails_fast_and_frees_the_lock(config: Config) -> None:
+    os.mkfifo(config.root / "agent-memory/project/atlas/pipe.md")
+    for _ in range(2):  # the second call would wait 30 s if the first had kept the lock
+        with pytest.raises(PathEscapeError, match="FIFO"):
+            memory.store(config, "pipe", "x", **ATLAS)
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("key", "sk-ant-" + "api03-abcdefghijklmnopqrstuvwxyz"),
+        ("scope_id", "ghp_" + "A1b2C3d4" * 4 + "E5f6"),
+        ("tags", "glpat-" + "xy12" * 5),
+    ],
+)
+def test_names_holding_a_secret_are_refused_and_never_echoed(
+    config: Config, field: str, value: str
+) -> None:
+    args: dict[str, Any] = {"scope": "project", "scope_id": "atlas"}
+    key = value if field == "key" else "k"
+    if field == "scope_id":
+        args["scope_id"] = value
+    if field == "tags":
+        args["tags"] = [value]
+    before = sorted(p for p in config.root.rglob("*") if ".vaultmem" not in p.parts)
+    with pytest.raises(SecretError) as caught:
+        memory.store(config, key, "harmless", **args)
+    assert value not in caught.value.message and value not in caught.value.hint
+    after = sorted(p for p in config.root.rglob("*") if ".vaultmem" not in p.parts)
+    assert after == before
+
+
+def test_search_never_returns_a_raw_secret_from_a_persons_note(config: Config) -> None:
+    from vaultmem.vault import Vault
+
+    token = "ghp_" + "Zx9Y8w7V" * 4 + "u6T5"
+    note = config.root / "Knowledge/Deploy Keys.md"
+    note.write_text(f"# Deploy keys\n\nThe zanzibar deploy token is {token} for now.\n")
+    reconcile(config)
+    hits = Vault(config.root).search("zanzibar deploy token")
+    assert hits and any("[redacted:github-token]" in h.snippet for h in hits)
+    code, out = _cli(config.root, "search", "zanzibar deploy token")
+    assert code == 0 and out["data"] and token not in json.dumps(out)
+
+
+def test_get_and_show_redact_secrets_a_person_wrote_by_hand(config: Config) -> None:
+    from vaultmem.vault import Vault
+
+    token = "ghp_" + "Qw3rTy7U" * 4 + "i9O0"
+    rel = "agent-memory/project/atlas/release-process.md"
+    path = config.root / rel
+    path.write_text(path.read_text() + f"\nDeploy with {token}.\n")
+    note = config.root / "Knowledge/Creds.md"
+    note.write_text("---\npassword: hunter2\napi: " + token + "\n---\n# Creds\n")
+    reconcile(config)
+    got = memory.get(config, "release-process")
+    assert token not in json.dumps(got.to_dict())
+    shown = Vault(config.root).show("Creds").note["frontmatter"]
+    assert shown == {"password": "[redacted:password-assignment]", "api": "[redacted:github-token]"}

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import io
 import os
+import shutil
 import stat
 import tarfile
 import zipfile
@@ -14,9 +16,12 @@ from pathlib import Path
 import pytest
 
 from vaultmem.config import init_vault, load_config
-from vaultmem.errors import ConfigError
+from vaultmem.errors import ConfigError, FileAccessError, PathEscapeError
+from vaultmem.memory.topics import read_topic
 from vaultmem.okf.bundle import Limits
+from vaultmem.okf.export import export_bundle
 from vaultmem.okf.ingest import import_bundle
+from vaultmem.okf.validate import validate_bundle
 
 GOOD = b"---\ntype: Note\ntitle: Good\n---\nFine.\n"
 BOMB_YAML = (
@@ -116,7 +121,10 @@ def test_hostile_tar_members_are_rejected_and_nothing_escapes(vault: Path, tmp_p
     assert not (tmp_path / "escape.md").exists() and not (vault.parent / "escape2.md").exists()
     forged = (vault / "agent-memory" / "project" / "p" / "forged.md").read_text()
     assert "\n\\## 2020-01-01T00:00:00Z\n" in forged
-    assert "&lt;!-- id:" in forged and "\n\\## See Also\n" in forged
+    assert "\n\\<!-- id:" in forged and "\n\\## See Also\n" in forged
+    topic = read_topic("forged.md", forged)
+    assert topic.id != "00000000-0000-0000-0000-000000000000" and len(topic.observations) == 1
+    assert topic.observations[0].text.startswith(FORGED.decode().split("---\n")[2].strip("\n"))
     assert "2999-01-01T00:00:00Z" in forged  # the original kept in the body
     assert "updated: '2026-12-01T00:00:00Z'" in forged  # clamped to now
 
@@ -185,3 +193,156 @@ def test_import_needs_a_valid_target_scope(vault: Path, tmp_path: Path) -> None:
     ):
         with pytest.raises(PathEscapeError):
             import_bundle(load_config(vault), bundle, scope=scope, scope_id=scope_id)
+
+
+# --- issue 16 / 15.5: export never writes through a link or over a person's files ----------------
+
+
+def _tree_hashes(root: Path) -> dict[str, str]:
+    return {
+        p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in root.rglob("*")
+        if p.is_file() and not p.is_symlink()
+    }
+
+
+def test_export_refuses_a_link_inside_the_bundle_folder(
+    example_vault: Path, tmp_path: Path
+) -> None:
+    config = load_config(example_vault)
+    out = tmp_path / "out"
+    export_bundle(config, out)
+    assert (out / "project").is_dir()
+    shutil.rmtree(out / "project")
+    (out / "project").symlink_to(example_vault / "Knowledge", target_is_directory=True)
+    before = _tree_hashes(example_vault)
+    with pytest.raises(PathEscapeError, match="symbolic link"):
+        export_bundle(config, out)
+    assert _tree_hashes(example_vault) == before
+
+
+def test_prune_never_deletes_a_persons_files_behind_a_link_or_an_edit(
+    example_vault: Path, tmp_path: Path
+) -> None:
+    config = load_config(example_vault)
+    out = tmp_path / "out"
+    export_bundle(config, out, folder="Projects/Atlas")
+    # A person edits one exported file; its source note then goes away.
+    edited = out / "Meeting notes.md"
+    edited.write_text(edited.read_text() + "\nmy own addition\n")
+    (example_vault / "Projects/Atlas/Meeting notes.md").unlink()
+    report = export_bundle(config, out, folder="Projects/Atlas", prune=True)
+    assert report.pruned == () and edited.exists()
+    # Elsewhere a person's folder with an index.md is linked in where a bundle folder was.
+    elsewhere = tmp_path / "persons"
+    elsewhere.mkdir()
+    (elsewhere / "index.md").write_text("mine\n")
+    (out / "linked").symlink_to(elsewhere, target_is_directory=True)
+    with pytest.raises(PathEscapeError):
+        export_bundle(config, out, folder="Projects/Atlas", prune=True)
+    assert (elsewhere / "index.md").read_text() == "mine\n"
+
+
+def test_export_refuses_a_non_empty_folder_it_did_not_write(
+    example_vault: Path, tmp_path: Path
+) -> None:
+    config = load_config(example_vault)
+    out = tmp_path / "notes"
+    out.mkdir()
+    (out / "index.md").write_text("a person's index\n")
+    with pytest.raises(ConfigError, match="not empty"):
+        export_bundle(config, out, folder="Projects/Atlas")
+    assert (out / "index.md").read_text() == "a person's index\n"
+    assert (
+        not (example_vault / ".vaultmem/exports.json").exists()
+        or str(out) not in (example_vault / ".vaultmem/exports.json").read_text()
+    )
+
+
+def test_export_to_an_unwritable_place_is_a_clear_error(
+    example_vault: Path, tmp_path: Path
+) -> None:
+    config = load_config(example_vault)
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    for out in (Path("/proc/vaultmem-nowhere/bundle"), blocker / "bundle"):
+        with pytest.raises(FileAccessError) as caught:
+            export_bundle(config, out, folder="Projects/Atlas")
+        assert caught.value.code == "io_error" and "bundle" in caught.value.message
+
+
+def test_a_folder_that_is_not_a_bundle_fails_import_and_validate(
+    vault: Path, tmp_path: Path
+) -> None:
+    config = load_config(vault)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "readme.md").write_text("# just notes\n")
+    for folder in (empty, plain):
+        with pytest.raises(ConfigError, match="not an OKF bundle"):
+            import_bundle(config, folder, scope="project", scope_id="p")
+        assert validate_bundle(folder).ok is False
+    (empty / "x.txt").write_text("x")
+    assert any("not an OKF bundle" in f.message for f in validate_bundle(empty).findings)
+
+
+def test_a_non_utf8_member_name_rejects_only_that_member(vault: Path, tmp_path: Path) -> None:
+    bundle = tmp_path / "b"
+    bundle.mkdir()
+    (bundle / "good.md").write_bytes(GOOD)
+    with open(os.path.join(os.fsencode(bundle), b"bad\xff.md"), "wb") as handle:
+        handle.write(GOOD)
+    report = import_bundle(load_config(vault), bundle, scope="project", scope_id="p")
+    assert report.imported == 1
+    assert report.rejected == ({"path": "bad\\xff.md", "reason": "name is not valid UTF-8"},)
+
+
+@pytest.mark.timeout(30)
+def test_import_bounds_the_work_per_concept(vault: Path, tmp_path: Path) -> None:
+    """A 16 KB concept whose YAML aliases expand to 20 MB ran 96 s even with --dry-run."""
+    bundle = tmp_path / "b"
+    bundle.mkdir()
+    (bundle / "index.md").write_text('---\nokf_version: "0.2"\n---\n# Bundle\n')
+    fm = "a: &a " + "x" * 1000 + "\nb: [" + ",".join(["*a"] * 2000) + "]\n"  # 7 KB -> 2 MB
+    (bundle / "bomb.md").write_text("---\ntype: Note\n" + fm + "---\nbody\n")
+    (bundle / "big.md").write_text("---\ntype: Note\n---\n" + "word " * 2500)
+    (bundle / "good.md").write_bytes(GOOD)
+    config = dataclasses.replace(load_config(vault), max_note_bytes=10_000)
+    for dry_run in (True, False):
+        report = import_bundle(config, bundle, scope="project", scope_id="p", dry_run=dry_run)
+        reasons = {r["path"]: r["reason"] for r in report.rejected}
+        assert "expands past" in reasons["bomb.md"]
+        assert "max_note_bytes" in reasons["big.md"]
+        assert report.imported == 1
+
+
+def test_a_colon_in_a_name_is_named_as_the_reason() -> None:
+    from vaultmem.okf.bundle import name_problem
+
+    assert name_problem("C:/x.md") == "absolute path"
+    reason = name_problem("a:b.md")
+    assert reason is not None and "absolute" not in reason and ":" in reason
+
+
+def test_an_imported_concept_reads_back_as_it_was(vault: Path, tmp_path: Path) -> None:
+    """Concepts starting with `# Title`, or holding supersede lines and see-also markers, read
+    back whole; a later relate rewrites only its own block."""
+    from vaultmem.memory import relations
+    from vaultmem.memory import topic_store as memory
+
+    body = (
+        "# Title\n\nIntro.\n\n## Steps\n1. x\n> Superseded by 2026-01-01T00:00:00Z\n"
+        "<!-- vaultmem:see-also -->\n- [[kept]]\n<!-- /vaultmem:see-also -->"
+    )
+    bundle = tmp_path / "b"
+    bundle.mkdir()
+    (bundle / "index.md").write_text('---\nokf_version: "0.2"\n---\n# Bundle\n')
+    (bundle / "titled.md").write_text("---\ntype: Note\n---\n" + body + "\n")
+    (bundle / "other.md").write_bytes(GOOD)
+    config = load_config(vault)
+    import_bundle(config, bundle, scope="project", scope_id="p")
+    relations.relate(config, "titled", "other")
+    got = memory.get(config, "titled").topic.observations
+    assert [(o.text, o.superseded_by) for o in got] == [(body, None)]

@@ -122,6 +122,24 @@ POSITIVES: list[tuple[str, str, str]] = [
     ("token-assignment", "refresh_token: {}\n", "r3fr3sh"),
     ("api-key-assignment", "OPENWEATHER_API_KEY={}", "0123abcd"),
     ("api-key-assignment", 'headers = {"x-api-key": "{}"}', "k-9f8e7d"),
+    # Issue 16: shapes the first list missed.
+    ("huggingface-token", "HF token {} for the hub", "hf_" + "AbCdEfGh12" * 3 + "Ij34"),
+    ("sendgrid-key", "mail via {} now", "SG." + "aB3dE6gH9jK2mN5pQ8sT1v" + "." + "Xy7" * 14 + "Z"),
+    ("digitalocean-token", "doctl auth init -t {}", "dop_v1_" + "0a1b2c3d" * 8),
+    (
+        "azure-key",
+        "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey={};EndpointSuffix=core",
+        "Zm9v" * 21 + "Yg==",
+    ),
+    ("cli-password", "docker login -u me -p {} registry.example.com", "S3cretPassw0rd"),
+    ("cli-password", "mysql -u root -p{} shop", "S3cretPassw0rd"),
+    ("pgpass-line", "db.example.com:5432:shop:alice:{}\n", "S3cretPassw0rd"),
+    ("password-prose", "By the way, the password is {}. Do not share.", "Tr0ub4dor&3"),
+    (
+        "aws-credentials-csv",
+        "Access key ID,Secret access key\n{}\n",
+        "AKIA" + "IOSFODNN7EXAMPLE," + "wJalrXUtnFEMI/K7MDENG/" + "bPxRfiCYEXAMPLEKEY",
+    ),
 ]
 
 
@@ -226,6 +244,12 @@ NEGATIVES = [
     # URLs without credentials.
     "http://localhost:8080/x and ssh://git@github.com:22/r and git@github.com:o/r.git",
     "https://user@example.com/path?x=1",
+    # Command lines and prose that hold no password.
+    "mysql -u root -p shop",
+    "docker login -u me registry.example.com",
+    "The password is changed monthly.",
+    "the password is in the vault (see 1Password)",
+    "at 10:30:45 the build:ran:fine",
     # Markers are not secrets.
     "token: [redacted:jwt]",
     "DB_PASSWORD=[redacted:password-assignment]",

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from vaultmem.errors import ConfigError
 from vaultmem.memory.topics import (
@@ -18,6 +20,8 @@ from vaultmem.memory.topics import (
     derive_key,
     is_expired,
     iso_utc,
+    normalise_text,
+    observation_stamp,
     read_topic,
     render_topic,
     replace_see_also,
@@ -188,3 +192,102 @@ def test_retention_rules() -> None:
     assert not is_expired(row("session", managed=False), late)  # human notes never expire
     assert not is_expired({"scope": "session", "updated": "garbage"}, late)
     assert is_expired(read_topic("x.md", _new()), datetime(2027, 6, 1, tzinfo=UTC))
+
+
+# --- issue 16: observation boundaries ---------------------------------------------------------
+
+HOSTILE_LINES = [
+    "## Steps",
+    "# Title",
+    f"## {T3}",
+    f"### {T3}",
+    f"\\## {T3}",
+    f"\\\\## {T3}",
+    "## See Also",
+    "## see also ##",
+    f"> Superseded by {T3}",
+    f"> Supersedes {T1}",
+    f"\\> Superseded by {T3}",
+    SEE_ALSO_START,
+    SEE_ALSO_END,
+    "  <!-- id: abc | scope: global -->",
+    "```",
+    "~~~~",
+    "---",
+    "",
+    "   ",
+]
+
+
+def _round_trip(texts: list[str]) -> list[str]:
+    """Store each text in turn (the first makes the topic), then read every observation."""
+    stamps = [f"2026-11-29T21:04:{i:02d}.000Z" for i in range(len(texts))]
+    topic = render_topic(
+        id="i", key="k", scope="global", scope_id=None, type="user", tags=[], source=None,
+        timestamp=stamps[0], text=texts[0],
+    )  # fmt: skip
+    for stamp, text in zip(stamps[1:], texts[1:], strict=True):
+        topic = append_observation(topic, stamp, text)
+    topic = replace_see_also(topic, ["- [[other]]"])
+    read = read_topic("k.md", topic)
+    assert [o.timestamp for o in read.observations] == stamps
+    assert all(o.superseded_by is None for o in read.observations)
+    return [o.text for o in read.observations]
+
+
+def test_headings_inside_an_observation_are_its_text() -> None:
+    texts = ["intro\n\n## Steps\n1. x", "# Title\nbody", "```\nunclosed fence", "after"]
+    assert _round_trip(texts) == texts
+
+
+@pytest.mark.parametrize("line", HOSTILE_LINES)
+def test_every_structural_line_round_trips_as_text(line: str) -> None:
+    texts = [f"a\n{line}\nb", f"{line}\nz", "last"]
+    assert _round_trip(texts) == [normalise_text(t) for t in texts]
+
+
+def test_a_marker_in_an_observation_is_never_rewritten() -> None:
+    text = _new(f"keep\n{SEE_ALSO_START}\nmine\n{SEE_ALSO_END}")
+    new = replace_see_also(text, ["- [[x]]"])
+    assert (
+        read_topic("x.md", new).observations[0].text
+        == f"keep\n{SEE_ALSO_START}\nmine\n{SEE_ALSO_END}"
+    )
+    assert new.count("- [[x]]") == 1
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.text(min_size=1).filter(lambda t: normalise_text(t).strip()), min_size=1, max_size=4
+    )
+)
+def test_store_then_read_returns_the_text_byte_for_byte(texts: list[str]) -> None:
+    assert _round_trip(texts) == [normalise_text(t) for t in texts]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.sampled_from([*HOSTILE_LINES, "x", "## a", "\\"]), min_size=1, max_size=12))
+def test_hostile_line_mixes_round_trip(lines: list[str]) -> None:
+    text = "\n".join(lines)
+    if not normalise_text(text).strip():
+        return
+    assert _round_trip([text, text]) == [normalise_text(text)] * 2
+
+
+def test_supersede_marks_only_what_it_wrote() -> None:
+    text = append_observation(_new(f"> Superseded by {T3}"), T2, "second")
+    topic = read_topic("x.md", text)
+    assert [o.superseded_by for o in topic.observations] == [None, None]
+    new = supersede(text, T3, "third")
+    assert [o.superseded_by for o in read_topic("x.md", new).observations] == [None, T3, None]
+    assert read_topic("x.md", new).observations[0].text == f"> Superseded by {T3}"
+
+
+def test_stamps_are_unique_within_a_topic() -> None:
+    moment = datetime(2026, 11, 29, 21, 4, 5, 123456, tzinfo=UTC)
+    first = observation_stamp(moment)
+    assert first == "2026-11-29T21:04:05.123Z"
+    assert observation_stamp(moment, [first]) == "2026-11-29T21:04:05.124Z"
+    old = "2026-11-29T21:04:05Z"  # second-precision stamps of older files still read
+    assert read_topic("x.md", _new("x").replace(T1, old)).observations[0].timestamp == old

@@ -9,6 +9,7 @@ The work itself (SQL, scans, link resolution) happens below, in the operations a
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 from collections.abc import Iterable, Mapping, Sequence
@@ -29,7 +30,7 @@ from vaultmem.memory import context as context_block
 from vaultmem.memory import recall as recall_op
 from vaultmem.memory import relations, usage
 from vaultmem.memory import topic_store as memory
-from vaultmem.memory.secrets import compile_patterns
+from vaultmem.memory.secrets import SecretPattern, compile_patterns, redact
 from vaultmem.okf import export as okf_export
 from vaultmem.okf import ingest as okf_ingest
 from vaultmem.okf import validate as okf_validate
@@ -115,7 +116,11 @@ class Vault:
 
     def show(self, name: str) -> NoteDetail:
         with store.reading(self.config.index_path) as con:
-            return catalog.note_detail(con, catalog.find_note(con, name))
+            detail = catalog.note_detail(con, catalog.find_note(con, name))
+        # Frontmatter is a person's text (`password: …`): redacted like search output.
+        patterns = compile_patterns(self.config.secret_patterns)
+        detail.note["frontmatter"] = _redact_json(detail.note.get("frontmatter"), patterns)
+        return detail
 
     def links(self, name: str) -> tuple[NoteRef, list[dict[str, Any]]]:
         with store.reading(self.config.index_path) as con:
@@ -139,9 +144,11 @@ class Vault:
     def search(
         self, query: str, filters: SearchFilters | None = None, *, limit: int = 10
     ) -> list[SearchHit]:
-        """BM25 search over the vault's sections, grouped by note (docs/search.md)."""
+        """BM25 search over the vault's sections, grouped by note (docs/search.md). Snippets,
+        titles and headings come from people's notes, so secrets in them are redacted here, on
+        the one path both adapters take."""
         with store.reading(self.config.index_path) as con:
-            return search.search(
+            hits = search.search(
                 con,
                 query,
                 filters or SearchFilters(),
@@ -149,6 +156,8 @@ class Vault:
                 k1=self.config.bm25_k1,
                 b=self.config.bm25_b,
             )
+        patterns = compile_patterns(self.config.secret_patterns)
+        return [_redact_hit(hit, patterns) for hit in hits]
 
     def sql(
         self,
@@ -395,3 +404,31 @@ class Vault:
         if not (self.root / rel).is_file():
             raise NotFoundError(f"No file at {rel} in the vault {self.root}.")
         return rel.as_posix() if os.sep == "/" else str(rel).replace(os.sep, "/")
+
+
+def _redact_hit(hit: SearchHit, patterns: Sequence[SecretPattern]) -> SearchHit:
+    """A search hit with secrets in its snippet, title and heading replaced by markers."""
+    heading = redact(hit.heading, patterns).text if hit.heading else hit.heading
+    return dataclasses.replace(
+        hit,
+        snippet=redact(hit.snippet, patterns).text,
+        title=redact(hit.title, patterns).text,
+        heading=heading,
+    )
+
+
+def _redact_json(value: Any, patterns: Sequence[SecretPattern], key: str = "") -> Any:
+    """Frontmatter values with secrets replaced. A value is checked as `key: value`, the way
+    the note holds it, so `password: hunter2` is caught though `hunter2` alone is no secret."""
+    if isinstance(value, str):
+        prefix = f"{key}: " if key else ""
+        cleaned = redact(prefix + value, patterns)
+        if not cleaned.found:
+            return value
+        text = cleaned.text
+        return text[len(prefix) :] if text.startswith(prefix) else text
+    if isinstance(value, list):
+        return [_redact_json(v, patterns, key) for v in value]
+    if isinstance(value, dict):
+        return {k: _redact_json(v, patterns, str(k)) for k, v in value.items()}
+    return value

@@ -21,6 +21,7 @@ from vaultmem.adapters.contract import (
     Param,
 )
 from vaultmem.errors import InvalidArgumentError, NotFoundError, VaultNotFoundError
+from vaultmem.files.names import KEY_PATTERN
 from vaultmem.memory.context import Target
 from vaultmem.memory.recall import Mode, Sort
 from vaultmem.memory.relations import STATUSES
@@ -544,7 +545,7 @@ OPERATIONS: tuple[Operation, ...] = (
                 cli_required=True,
                 metavar="KEY",
                 max_length=60,
-                pattern=r"^([a-z0-9-]{1,60})?$",
+                pattern=f"^({KEY_PATTERN})?$",
             ),
             Param(
                 "content",

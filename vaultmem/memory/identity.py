@@ -17,13 +17,13 @@ import re
 from pathlib import Path
 
 from vaultmem.errors import ConfigError, PathEscapeError
-from vaultmem.files.managed import MAX_SCOPE_ID, check_component
+from vaultmem.files.managed import check_component
+from vaultmem.files.names import MAX_SCOPE_ID, SCOPE_ID_RE, SCOPE_ID_RULE, portable_problem
 
 _SECTION_RE = re.compile(r'^\s*\[\s*remote\s+"([^"]*)"\s*\]\s*$')
 _ANY_SECTION_RE = re.compile(r"^\s*\[")
 _URL_RE = re.compile(r"^\s*url\s*=\s*(.*?)\s*$", re.I)
 _SCP_RE = re.compile(r"^(?:[^@/]+@)?([^:/]+):(.+)$")
-_SCOPE_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
 def resolve_scope_id(scope: str, scope_id: str | None, cwd: Path) -> str | None:
@@ -47,11 +47,12 @@ def resolve_scope_id(scope: str, scope_id: str | None, cwd: Path) -> str | None:
 
 
 def check_scope_id(scope_id: str) -> str:
+    """`scope_id` unchanged when it follows the rule (`names.SCOPE_ID_RULE`)."""
     check_component(scope_id, "scope id", max_len=MAX_SCOPE_ID)
-    if not _SCOPE_ID_RE.fullmatch(scope_id):
+    if not SCOPE_ID_RE.fullmatch(scope_id):
         raise PathEscapeError(
             f"The scope id {scope_id[:64]!r} is not valid.",
-            hint="1-64 letters, digits, '.', '_' or '-', starting with a letter or digit.",
+            hint=SCOPE_ID_RULE[:1].upper() + SCOPE_ID_RULE[1:] + ".",
         )
     return scope_id
 
@@ -132,8 +133,8 @@ def normalise_remote(url: str) -> str | None:
     pieces = [host.lower()] + [p.lower() for p in path.split("/") if p and p not in (".", "..")]
     slug = "-".join(re.sub(r"[^a-z0-9._]+", "-", p).strip("-._") for p in pieces if p)
     slug = re.sub(r"-{2,}", "-", slug).strip("-._")
-    if not slug:
-        return None
+    if not slug or portable_problem(slug) is not None:
+        return None  # the path digest stands in (a remote named `con` cannot be a folder)
     if len(slug) > MAX_SCOPE_ID:
         digest = hashlib.sha256(slug.encode()).hexdigest()[:12]
         slug = slug[: MAX_SCOPE_ID - 13].rstrip("-._") + "-" + digest

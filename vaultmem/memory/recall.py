@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from vaultmem.errors import ConfigError, QueryError
+from vaultmem.files.names import TRASH
 from vaultmem.memory import topics
 from vaultmem.memory.secrets import SecretPattern, redact
 from vaultmem.models import SCOPES
@@ -57,7 +58,7 @@ METADATA_STRENGTH = {"key": 1.0, "title": 1.0, "alias": 0.9, "tag": 0.7}
 
 RELATED_PER_HIT = 2
 RELATED_TOTAL = 5
-TRASH_FOLDER = ".trash"
+TRASH_FOLDER = TRASH  # defined once, in files/names.py
 _MAX_NGRAM = 6
 
 

@@ -159,6 +159,15 @@ BUILTIN_PATTERNS: tuple[SecretPattern, ...] = (
         r"(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})",
     ),
     _pattern("gitlab-token", _LEFT + r"glpat-[A-Za-z0-9_-]{20,}"),
+    _pattern("huggingface-token", r"(?<![A-Za-z0-9_])hf_[A-Za-z0-9]{30,}+"),
+    _pattern("sendgrid-key", r"(?<![A-Za-z0-9_])SG\.[A-Za-z0-9_-]{16,}+\.[A-Za-z0-9_-]{16,}+"),
+    _pattern("digitalocean-token", r"(?<![A-Za-z0-9_])do[por]_v1_[a-f0-9]{64}"),
+    # Azure connection strings: keep `AccountKey=` so the string still says what it held.
+    _pattern(
+        "azure-key",
+        r"(?i:\b(?:AccountKey|SharedAccessKey|SharedAccessSignature)=)"
+        r"(?P<secret>[A-Za-z0-9+/%&=:._-]{20,}+)",
+    ),
     _pattern("npm-token", r"(?<![A-Za-z0-9_])npm_[A-Za-z0-9]{36,}"),
     # Keep the host so the note still says which integration it was.
     _pattern(
@@ -171,6 +180,13 @@ BUILTIN_PATTERNS: tuple[SecretPattern, ...] = (
     _pattern(
         "stripe-key",
         r"(?<![A-Za-z0-9_])(?:(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}|whsec_[A-Za-z0-9]{24,})",
+    ),
+    # The AWS console's credentials CSV: `AKIA…,<40-character secret>`, the pair replaced whole;
+    # before the bare id, which would hide the pair (a 40-character string alone is any base64).
+    _pattern(
+        "aws-credentials-csv",
+        r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}[ \t]*+[,;\t|][ \t]*+"
+        r"[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])",
     ),
     _pattern("aws-access-key-id", r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])"),
     # Before bearer-token, so `Bearer eyJ...` is reported as the more specific `jwt`.
@@ -199,6 +215,31 @@ BUILTIN_PATTERNS: tuple[SecretPattern, ...] = (
         "basic-auth",
         r"(?i:\bauthorization)[ \t]*:[ \t]*(?i:basic)[ \t]+"
         r"(?P<secret>[A-Za-z0-9+/]{8,}+={0,2})",
+    ),
+    # Passwords on a command line: `docker login -p X` / `--password X`, `mysql -pX` (with no
+    # space: `-p X` makes mysql prompt, and X is the database). Bounded look-back on one line.
+    _pattern(
+        "cli-password",
+        r"(?i:\b(?:docker|podman|helm|oras)[ \t]++(?:registry[ \t]++)?login\b)"
+        r"[^\n]{0,200}?[ \t](?:-p|--password)(?:[ \t]++|=)"
+        r"(?P<secret>(?![-$<{*])[^\s\"'`]{1,256}+)"
+        r"|(?i:\bmysql(?:dump|admin|sh)?\b)[^\n]{0,200}?[ \t]-p"
+        r"(?P<secret_my>(?![$<{*])[^\s\"'`]{1,256}+)",
+    ),
+    # ~/.pgpass: `host:port:database:user:password`, one entry a line.
+    _pattern(
+        "pgpass-line",
+        r"(?m:^[^\s:#][^\s:]{0,253}:(?:[0-9]{1,5}|\*):[^\s:]{1,255}:[^\s:]{1,255}:"
+        r"(?P<secret>(?![$<{*])[^\s]{1,256}+)$)",
+    ),
+    # Prose: "the password is X" / "password was `X`"; an unquoted X must hold a digit or symbol,
+    # so "the password is changed monthly" stays.
+    _pattern(
+        "password-prose",
+        r"(?i:\b(?:password|passphrase|passcode|passwd)[ \t]++(?:is|was|will[ \t]++be)[ \t:]++)"
+        r"(?:[\"'`](?P<secret_q>(?![$<{*\s])[^\"'`\n]{1,256}+)[\"'`]"
+        r"|(?P<secret>(?![$<{*\[])(?=[^\s\"'`]{0,255}?[0-9@#$%^&*+=~!?])"
+        r"[^\s\"'`]{3,255}?[^\s\"'`.,;:!?)\]](?=[.,;:!?)\]]*(?:\s|$))))",
     ),
     _pattern("password-assignment", _assignment(r"password|passwd|passphrase|(?<![A-Za-z])pass")),
     _pattern(

@@ -54,6 +54,7 @@ from vaultmem.memory.topics import (
     expires_at,
     is_expired,
     iso_utc,
+    observation_stamp,
     read_topic,
     render_topic,
     supersede,
@@ -204,6 +205,15 @@ def _write(
         raise ConfigError(f"{type_!r} is not a topic type; allowed: {', '.join(TOPIC_TYPES)}.")
     if not text.strip():
         raise ConfigError("Nothing to store: the text is empty.")
+    if _has_surrogate(text):
+        raise ConfigError(
+            "The text holds a lone surrogate (not Unicode text); nothing was written.",
+            hint="Send the text as valid UTF-8.",
+        )
+    extra = secrets.compile_patterns(config.secret_patterns)
+    # Names become files, folders and frontmatter: one holding a secret is refused before any
+    # check can echo it in an error message.
+    _refuse_secret_names(key, scope_id, tags, extra)
     resolved_id = resolve_scope_id(scope, scope_id, cwd or Path.cwd())
     if key is not None:
         check_key(key)
@@ -211,7 +221,6 @@ def _write(
     source = _check_source(source)
     phases.append("resolved")
 
-    extra = secrets.compile_patterns(config.secret_patterns)
     cleaned = secrets.redact(text, extra)
     cleaned_source = secrets.redact(source, extra) if source else None
     found = tuple(sorted({*cleaned.found, *(cleaned_source.found if cleaned_source else ())}))
@@ -227,9 +236,11 @@ def _write(
 
     with managed.topic_lock(config, rel):
         phases.append("locked")
-        current = managed.read_text(config, rel)
+        # surrogateescape: bytes of a person's file that are not UTF-8 are written back as is.
+        current = managed.read_text(config, rel, errors="surrogateescape")
         phases.append("read")
-        timestamp = iso_utc(now or datetime.now(UTC))
+        taken = [o.timestamp for o in read_topic(rel, current).observations] if current else []
+        timestamp = observation_stamp(now or datetime.now(UTC), taken)
         if current is None:
             if correcting:
                 raise NotFoundError(f"No topic {key!r} at {rel} to correct.")
@@ -245,9 +256,10 @@ def _write(
             topic_id = read_topic(rel, current).id
             edit = supersede if correcting else append_observation
             new_text = edit(current, timestamp, cleaned.text)
-        if len(new_text.encode()) > config.max_note_bytes:
+        size = len(new_text.encode("utf-8", "surrogateescape"))
+        if size > config.max_note_bytes:
             raise ConfigError(
-                f"{rel} would grow to {len(new_text.encode())} bytes, over max_note_bytes "
+                f"{rel} would grow to {size} bytes, over max_note_bytes "
                 f"({config.max_note_bytes}); nothing was written.",
                 hint="Store under a new key, or raise max_note_bytes in .vaultmem/config.toml.",
             )
@@ -267,6 +279,31 @@ def _write(
         phases=tuple(phases),
         corrected=correcting,
     )
+
+
+def _refuse_secret_names(
+    key: str | None,
+    scope_id: str | None,
+    tags: Sequence[str],
+    extra: Sequence[secrets.SecretPattern],
+) -> None:
+    named = [("key", key), ("scope id", scope_id), *(("tag", t) for t in tags)]
+    for what, value in named:
+        found = secrets.find_secrets(value, extra) if value else ()
+        if found:
+            raise SecretError(
+                f"The {what} holds a secret ({', '.join(found)}); it would name a file, folder "
+                "or tag, so nothing was written.",
+                hint=f"Choose a {what} without the credential; vaultmem never redacts a name.",
+            )
+
+
+def _has_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def _where(scope: str, scope_id: str | None) -> str:
@@ -306,7 +343,7 @@ def rewrite_topic(config: Config, rel: str, change: Callable[[str], str]) -> boo
     phases: list[str] = []
     with managed.topic_lock(config, rel):
         phases.append("locked")
-        current = managed.read_text(config, rel)
+        current = managed.read_text(config, rel, errors="surrogateescape")
         phases.append("read")
         if current is None:
             raise NotFoundError(f"No file {rel} in the managed folder.")
@@ -324,7 +361,7 @@ def write_note(config: Config, rel: str, change: Callable[[str | None], str]) ->
     phases: list[str] = []
     with managed.topic_lock(config, rel):
         phases.append("locked")
-        current = managed.read_text(config, rel)
+        current = managed.read_text(config, rel, errors="surrogateescape")
         phases.append("read")
         managed.write_text(config, rel, change(current))
         phases += ["written", "published"]
@@ -400,7 +437,7 @@ def get(
     text = managed.read_text(config, rel)
     if text is None:
         raise NotFoundError(f"The topic file {rel} vanished.")
-    topic = _with_location(config, rel, read_topic(rel, text))
+    topic = _redacted(config, _with_location(config, rel, read_topic(rel, text)))
     limit = expires_at(topic.scope, topic.type, topic.updated)
     if is_expired(topic, moment) and not include_expired:
         raise NotFoundError(
@@ -410,6 +447,16 @@ def get(
     usage.record(config.state_dir, [topic.id or rel], iso_utc(moment))
     counts = usage.read_usage(config.state_dir)
     return TopicView(rel, topic, iso_utc(limit) if limit else None, counts.get(topic.id or rel))
+
+
+def _redacted(config: Config, topic: Topic) -> Topic:
+    """The topic as `get` shows it: a secret a person pasted into the file by hand is replaced
+    by its marker too (what `store` wrote is already redacted; redacting again changes nothing)."""
+    extra = secrets.compile_patterns(config.secret_patterns)
+    observations = tuple(
+        replace(o, text=secrets.redact(o.text, extra).text) for o in topic.observations
+    )
+    return replace(topic, observations=observations)
 
 
 def _with_location(config: Config, rel: str, topic: Topic) -> Topic:

@@ -13,6 +13,20 @@ inserts a section before `## See Also` and rewrites only the `updated:` line of 
 heading (its text is kept byte for byte; the new section opens with `> Supersedes <ts>`);
 `replace_see_also` only touches the lines between the `<!-- vaultmem:see-also -->` markers, so
 links a person wrote under `## See Also` stay where they are.
+
+Boundaries are unambiguous, so what `store` writes `get` returns byte for byte (after CR and CRLF
+line endings become LF and leading and trailing blank lines are dropped). Only four kinds of line
+are structure: a heading whose text is a timestamp, a `See Also` heading, a `> Superseded by` /
+`> Supersedes` line and the see-also markers (plus, in the comment form, the `<!-- id: … -->`
+header). An observation runs from its timestamp heading to the next one or to `## See Also`;
+any other heading (`# Title`, `## Steps`) is part of its text. On write every line of the text
+that would read as structure gets one more leading backslash (before `## 2026-…`), and a line that
+already is backslashes plus structure gets one more too; on read one is taken off again
+(`escape_line` and `unescape_line`, the same predicate both ways). Fences do not hide structure:
+the writer escapes inside code blocks too, so an unclosed fence in one observation cannot swallow
+the next. Timestamps are UTC with milliseconds, made unique within a topic under its lock
+(`observation_stamp`), so `> Supersedes <ts>` names one section; older second-precision stamps
+are read as before.
 """
 
 from __future__ import annotations
@@ -27,6 +41,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Literal, TypeAlias, get_args
 
 from vaultmem.errors import ConfigError
+from vaultmem.files.names import KEY_RE, KEY_RULE, is_reserved_name
 from vaultmem.models import JSON, SCOPES, Scope
 from vaultmem.note.properties import load_frontmatter, split_frontmatter
 
@@ -34,8 +49,6 @@ TopicType = Literal["user", "feedback", "project", "reference"]
 TOPIC_TYPES: tuple[TopicType, ...] = get_args(TopicType)
 TopicForm = Literal["frontmatter", "comment"]
 
-KEY_RULE = "1-60 lower-case letters, digits and hyphens ([a-z0-9-]{1,60})"
-KEY_RE = re.compile(r"[a-z0-9-]{1,60}")
 TAG_RE = re.compile(r"[A-Za-z0-9_/-]{1,64}")
 SEE_ALSO = "See Also"
 SEE_ALSO_START = "<!-- vaultmem:see-also -->"
@@ -122,7 +135,7 @@ class Topic:
 
 def check_key(key: str) -> str:
     """`key` unchanged when it follows the rule; otherwise an error that states the rule."""
-    if not KEY_RE.fullmatch(key):
+    if not KEY_RE.fullmatch(key) or is_reserved_name(key):
         raise ConfigError(
             f"The key {key[:80]!r} is not valid: a key is {KEY_RULE}.",
             hint="Choose a key such as `build-commands`; vaultmem never rewrites a key for you.",
@@ -141,7 +154,9 @@ def derive_key(text: str, *, max_words: int = 6) -> str:
             break
         key = candidate
     if not key:
-        key = "topic-" + hashlib.sha256(text.encode()).hexdigest()[:8]
+        key = "topic-" + hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:8]
+    if is_reserved_name(key):
+        key += "-topic"  # `con`, `aux`... cannot be file names on Windows
     return key[:60]
 
 
@@ -160,6 +175,22 @@ def check_tags(tags: Sequence[str]) -> tuple[str, ...]:
         if tag not in out:
             out.append(tag)
     return tuple(out)
+
+
+def observation_stamp(moment: datetime, taken: Sequence[str] = ()) -> str:
+    """`2026-11-29T21:04:05.123Z`: millisecond precision, UTC, and none of `taken` (the stamps
+    already in the topic): a clash moves it on by a millisecond, so every section's stamp is
+    unique and `> Supersedes <ts>` is never ambiguous."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    moment = moment.astimezone(UTC)
+    moment = moment.replace(microsecond=moment.microsecond // 1000 * 1000)
+    used = set(taken)
+    while True:
+        stamp = moment.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+        if stamp not in used:
+            return stamp
+        moment += timedelta(milliseconds=1)
 
 
 def iso_utc(moment: datetime) -> str:
@@ -259,13 +290,47 @@ def render_topic(
     return "\n".join(lines)
 
 
+def normalise_text(text: str) -> str:
+    """The text an observation holds: `\n` line endings, no leading or trailing blank lines.
+    `get` returns exactly this for what `store` was given."""
+    return text.replace("\r\n", "\n").replace("\r", "\n").strip("\n")
+
+
+def _is_structure(line: str) -> bool:
+    """Would the reader take this line for structure? (The one predicate of both directions.)"""
+    heading = _HEADING_RE.match(line)
+    if heading is not None:
+        title = heading.group(2).strip()
+        return _TS_RE.fullmatch(title) is not None or title.casefold() == SEE_ALSO.casefold()
+    if _SUPERSEDED_RE.match(line) or _SUPERSEDES_RE.match(line):
+        return True
+    stripped = line.strip()
+    if stripped in (SEE_ALSO_START, SEE_ALSO_END):
+        return True
+    return _header_fields(stripped) is not None
+
+
+def escape_line(line: str) -> str:
+    """`line` as observation text: structure, or backslashes then structure, gain a backslash."""
+    return "\\" + line if _is_structure(line.lstrip("\\")) else line
+
+
+def unescape_line(line: str) -> str:
+    """The inverse of `escape_line`."""
+    if line.startswith("\\") and _is_structure(line.lstrip("\\")):
+        return line[1:]
+    return line
+
+
+def escape_observation(text: str) -> tuple[str, int]:
+    """The normalised text with every structural line escaped, and how many were."""
+    lines = normalise_text(text).split("\n")
+    out = [escape_line(line) for line in lines]
+    return "\n".join(out), sum(1 for a, b in zip(lines, out, strict=True) if a != b)
+
+
 def _body(text: str) -> str:
-    # Lines that would read as an observation heading are indented so they stay text.
-    out = []
-    for line in text.replace("\r\n", "\n").replace("\r", "\n").strip("\n").split("\n"):
-        match = _HEADING_RE.match(line)
-        out.append(" " + line if match and _TS_RE.fullmatch(match.group(2)) else line)
-    return "\n".join(out)
+    return escape_observation(text)[0]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -360,33 +425,55 @@ def _str(value: JSON) -> str | None:
     return str(value) if not isinstance(value, bool) else None
 
 
+def _header_fields(line: str) -> dict[str, JSON] | None:
+    """The fields of a `<!-- id: … | scope: … -->` header line, or None."""
+    match = _COMMENT_RE.match(line)
+    if not match:
+        return None
+    fields: dict[str, JSON] = {}
+    for part in match.group(1).split("|"):
+        name, sep, value = part.partition(":")
+        if sep:
+            fields[name.strip().lower()] = value.strip()
+    return fields if "id" in fields or "scope" in fields else None
+
+
 def _header_comment(lines: Sequence[str], start: int) -> dict[str, JSON] | None:
     """The `<!-- id: … | scope: … -->` header within the first lines of the body."""
     for line in lines[start : start + 6]:
-        match = _COMMENT_RE.match(line.strip())
-        if match:
-            fields: dict[str, JSON] = {}
-            for part in match.group(1).split("|"):
-                name, sep, value = part.partition(":")
-                if sep:
-                    fields[name.strip().lower()] = value.strip()
-            if "id" in fields or "scope" in fields:
-                return fields
+        fields = _header_fields(line.strip())
+        if fields is not None:
+            return fields
     return None
+
+
+def _boundaries(lines: Sequence[str], start: int, level: int) -> list[_Heading]:
+    """The structural headings from line `start` on: timestamp headings at the observation
+    level and `## See Also`. Fences are not tracked (the writer escapes inside code too)."""
+    out: list[_Heading] = []
+    for i in range(start, len(lines)):
+        line = lines[i]
+        if not line.startswith("#"):
+            continue
+        match = _HEADING_RE.match(line)
+        if match is None:
+            continue
+        depth, title = len(match.group(1)), match.group(2).strip()
+        if depth == level and _TS_RE.fullmatch(title):
+            out.append(_Heading(i, depth, title))
+        elif depth == 2 and title.casefold() == SEE_ALSO.casefold():
+            out.append(_Heading(i, depth, SEE_ALSO))
+    return out
 
 
 def _observations(lines: Sequence[str], start: int, form: TopicForm) -> list[Observation]:
     level = _observation_level(form)
-    headings = _headings(lines, start)
+    bounds = _boundaries(lines, start, level)
     found: list[tuple[str, list[str]]] = []
-    for n, heading in enumerate(headings):
-        if heading.level != level or not _TS_RE.fullmatch(heading.text):
+    for n, heading in enumerate(bounds):
+        if heading.text == SEE_ALSO:
             continue
-        end = len(lines)
-        for later in headings[n + 1 :]:
-            if later.level <= level:
-                end = later.index
-                break
+        end = bounds[n + 1].index if n + 1 < len(bounds) else len(lines)
         found.append((heading.text, list(lines[heading.index + 1 : end])))
     superseded: dict[int, str] = {}
     out: list[Observation] = []
@@ -405,7 +492,7 @@ def _observations(lines: Sequence[str], start: int, form: TopicForm) -> list[Obs
                         superseded.setdefault(j, stamp)
                         break
             else:
-                kept.append(line)
+                kept.append(unescape_line(line))
         out.append(Observation(stamp, "\n".join(kept).strip("\n"), marked_by))
     return [
         Observation(o.timestamp, o.text, o.superseded_by or superseded.get(i))
@@ -418,11 +505,10 @@ def _observations(lines: Sequence[str], start: int, form: TopicForm) -> list[Obs
 
 
 def _see_also_index(lines: Sequence[str], start: int) -> int | None:
-    """Line index of the last `## See Also` heading (outside code), if any."""
+    """Line index of the last `## See Also` heading, if any (the reader's boundary rule)."""
     found = None
-    for heading in _headings(lines, start):
-        if heading.level == 2 and heading.text.casefold() == SEE_ALSO.casefold():
-            found = heading.index
+    for heading in _boundaries(lines, start, 0):
+        found = heading.index
     return found
 
 
@@ -481,8 +567,8 @@ def supersede(text: str, timestamp: str, body: str) -> str:
     lines = text.split("\n")
     level = _observation_level(topic.form)
     count = -1
-    for heading in _headings(lines, _body_start(lines)):
-        if heading.level == level and _TS_RE.fullmatch(heading.text):
+    for heading in _boundaries(lines, _body_start(lines), level):
+        if heading.text != SEE_ALSO:
             count += 1
             if count == target:
                 lines.insert(heading.index + 1, f"> Superseded by {timestamp}")
@@ -499,8 +585,11 @@ def replace_see_also(text: str, entries: Sequence[str]) -> str:
     or the markers when missing. Lines outside the markers are never touched."""
     lines = text.split("\n")
     block = [SEE_ALSO_START, *entries, SEE_ALSO_END] if entries else []
+    # Markers count only under the See Also heading: a marker line in an observation (a person's
+    # file, an imported body) is text, never the place to rewrite.
+    section = _see_also_index(lines, _body_start(lines))
     try:
-        start = lines.index(SEE_ALSO_START)
+        start = lines.index(SEE_ALSO_START, len(lines) if section is None else section)
         end = lines.index(SEE_ALSO_END, start)
     except ValueError:
         start = end = -1
@@ -508,7 +597,7 @@ def replace_see_also(text: str, entries: Sequence[str]) -> str:
         return "\n".join(lines[:start] + block + lines[end + 1 :])
     if not entries:
         return text
-    at = _see_also_index(lines, _body_start(lines))
+    at = section
     if at is None:
         body = text.rstrip("\n")
         return body + "\n\n## See Also\n" + "\n".join(block) + "\n"

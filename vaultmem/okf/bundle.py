@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, cast
 
+from vaultmem.files.names import portable_problem
+
 __all__ = [
     "Bundle",
     "BundleError",
@@ -35,6 +37,7 @@ __all__ = [
     "concept_id",
     "is_reserved",
     "read_bundle",
+    "shown_name",
 ]
 
 
@@ -46,6 +49,9 @@ class Limits:
     max_total_bytes: int = 64_000_000
     max_files: int = 10_000
     max_ratio: int = 100
+    # A concept's frontmatter as loaded (aliases expanded), counted in characters of its
+    # strings: YAML that stays under the node limit can still expand a 16 KB file to 20 MB.
+    max_frontmatter_chars: int = 256_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,29 +78,29 @@ class BundleError(Exception):
     """The whole bundle is refused (bomb, too many members, unreadable archive)."""
 
 
-# Windows reserves these names in every folder, with any extension.
-_RESERVED = re.compile(r"(?i)(con|prn|aux|nul|com[0-9]|lpt[0-9])(\..*)?")
-_UNPORTABLE = re.compile(r'[<>:"|?*\\\x00-\x1f]')
-
-
 def name_problem(path: str) -> str | None:
     """Why `path` (as written in the bundle) is unsafe to use, or None when it is fine."""
     if not path:
         return "empty name"
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return "name is not valid UTF-8"
     if "\x00" in path:
         return "NUL byte in the name"
     if "\\" in path:
         return "backslash in the name (not a bundle path)"
-    if path.startswith("/") or re.match(r"^[A-Za-z]:", path):
-        return "absolute path"
+    if path.startswith("/") or re.match(r"^[A-Za-z]:(?:[/\\]|$)", path):
+        return "absolute path"  # `a:b.md` is not one: the portability check names its `:`
     parts = path.split("/")
     if any(part == ".." for part in parts):
         return "'..' escapes the bundle root"
     for part in parts:
         if part in ("", "."):
             continue
-        if _UNPORTABLE.search(part) or _RESERVED.fullmatch(part) or part[-1] in ". ":
-            return f"name {part!r} is not portable across operating systems"
+        problem = portable_problem(part)
+        if problem is not None:
+            return f"name {part!r} {problem}"
     if len(path.encode("utf-8")) > 1000:
         return "name too long"
     return None
@@ -301,9 +307,18 @@ def _read_zip(path: Path, limits: Limits) -> Iterator[_Item]:
             yield _check_text(name, data, limits) or BundleFile(_clean(name), data)
 
 
+def shown_name(path: str) -> str:
+    """A member name safe to print and put in JSON: undecodable bytes as `\\xNN`."""
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 def _assemble(items: list[_Item]) -> Bundle:
     files = [item for item in items if isinstance(item, BundleFile)]
-    rejected = [item for item in items if isinstance(item, Rejection)]
+    rejected = [
+        Rejection(shown_name(item.path), item.reason)
+        for item in items
+        if isinstance(item, Rejection)
+    ]
     # Archives often wrap everything in one top folder (`bundle/...`): that folder is the root.
     tops = {f.path.split("/", 1)[0] for f in files}
     if files and len(tops) == 1 and all("/" in f.path for f in files):

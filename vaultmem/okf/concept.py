@@ -20,6 +20,7 @@ from typing import Any
 
 import yaml
 
+from vaultmem.files.names import KEY_RE, is_reserved_name
 from vaultmem.models import JSON
 
 __all__ = [
@@ -40,7 +41,6 @@ __all__ = [
     "retention_stale_after",
 ]
 
-KEY_RE = re.compile(r"[a-z0-9-]{1,60}")
 MEMORY_TYPES = ("user", "feedback", "project", "reference")
 
 TOPIC_FIELDS = ("id", "key", "scope", "scope_id", "type", "tags", "created", "updated", "source")
@@ -84,9 +84,9 @@ def retention_stale_after(scope: str, memory_type: str, at: str) -> str | None:
 def key_for(concept_id: str, declared: JSON = None) -> str:
     """The topic key of a concept: its declared `vaultmem.key`, else its ID when that is a
     valid key, else a slug of the ID plus an 8-digit digest of it (so `a/x` and `b/x` differ)."""
-    if isinstance(declared, str) and KEY_RE.fullmatch(declared):
+    if isinstance(declared, str) and KEY_RE.fullmatch(declared) and not is_reserved_name(declared):
         return declared
-    if KEY_RE.fullmatch(concept_id):
+    if KEY_RE.fullmatch(concept_id) and not is_reserved_name(concept_id):
         return concept_id
     slug = re.sub(r"[^a-z0-9]+", "-", concept_id.lower()).strip("-")[:51].strip("-")
     digest = hashlib.sha256(concept_id.encode("utf-8")).hexdigest()[:8]

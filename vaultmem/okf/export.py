@@ -6,22 +6,34 @@ kept note its concept ID, so the second pass can rewrite links knowing exactly w
 holds. Output is a pure function of the notes: `generated.at` comes from the note (`updated`,
 else the file's mtime), listings and the log are sorted, archives carry fixed dates and owners,
 and a file whose bytes would not change is not written at all. The files an export wrote are
-recorded in the vault's `.vaultmem/exports.json` (keyed by the bundle's absolute path), outside
-the bundle, which OKF allows to hold only concepts, index.md and log.md; `--prune` deletes only
-files from that record that this export no longer writes.
+recorded with their SHA-256 in the vault's `.vaultmem/exports.json` (keyed by the bundle's
+absolute path), outside the bundle, which OKF allows to hold only concepts, index.md and log.md.
+
+A bundle folder is written like the managed folder: every folder is opened relative to the one
+above it with `O_NOFOLLOW` and files are replaced through the folder descriptor, so a link inside
+the bundle folder (`OUT/project -> ~/vault/Knowledge`) is refused instead of followed. Before
+anything is written, an export refuses a non-empty folder that no earlier export wrote, and a file
+in the way that no export wrote. `--prune` deletes a recorded file only while its bytes still
+hash to what this export wrote: a person's edit, or a person's file, is never deleted. An
+`OSError` (permissions, a full disk, `/proc`) becomes `FileAccessError` naming the path.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import gzip
 import hashlib
 import io
 import json
+import os
 import posixpath
 import re
+import stat
 import tarfile
 import zipfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -29,9 +41,9 @@ from typing import Literal
 
 from vaultmem import __version__
 from vaultmem.config import Config
-from vaultmem.errors import ConfigError
+from vaultmem.errors import ConfigError, FileAccessError, PathEscapeError
 from vaultmem.files import managed
-from vaultmem.files.atomic import replace_file
+from vaultmem.files.atomic import replace_at, replace_file
 from vaultmem.files.scan import read_note, scan_vault
 from vaultmem.memory.secrets import SecretPattern, compile_patterns, redact
 from vaultmem.memory.topics import read_topic
@@ -66,6 +78,7 @@ PRIVATE_SCOPES = ("session", "agent")
 EXPORTS_RECORD = "exports.json"
 PRODUCER = f"vaultmem/{__version__}"
 _DESCRIPTION_MAX = 200
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 @dataclass(frozen=True, slots=True)
@@ -482,56 +495,180 @@ def _rel_url(path: str) -> str:
 def _write_folder(
     config: Config, out: Path, files: Mapping[str, bytes], prune: bool
 ) -> tuple[list[str], int, list[str]]:
-    if out.is_symlink() or (out.exists() and not out.is_dir()):
-        raise ConfigError(f"{out} exists and is not a folder.")
-    written: list[str] = []
-    unchanged = 0
-    for rel in sorted(files):
-        target = out / rel
-        data = files[rel]
-        try:
-            if target.read_bytes() == data:
-                unchanged += 1
-                continue
-        except (FileNotFoundError, NotADirectoryError):
-            pass
-        target.parent.mkdir(parents=True, exist_ok=True)
-        replace_file(target, data)
-        written.append(rel)
+    """Write the bundle into the folder `out`, never through a link and never over a file no
+    export wrote. `.vaultmem/exports.json` records each written file's path and SHA-256; prune
+    deletes only recorded files whose bytes still have the recorded hash."""
     record = _load_record(config)
     key = str(out)
-    earlier = record.get(key, [])
+    earlier = record.get(key)
+    _check_out(out, files, earlier)
+    written: list[str] = []
+    unchanged = 0
     pruned: list[str] = []
-    stale = sorted(set(earlier) - set(files))
-    for rel in stale:
-        target = out / rel
-        if prune and name_problem(rel) is None and _ours(target):
-            target.unlink()
-            pruned.append(rel)
-            _remove_empty_parents(target.parent, out)
-    remaining = [rel for rel in stale if rel not in pruned and (out / rel).exists()]
-    record[key] = list(sorted(set(files) | set(remaining)))
+    digests = {rel: _sha256(data) for rel, data in files.items()}
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        root = os.open(out, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            for rel in sorted(files):
+                *folders, name = rel.split("/")
+                with _folder_at(root, folders, out, create=True) as folder:
+                    assert folder is not None
+                    if _read_at(folder, name, out / rel) == files[rel]:
+                        unchanged += 1
+                        continue
+                    replace_at(folder, name, files[rel])
+                written.append(rel)
+            stale = sorted(set(earlier or {}) - set(files))
+            kept: dict[str, str] = {}
+            for rel in stale:
+                if prune and name_problem(rel) is None and _prune(root, rel, out, earlier or {}):
+                    pruned.append(rel)
+                elif _read_at_path(root, rel, out) is not None:
+                    kept[rel] = (earlier or {})[rel]
+        finally:
+            os.close(root)
+    except OSError as exc:
+        raise _access_error(exc, out) from exc
+    record[key] = {**kept, **digests}
     _save_record(config, record)
     return written, unchanged, pruned
 
 
-def _ours(target: Path) -> bool:
-    """A recorded file still carries our mark (a person may have replaced it since)."""
-    if target.is_symlink() or not target.is_file():
-        return False
-    if target.name in ("index.md", "log.md"):
-        return True
-    head = target.read_bytes()[:4096].decode("utf-8", "replace")
-    return re.search(r"^  by: vaultmem/", head, re.M) is not None
-
-
-def _remove_empty_parents(folder: Path, out: Path) -> None:
-    while folder != out and out in folder.parents:
+def _check_out(out: Path, files: Mapping[str, bytes], earlier: Mapping[str, str] | None) -> None:
+    """Refuse before writing anything: OUT that is not a folder, a link anywhere inside it, a
+    non-empty folder no export wrote, a file in the way that no export wrote."""
+    try:
+        st = os.lstat(out)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise _access_error(exc, out) from exc
+    if not stat.S_ISDIR(st.st_mode):
+        raise ConfigError(f"{out} exists and is not a folder.")
+    try:
+        empty = not any(os.scandir(out))
+    except OSError as exc:
+        raise _access_error(exc, out) from exc
+    if empty:
+        return
+    if earlier is None:
+        raise ConfigError(
+            f"{out} is not empty and no earlier export wrote it; vaultmem never overwrites "
+            "files it did not write.",
+            hint="Export to a new or empty folder.",
+        )
+    for folder, dirs, names in os.walk(out):
+        for name in (*dirs, *names):
+            path = Path(folder) / name
+            if path.is_symlink():
+                raise PathEscapeError(
+                    f"{path} is a symbolic link inside the bundle folder; an export never writes "
+                    "through a link.",
+                    hint="Remove the link (or export to a new folder).",
+                )
+    for rel in sorted(files):
+        target = out / rel
+        if rel in earlier or not os.path.lexists(target):
+            continue
         try:
-            folder.rmdir()
+            same = target.read_bytes() == files[rel]
         except OSError:
-            return
-        folder = folder.parent
+            same = False
+        if not same:
+            raise ConfigError(
+                f"{target} exists and no earlier export wrote it; vaultmem never overwrites "
+                "files it did not write.",
+                hint="Move that file away, or export to a new folder.",
+            )
+
+
+@contextmanager
+def _folder_at(root: int, parts: Sequence[str], out: Path, *, create: bool) -> Iterator[int | None]:
+    """The open folder `root/parts…`, walked with O_NOFOLLOW (a link on the way is refused);
+    None when missing and not created."""
+    fd = os.dup(root)
+    try:
+        for i, part in enumerate(parts):
+            try:
+                child = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            except FileNotFoundError:
+                if not create:
+                    yield None
+                    return
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(part, dir_fd=fd)
+                child = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                    shown = out.joinpath(*parts[: i + 1])
+                    raise PathEscapeError(
+                        f"{shown} is a symbolic link or not a folder; an export never writes "
+                        "through a link.",
+                        hint="Remove the link (or export to a new folder).",
+                    ) from exc
+                raise
+            os.close(fd)
+            fd = child
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def _read_at(folder: int, name: str, shown: Path) -> bytes | None:
+    """A regular file's bytes in `folder`, None when missing; a link or a FIFO is refused."""
+    try:
+        fd = os.open(
+            name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=folder
+        )
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise PathEscapeError(
+                f"{shown} is a symbolic link; an export never writes through a link."
+            ) from exc
+        raise
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise ConfigError(f"{shown} is not a regular file; the export will not replace it.")
+        return handle.read()
+
+
+def _read_at_path(root: int, rel: str, out: Path) -> bytes | None:
+    *folders, name = rel.split("/")
+    with _folder_at(root, folders, out, create=False) as folder:
+        return None if folder is None else _read_at(folder, name, out / rel)
+
+
+def _prune(root: int, rel: str, out: Path, earlier: Mapping[str, str]) -> bool:
+    """Delete a file an earlier export wrote, only while its bytes are exactly what it wrote."""
+    *folders, name = rel.split("/")
+    with _folder_at(root, folders, out, create=False) as folder:
+        if folder is None:
+            return False
+        data = _read_at(folder, name, out / rel)
+        if data is None or not earlier.get(rel) or _sha256(data) != earlier[rel]:
+            return False
+        os.unlink(name, dir_fd=folder)
+    for depth in range(len(folders), 0, -1):  # drop folders the prune left empty
+        with _folder_at(root, folders[: depth - 1], out, create=False) as parent:
+            if parent is None:
+                break
+            try:
+                os.rmdir(folders[depth - 1], dir_fd=parent)
+            except OSError:
+                break
+    return True
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _access_error(exc: OSError, path: Path) -> FileAccessError:
+    where = exc.filename if isinstance(exc.filename, str) else str(path)
+    return FileAccessError(f"Cannot write the bundle at {where}: {exc.strerror or exc}.")
 
 
 def _write_file(out: Path, data: bytes) -> list[str]:
@@ -540,8 +677,15 @@ def _write_file(out: Path, data: bytes) -> list[str]:
             return []
     except FileNotFoundError:
         pass
-    out.parent.mkdir(parents=True, exist_ok=True)
-    replace_file(out, data)
+    except IsADirectoryError as exc:
+        raise ConfigError(f"{out} is a folder; an archive export needs a file path.") from exc
+    except OSError as exc:
+        raise _access_error(exc, out) from exc
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        replace_file(out, data)
+    except OSError as exc:
+        raise _access_error(exc, out) from exc
     return [out.name]
 
 
@@ -569,19 +713,27 @@ def _archive(files: Mapping[str, bytes], fmt: Format) -> bytes:
     return buffer.getvalue()
 
 
-def _load_record(config: Config) -> dict[str, list[str]]:
+def _load_record(config: Config) -> dict[str, dict[str, str]]:
+    """`{bundle folder: {file: sha256}}`; a record from before hashes were kept maps files to
+    "" (never pruned: nothing says their bytes are still ours)."""
     try:
         data = json.loads((config.state_dir / EXPORTS_RECORD).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
     if not isinstance(data, dict):
         return {}
-    return {
-        str(k): [p for p in v if isinstance(p, str)] for k, v in data.items() if isinstance(v, list)
-    }
+    out: dict[str, dict[str, str]] = {}
+    for folder, files in data.items():
+        if isinstance(files, list):
+            out[str(folder)] = {p: "" for p in files if isinstance(p, str)}
+        elif isinstance(files, dict):
+            out[str(folder)] = {
+                p: h for p, h in files.items() if isinstance(p, str) and isinstance(h, str)
+            }
+    return out
 
 
-def _save_record(config: Config, record: Mapping[str, list[str]]) -> None:
+def _save_record(config: Config, record: Mapping[str, Mapping[str, str]]) -> None:
     path = config.state_dir / EXPORTS_RECORD
     data = (json.dumps(record, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode()
     try:

@@ -26,10 +26,17 @@ from vaultmem.errors import ConfigError, PartialWriteError, VaultmemError
 from vaultmem.files import managed
 from vaultmem.index.reconcile import reconcile
 from vaultmem.memory.secrets import SecretPattern, compile_patterns, redact
-from vaultmem.memory.topics import append_observation, iso_utc, read_topic
+from vaultmem.memory.topics import append_observation, escape_observation, iso_utc, read_topic
 from vaultmem.models import JSON
 from vaultmem.note.properties import load_frontmatter, split_frontmatter
-from vaultmem.okf.bundle import BundleError, Limits, concept_id, is_reserved, read_bundle
+from vaultmem.okf.bundle import (
+    BundleError,
+    BundleFile,
+    Limits,
+    concept_id,
+    is_reserved,
+    read_bundle,
+)
 from vaultmem.okf.concept import (
     MEMORY_TYPES,
     TOPIC_FIELDS,
@@ -40,7 +47,7 @@ from vaultmem.okf.concept import (
     relation_properties,
     render,
 )
-from vaultmem.okf.rewrite import escape_markers, import_links, timestamp_headings
+from vaultmem.okf.rewrite import import_links, timestamp_headings
 
 __all__ = ["Conflict", "ImportReport", "import_bundle"]
 
@@ -113,7 +120,11 @@ def import_bundle(
     for file in bundle.files:
         if is_reserved(file.path):
             continue
-        concept, reason = _read_concept(file.path, file.data.decode("utf-8"))
+        if len(file.data) > config.max_note_bytes:
+            why = f"larger than max_note_bytes ({config.max_note_bytes} bytes)"
+            rejected.append({"path": file.path, "reason": why})
+            continue
+        concept, reason = _read_concept(file.path, file.data.decode("utf-8"), limits)
         if concept is None:
             rejected.append({"path": file.path, "reason": reason})
             continue
@@ -125,6 +136,7 @@ def import_bundle(
             continue
         taken[concept.key] = file.path
         concepts.append(concept)
+    _refuse_non_bundle(source, bundle.files, concepts, rejected)
     keys = {c.id: c.key for c in concepts}
     patterns = compile_patterns(config.secret_patterns)
     counts = _Counts()
@@ -146,7 +158,15 @@ def import_bundle(
             fm = _redact_values(fm, patterns)
             redacted.append({"path": concept.path, "patterns": list(found)})
         text = render(fm, body)
-        action = _write(config, rel, text, observations, conflict, dry_run)
+        if len(text.encode("utf-8")) > config.max_note_bytes:
+            why = f"its topic would be larger than max_note_bytes ({config.max_note_bytes} bytes)"
+            rejected.append({"path": concept.path, "reason": why})
+            continue
+        action = _write(config, rel, text, observations, conflict, dry_run, config.max_note_bytes)
+        if action == "too_large":
+            why = f"merged topic over max_note_bytes ({config.max_note_bytes} bytes)"
+            rejected.append({"path": concept.path, "reason": why})
+            continue
         tally[action] += 1
         if action != "skipped" and not dry_run:
             written.append(rel)
@@ -174,7 +194,25 @@ def import_bundle(
     )
 
 
-def _read_concept(path: str, text: str) -> tuple[_Concept | None, str]:
+def _refuse_non_bundle(
+    source: Path,
+    files: Sequence[BundleFile],
+    concepts: Sequence[_Concept],
+    rejected: Sequence[Mapping[str, str]],
+) -> None:
+    """A folder with no root index.md and not one concept is not an OKF bundle: say so instead
+    of reporting an empty import as a success."""
+    if concepts or any(f.path == "index.md" for f in files):
+        return
+    first = f" (first refusal: {rejected[0]['path']}: {rejected[0]['reason']})" if rejected else ""
+    raise ConfigError(
+        f"{source} is not an OKF bundle: it has no index.md at its root and none of its "
+        f"{len(files)} Markdown files is a concept{first}.",
+        hint="Import a folder or archive made by `vaultmem export okf` or another OKF producer.",
+    )
+
+
+def _read_concept(path: str, text: str, limits: Limits) -> tuple[_Concept | None, str]:
     text = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
     block = split_frontmatter(text)
     if block is None:
@@ -184,10 +222,37 @@ def _read_concept(path: str, text: str) -> tuple[_Concept | None, str]:
         if fm.problems:
             return None, fm.problems[0][1]
         return None, "empty frontmatter (no type)"
+    if _chars_over(fm.data, limits.max_frontmatter_chars):
+        return None, (
+            f"frontmatter expands past {limits.max_frontmatter_chars} characters "
+            "(YAML aliases?); refused before any work on it"
+        )
     kind = fm.data.get("type")
     if not isinstance(kind, str) or not kind.strip():
         return None, "no type (required by OKF)"
     return _Concept(path, concept_id(path), fm.data, block.body), ""
+
+
+def _chars_over(value: JSON, limit: int) -> bool:
+    """Do the strings and keys of `value` add up to more than `limit` characters? Walks with
+    an explicit stack and stops as soon as they do, so an expanded alias graph costs little."""
+    total = 0
+    stack: list[JSON] = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            total += len(item)
+        elif isinstance(item, dict):
+            total += sum(len(k) for k in item)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            total += len(item)
+            stack.extend(item)
+        else:
+            total += 8
+        if total > limit:
+            return True
+    return False
 
 
 def _mapping(value: JSON) -> dict[str, JSON]:
@@ -249,9 +314,11 @@ def _topic(
         and all(has_offset(o) and parse_instant(o) <= now for o in declared)
         and not clamped
     )
-    escaped, n = escape_markers(links.text)
+    # The topic writer's own escaping: the reader gives this text back byte for byte, and no
+    # heading, supersede line or see-also marker in it can act as structure.
+    escaped, n = escape_observation(links.text)
     counts.escaped += 0 if trusted else n
-    observation = escaped.strip("\n")
+    observation = escaped
     if clamped:
         observation += (
             f"\n\n> Imported with generated.at {raw_at}, which lay in the future; clamped to {at}."
@@ -362,15 +429,25 @@ def _write(
     observations: list[tuple[str, str]],
     conflict: Conflict,
     dry_run: bool,
-) -> Literal["imported", "replaced", "merged", "skipped"]:
+    max_bytes: int,
+) -> Literal["imported", "replaced", "merged", "skipped", "too_large"]:
     if dry_run:
         # Even a lock file is a write: a dry run only reads.
-        return _plan(managed.read_text(config, rel), text, observations, conflict)[0]
+        current = managed.read_text(config, rel, errors="surrogateescape")
+        action, new = _plan(current, text, observations, conflict)
+        return "too_large" if _too_large(new, max_bytes) else action
     with managed.topic_lock(config, rel):
-        action, new = _plan(managed.read_text(config, rel), text, observations, conflict)
+        current = managed.read_text(config, rel, errors="surrogateescape")
+        action, new = _plan(current, text, observations, conflict)
+        if _too_large(new, max_bytes):
+            return "too_large"
         if new is not None:
             managed.write_text(config, rel, new)
         return action
+
+
+def _too_large(text: str | None, max_bytes: int) -> bool:
+    return text is not None and len(text.encode("utf-8", "surrogateescape")) > max_bytes
 
 
 def _plan(

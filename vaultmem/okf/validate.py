@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +22,7 @@ from urllib.parse import unquote
 
 from vaultmem.models import JSON
 from vaultmem.note.properties import load_frontmatter, split_frontmatter
-from vaultmem.okf.bundle import name_problem
+from vaultmem.okf.bundle import Limits, name_problem, shown_name
 from vaultmem.okf.concept import has_offset
 from vaultmem.okf.rewrite import code_segments
 
@@ -35,6 +36,7 @@ _INDEX_ITEM = re.compile(r"^\* \[(?:[^\]\\]|\\.)+\]\([^()\s]+\)(?: - .*)?$")
 _LOG_DATE = re.compile(r"^## (\d{4}-\d{2}-\d{2})$")
 _LINK = re.compile(r"!?\[(?:[^\]\\\n]|\\.)*\]\(\s*(<[^<>\n]*>|[^\s()<>]+)(?:\s+\"[^\"\n]*\")?\s*\)")
 _WIKILINK = re.compile(r"\[\[[^\[\]\n]+\]\]")
+_LIMITS = Limits()
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,25 +77,35 @@ class ValidationReport:
         }
 
 
-def _files(root: Path) -> list[str]:
+def _files(root: Path, limits: Limits) -> tuple[list[str], bool]:
+    """Every file under `root` (links not followed), and whether the walk stopped at
+    `limits.max_files` (a folder that big is not a knowledge bundle)."""
     out: list[str] = []
     for folder, dirs, names in os.walk(root):
         dirs.sort()
         rel = Path(folder).relative_to(root).as_posix()
         prefix = "" if rel == "." else rel + "/"
         out.extend(prefix + n for n in sorted(names))
-    return out
+        if len(out) > limits.max_files:
+            return out[: limits.max_files], True
+    return out, False
 
 
-def validate_bundle(root: Path) -> ValidationReport:
-    """Check every file of the bundle folder `root`."""
+def validate_bundle(root: Path, limits: Limits = _LIMITS) -> ValidationReport:
+    """Check every file of the bundle folder `root`. Reading is bounded like an import: links,
+    FIFOs and devices are not opened, a file over `max_file_bytes` is not read, and at most
+    `max_files` files are looked at."""
     findings: list[Finding] = []
-    files = _files(root)
+    files, cut = _files(root, limits)
+    if cut:
+        findings.append(
+            Finding(".", "error", f"more than {limits.max_files} files: not a knowledge bundle")
+        )
     present = {f.casefold() for f in files}
     seen: dict[str, str] = {}
     concepts = 0
     for rel in files:
-        add = _adder(findings, rel)
+        add = _adder(findings, shown_name(rel))
         problem = name_problem(rel)
         if problem is not None:
             add("warning", problem)
@@ -103,7 +115,9 @@ def validate_bundle(root: Path) -> ValidationReport:
         seen.setdefault(folded, rel)
         if not rel.endswith(".md"):
             continue
-        data = (root / rel).read_bytes()
+        data = _read(root / rel, limits, add)
+        if data is None:
+            continue
         try:
             text = data.decode("utf-8").removeprefix("\ufeff").replace("\r\n", "\n")
         except UnicodeDecodeError as exc:
@@ -117,7 +131,38 @@ def validate_bundle(root: Path) -> ValidationReport:
         else:
             concepts += 1
             _check_concept(rel, text, present, add)
+    if concepts == 0 and "index.md" not in files:
+        findings.append(
+            Finding(
+                ".",
+                "error",
+                "not an OKF bundle: no index.md at the root and no concept "
+                "(a .md file whose YAML frontmatter has a `type`)",
+            )
+        )
     return ValidationReport(str(root), concepts, tuple(findings))
+
+
+def _read(path: Path, limits: Limits, add: _Add) -> bytes | None:
+    """A regular file's bytes, or None after a finding (a link, FIFO or device, too large)."""
+    try:
+        st = os.lstat(path)
+    except OSError as exc:
+        add("error", f"unreadable: {exc.strerror}")
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        add("error", "not a regular file (a link, FIFO or device)")
+        return None
+    if st.st_size > limits.max_file_bytes:
+        add("error", f"larger than {limits.max_file_bytes} bytes")
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        with os.fdopen(fd, "rb") as handle:
+            return handle.read(limits.max_file_bytes + 1)
+    except OSError as exc:
+        add("error", f"unreadable: {exc.strerror}")
+        return None
 
 
 def _adder(findings: list[Finding], rel: str) -> _Add:
