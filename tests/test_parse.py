@@ -86,7 +86,8 @@ def test_tags_frontmatter_first_then_body_deduplicated() -> None:
 
 
 def test_invalid_frontmatter_tag_is_a_warning() -> None:
-    parsed = parse("---\ntags: a, b\n---\n")
+    parsed = parse("---\ntags: [a, 1984]\n---\n")
+    assert parsed.note.tags == ("a",)
     (problem,) = parsed.problems
     assert (problem.code, problem.severity, problem.line) == ("property_invalid", "warning", 2)
 

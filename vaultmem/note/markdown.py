@@ -212,7 +212,16 @@ def _field_spans(text: str) -> list[tuple[int, int, str]]:
 class _Collector:
     """Per-call sink for what inline rules find; lives in the mistune env under `vm`."""
 
-    __slots__ = ("_cline", "_cpos", "base", "fields", "found", "src", "tags")
+    __slots__ = (
+        "_cline",
+        "_cpos",
+        "_memo",
+        "base",
+        "fields",
+        "found",
+        "src",
+        "tags",
+    )
 
     def __init__(self) -> None:
         self.found: list[tuple[int, Link]] = []
@@ -222,6 +231,30 @@ class _Collector:
         self.base = 1
         self._cpos = 0
         self._cline = 1
+        # needle -> (source, searched from, found at): see `_next`
+        self._memo: dict[str, tuple[str, int, int]] = {}
+
+    def _next(self, needle: str, src: str, pos: int) -> int:
+        """`src.find(needle, pos)`, answered from the last search when it still holds.
+
+        Inline rules ask in increasing positions, so each answer covers every later position up
+        to the hit: a run of openers costs one scan of the line in total, not one per opener.
+        """
+        memo = self._memo.get(needle)
+        if memo is not None and memo[0] is src and memo[1] <= pos and (memo[2] < 0 or memo[2] >= pos):
+            return memo[2]
+        found = src.find(needle, pos)
+        self._memo[needle] = (src, pos, found)
+        return found
+
+    def close_after(self, src: str, pos: int) -> int:
+        """Position of the first `]]` at or after `pos`, or -1."""
+        return self._next("]]", src, pos)
+
+    def newline_after(self, src: str, pos: int) -> int:
+        """Position of the first newline at or after `pos`, or `len(src)`."""
+        found = self._next("\n", src, pos)
+        return len(src) if found < 0 else found
 
     def start(self, src: str, base: int) -> None:
         self.src, self.base, self._cpos, self._cline = src, base, 0, base
@@ -259,11 +292,20 @@ def _collector(state: InlineState) -> _Collector:
     return cast(_Collector, state.env["vm"])
 
 
-_WIKILINK = r"!?\[\[[^\n]*?\]\]"
+# Only the opener is a regex: finding the closing `]]` with a lazy `[^\n]*?\]\]` rescans the
+# rest of the line at every `[[` of a run (`[[[[…` without `]]`), which made 200 KB of brackets
+# take minutes. The closer is looked up with `_Collector.close_after`, memoised per source.
+_WIKILINK = r"!?\[\["
 
 
 def _parse_wikilink(inline: InlineParser, m: Match[str], state: InlineState) -> int | None:
-    raw = m.group(0)
+    src = state.src
+    col = _collector(state)
+    close = col.close_after(src, m.end())
+    if close < 0 or col.newline_after(src, m.end()) < close:
+        return None  # rule 1: a wikilink closes at the first `]]` on its own line
+    end = close + 2
+    raw = src[m.start() : end]
     embed = raw.startswith("!")
     contents = raw[3:-2] if embed else raw[2:-2]
     start = m.start()
@@ -281,9 +323,9 @@ def _parse_wikilink(inline: InlineParser, m: Match[str], state: InlineState) -> 
     parts = split_wikilink(contents)
     if parts is None:
         return None
-    _collector(state).add_link(start, parts[0], parts[1], parts[2], embed, "wikilink", raw)
+    col.add_link(start, parts[0], parts[1], parts[2], embed, "wikilink", raw)
     state.append_token({"type": "wikilink", "raw": raw})
-    return m.end()
+    return end
 
 
 _TAG = r"(?<![^\s])#(?P<vm_tag_name>" + _TAG_CHARS + ")"
@@ -427,8 +469,19 @@ class _State(BlockState):
         return child
 
 
+# The rules that end a block quote's lazy continuation in mistune 3 (`extract_block_quote`).
+# CommonMark (0.30, §5.1, "laziness" applies to paragraph continuation text only) and Obsidian
+# also end it at an ATX heading: `> quote` then `# After` is a quote and a heading.
+_QUOTE_BREAK_RULES = ("blank_line", "thematic_break", "fenced_code", "list", "block_html")
+
+
 class _BlockParser(BlockParser):
     state_cls = _State
+
+    def compile_sc(self, rules: list[str] | None = None) -> re.Pattern[str]:
+        if rules is not None and tuple(rules) == _QUOTE_BREAK_RULES:
+            rules = [*rules, "atx_heading"]
+        return super().compile_sc(rules)
 
     def parse_method(self, m: Match[str], state: BlockState) -> int | None:
         st = cast(_State, state)
@@ -534,7 +587,8 @@ SKIP_PLAIN_PARAGRAPHS = True
 """The cheap path: a paragraph with no `[` and no `#` holds no link or tag, so its inline parse
 is skipped. tests/test_parse_shortcut.py proves the models are identical either way."""
 
-_BLOCK_ID = re.compile(r"(?:^|[ \t])\^([A-Za-z0-9-]+)[ \t]*$", re.M)
+# Rule 15: after whitespace, at a line start, or right after a link or embed (`![[a.png]]^id`)
+_BLOCK_ID = re.compile(r"(?:^|[ \t]|(?<=\]\]))\^([A-Za-z0-9-]+)[ \t]*$", re.M)
 _INLINE_STRIP = " \t\f\n"
 
 
