@@ -382,7 +382,9 @@ def test_empty_leading_section_omitted() -> None:
 )
 def test_heading_right_after_a_quote_line(body: str) -> None:
     scan = scan_body(body)
-    assert [(h.level, h.text, h.line) for h in scan.headings] == [(1, "After", body.count("\n") - 1)]
+    assert [(h.level, h.text, h.line) for h in scan.headings] == [
+        (1, "After", body.count("\n") - 1)
+    ]
     assert [s.heading for s in scan.sections] == [None, "After"]
     assert scan.sections[1].text == "text"
 

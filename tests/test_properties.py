@@ -239,7 +239,7 @@ def test_tags_empty_value_is_fine() -> None:
 
 
 def test_aliases_and_cssclasses() -> None:
-    tags, aliases, css, problems = specials(
+    _, aliases, css, problems = specials(
         "---\naliases: [Doggo, 2024, Doggo]\ncssclasses: wide\n---\n"
     )
     assert aliases == ("Doggo", "2024")

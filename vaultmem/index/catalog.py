@@ -14,6 +14,7 @@ from typing import Any
 import duckdb
 
 from vaultmem.errors import AmbiguousError, NotFoundError, QueryError
+from vaultmem.note.links import fold_name
 from vaultmem.storage.store import Connection, fetch_dicts
 
 
@@ -96,7 +97,7 @@ def find_note(con: Connection, name: str) -> NoteRef:
     than one match of that kind is an `AmbiguousError` listing the candidates.
     """
     text = unicodedata.normalize("NFC", name.strip())
-    key = text.casefold().removesuffix(".md")
+    key = fold_name(text).removesuffix(".md")
     queries = (
         ("SELECT id, path, title FROM notes WHERE id = ?", text),
         ("SELECT id, path, title FROM notes WHERE lower(path) IN (?, ? || '.md')", key),

@@ -241,7 +241,12 @@ class _Collector:
         to the hit: a run of openers costs one scan of the line in total, not one per opener.
         """
         memo = self._memo.get(needle)
-        if memo is not None and memo[0] is src and memo[1] <= pos and (memo[2] < 0 or memo[2] >= pos):
+        if (
+            memo is not None
+            and memo[0] is src
+            and memo[1] <= pos
+            and (memo[2] < 0 or memo[2] >= pos)
+        ):
             return memo[2]
         found = src.find(needle, pos)
         self._memo[needle] = (src, pos, found)

@@ -56,9 +56,7 @@ for _tag, _pattern, _first in (
     ),
     ("merge", r"<<", ["<"]),
 ):
-    _Core12Resolver.add_implicit_resolver(
-        _TAG + _tag, re.compile(f"^(?:{_pattern})$"), _first
-    )
+    _Core12Resolver.add_implicit_resolver(_TAG + _tag, re.compile(f"^(?:{_pattern})$"), _first)
 
 try:
     from yaml import CParser
