@@ -59,7 +59,7 @@ for _tag, _pattern, _first in (
     _Core12Resolver.add_implicit_resolver(_TAG + _tag, re.compile(f"^(?:{_pattern})$"), _first)
 
 try:
-    from yaml import CParser
+    from yaml._yaml import CParser
 
     class _Core12Loader(CParser, _Core12Resolver):
         """libyaml's C parser and composer with the 1.2 core resolver (nothing is constructed)."""
@@ -83,6 +83,16 @@ except ImportError:  # pragma: no cover - PyYAML built without libyaml
             Parser.__init__(self)
             Composer.__init__(self)
             _Core12Resolver.__init__(self)
+
+
+def _compose(text: str) -> Node | None:
+    """`yaml.compose` with the 1.2 core loader: the node graph, nothing constructed."""
+    loader = _Core12Loader(text)
+    try:
+        node: Node | None = loader.get_single_node()
+        return node
+    finally:
+        loader.dispose()
 
 
 MAX_NODES = 100_000
@@ -302,7 +312,7 @@ def load_frontmatter(block: FrontmatterBlock) -> Frontmatter:
         return Frontmatter({}, "empty")
     first = block.yaml_line
     try:
-        node = yaml.compose(text, Loader=_Core12Loader)
+        node = _compose(text)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = first + mark.line if mark is not None else first
