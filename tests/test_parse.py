@@ -7,6 +7,7 @@ import json
 import re
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -297,3 +298,50 @@ def test_link_lines_point_at_their_source(blocks: list[str]) -> None:
     for link in note.links:
         assert link.raw in lines[link.line - 1]
         assert re.fullmatch(r"L\d+", link.target)
+
+
+# --- canvas files (issue 18 point 7, spec rule 18) ---
+
+
+def test_canvas_links_tags_and_sections() -> None:
+    canvas = {
+        "nodes": [
+            {"id": "1", "type": "file", "file": "Projects/Plan.md", "subpath": "#Goals"},
+            {"id": "2", "type": "file", "file": "img/a.png"},
+            {"id": "3", "type": "text", "text": "see [[Alpha|A]] #Idea #idea\n\n- [m](Beta.md)"},
+            {"id": "4", "type": "link", "url": "https://example.com"},
+        ]
+    }
+    parsed = parse_note("Boards/Plan board.canvas", json.dumps(canvas).encode())
+    note = parsed.note
+    assert parsed.problems == ()
+    assert note.title == "Plan board" and note.tags == ("Idea",)
+    assert [(x.kind, x.target, x.subpath, x.embed) for x in note.links] == [
+        ("canvas", "/Projects/Plan.md", "#Goals", True),
+        ("canvas", "/img/a.png", "", True),
+        ("wikilink", "Alpha", "", False),
+        ("markdown", "Beta.md", "", False),
+    ]
+    assert [s.text for s in note.sections] == ["see [[Alpha|A]] #Idea #idea\n\n- [m](Beta.md)"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "{not json",
+        "[1, 2]",
+        '{"nodes": 3}',
+        '{"nodes": [1, null, {"type": "file", "file": 3}, {"type": "text", "text": []}]}',
+        "[" * 5000,
+    ],
+)
+def test_bad_canvas_never_raises(text: str) -> None:
+    parsed = parse_note("b.canvas", text.encode())
+    assert parsed.note.links == () and parsed.note.title == "b"
+    assert [p.code for p in parsed.problems] in ([], ["canvas_invalid"])
+
+
+def test_canvas_guards_like_a_note() -> None:
+    assert [p.code for p in parse_note("b.canvas", b"\x00{}").problems] == ["file_binary"]
+    empty = parse_note("b.canvas", b"")
+    assert empty.problems == () and empty.note.links == ()
