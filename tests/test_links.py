@@ -595,8 +595,9 @@ def _links_of(vault: Vault, name: str) -> list[tuple[str, str | None]]:
 
 
 def test_files_obsidian_excludes_stay_link_targets(tmp_path: Path) -> None:
-    # Issue 18 point 1, spec rule 17 (help: "Excluded files" in Settings > Files and links:
-    # excluded files are hidden from search, graph and unlinked mentions; links still work).
+    # Issue 18 point 1, spec rule 17, after Obsidian's help on Settings > Files and links >
+    # Excluded files: exclusion hides files from search, graph and unlinked mentions only, so
+    # links to them still resolve.
     vault = _indexed_vault(
         tmp_path,
         {
@@ -617,8 +618,8 @@ def test_files_obsidian_excludes_stay_link_targets(tmp_path: Path) -> None:
 
 
 def test_canvas_files_are_link_sources(tmp_path: Path) -> None:
-    # Issue 18 point 7, spec rule 18: JSON Canvas file nodes and wikilinks in text nodes give
-    # backlinks (Obsidian 1.12 release notes: "Backlinks now include links from Canvas").
+    # Issue 18 point 7, spec rule 18 (after Obsidian's 1.12 release notes: canvases count as
+    # link sources for backlinks): file nodes and wikilinks in text nodes are links.
     canvas = {
         "nodes": [
             {"id": "a", "type": "file", "file": "Projects/Plan.md", "subpath": "#Goals"},

@@ -199,9 +199,10 @@ def test_tags_list_string_hash_and_case_insensitive_key() -> None:
     assert specials("---\ntags: single\n---\n")[0] == ("single",)
 
 
-# Issue 18 point 2. Obsidian's `parseFrontMatterTags` reads `tags` with
-# `parseFrontMatterStringArray(frontmatter, key, nospaces=true)` (obsidian.d.ts, obsidian-api):
-# a string value is split at commas and whitespace, so `tags: a, b` is two tags, not an error.
+# Issue 18 point 2. obsidian.d.ts (obsidian-api) declares the helper behind frontmatter tags,
+# `parseFrontMatterStringArray(frontmatter, key, nospaces?)`: a string value is a list written
+# inline, split at commas (and at whitespace with `nospaces`, which tags use: a tag holds no
+# space), so `tags: a, b` is two tags, not an error.
 @pytest.mark.parametrize(
     "written",
     ["tags: ux, design", "tags: 'ux,design'", "tags: ux design", "tags: '#ux, #design'"],
@@ -247,8 +248,8 @@ def test_aliases_and_cssclasses() -> None:
     assert problems == []
 
 
-# Issue 18 point 4: Obsidian 1.9 removed the singular keys (release notes v1.9.0: "the
-# `tag`, `alias` and `cssclass` properties are no longer supported"; Properties help page).
+# Issue 18 point 4, spec rule 11: Obsidian 1.9 dropped the singular `tag`, `alias` and
+# `cssclass` keys (release notes v1.9.0; the Properties help page lists only the plural ones).
 def test_legacy_singular_keys_are_ordinary_properties() -> None:
     fm = load("---\ntag: old\nalias: Pup\ncssclass: narrow\n---\n")
     assert specials("---\ntag: old\nalias: Pup\ncssclass: narrow\n---\n") == ((), (), (), [])

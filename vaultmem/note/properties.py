@@ -353,9 +353,10 @@ _TAG_KEYS = ("tags",)
 _ALIAS_KEYS = ("aliases",)
 _CSS_KEYS = ("cssclasses",)
 
-# A `tags` string is a list written inline: Obsidian's `parseFrontMatterTags` reads it with
-# `parseFrontMatterStringArray(frontmatter, key, nospaces=true)` (obsidian.d.ts), which splits
-# a string value at commas and whitespace: `tags: a, b` and `tags: a b` are two tags each.
+# A `tags` string is a list written inline. obsidian.d.ts declares the helper behind it,
+# `parseFrontMatterStringArray(frontmatter, key, nospaces?)`: a string value is split at commas,
+# and with `nospaces` (tags hold no space) at whitespace too: `tags: a, b` and `tags: a b` are
+# two tags each. Re-implementations of the API for plugin tests do the same.
 _TAG_SPLIT = re.compile(r"[,\s]+")
 _ALL_DIGITS = re.compile(r"[0-9]+")
 
