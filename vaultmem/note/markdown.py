@@ -212,16 +212,7 @@ def _field_spans(text: str) -> list[tuple[int, int, str]]:
 class _Collector:
     """Per-call sink for what inline rules find; lives in the mistune env under `vm`."""
 
-    __slots__ = (
-        "_cline",
-        "_cpos",
-        "_memo",
-        "base",
-        "fields",
-        "found",
-        "src",
-        "tags",
-    )
+    __slots__ = ("_cline", "_cpos", "base", "fields", "found", "src", "tags")
 
     def __init__(self) -> None:
         self.found: list[tuple[int, Link]] = []
@@ -231,35 +222,6 @@ class _Collector:
         self.base = 1
         self._cpos = 0
         self._cline = 1
-        # needle -> (source, searched from, found at): see `_next`
-        self._memo: dict[str, tuple[str, int, int]] = {}
-
-    def _next(self, needle: str, src: str, pos: int) -> int:
-        """`src.find(needle, pos)`, answered from the last search when it still holds.
-
-        Inline rules ask in increasing positions, so each answer covers every later position up
-        to the hit: a run of openers costs one scan of the line in total, not one per opener.
-        """
-        memo = self._memo.get(needle)
-        if (
-            memo is not None
-            and memo[0] is src
-            and memo[1] <= pos
-            and (memo[2] < 0 or memo[2] >= pos)
-        ):
-            return memo[2]
-        found = src.find(needle, pos)
-        self._memo[needle] = (src, pos, found)
-        return found
-
-    def close_after(self, src: str, pos: int) -> int:
-        """Position of the first `]]` at or after `pos`, or -1."""
-        return self._next("]]", src, pos)
-
-    def newline_after(self, src: str, pos: int) -> int:
-        """Position of the first newline at or after `pos`, or `len(src)`."""
-        found = self._next("\n", src, pos)
-        return len(src) if found < 0 else found
 
     def start(self, src: str, base: int) -> None:
         self.src, self.base, self._cpos, self._cline = src, base, 0, base
@@ -297,40 +259,24 @@ def _collector(state: InlineState) -> _Collector:
     return cast(_Collector, state.env["vm"])
 
 
-# Only the opener is a regex: finding the closing `]]` with a lazy `[^\n]*?\]\]` rescans the
-# rest of the line at every `[[` of a run (`[[[[…` without `]]`), which made 200 KB of brackets
-# take minutes. The closer is looked up with `_Collector.close_after`, memoised per source.
-_WIKILINK = r"!?\[\["
+# Rule 1: a wikilink closes at the first `]]` on its line. The contents may not hold another `[[`:
+# the lazy `[^\n]*?\]\]` this replaces rescanned the rest of the line at every opener of a run
+# (`[[[[…` without `]]`: 200 KB took minutes). Stopping at the next `[[` bounds every scan by the
+# next opener, so a line costs linear time; the inner `[[Beta]]` of `[[a [[Beta]]` then matches
+# on its own, which is rule 1's "only the inner link counts".
+_WIKILINK = r"!?\[\[(?:[^\n\[\]]|\[(?!\[)|\](?!\]))*\]\]"
 
 
 def _parse_wikilink(inline: InlineParser, m: Match[str], state: InlineState) -> int | None:
-    src = state.src
-    col = _collector(state)
-    close = col.close_after(src, m.end())
-    if close < 0 or col.newline_after(src, m.end()) < close:
-        return None  # rule 1: a wikilink closes at the first `]]` on its own line
-    end = close + 2
-    raw = src[m.start() : end]
+    raw = m.group(0)
     embed = raw.startswith("!")
     contents = raw[3:-2] if embed else raw[2:-2]
-    start = m.start()
-    inner = contents.rfind("[[")
-    if inner >= 0:
-        # rule 1: `[[a [[Beta]]` links to Beta only; the prefix stays text
-        offset = (3 if embed else 2) + inner
-        embed = offset > 0 and raw[offset - 1] == "!"
-        if embed:
-            offset -= 1
-        inline.process_text(raw[:offset], state)
-        start += offset
-        raw = raw[offset:]
-        contents = contents[inner + 2 :]
     parts = split_wikilink(contents)
     if parts is None:
         return None
-    col.add_link(start, parts[0], parts[1], parts[2], embed, "wikilink", raw)
+    _collector(state).add_link(m.start(), parts[0], parts[1], parts[2], embed, "wikilink", raw)
     state.append_token({"type": "wikilink", "raw": raw})
-    return end
+    return m.end()
 
 
 _TAG = r"(?<![^\s])#(?P<vm_tag_name>" + _TAG_CHARS + ")"
@@ -368,7 +314,9 @@ def _plain(tokens: Iterable[dict[str, Any]]) -> str:
 
 
 def _parse_link_close(inline: InlineParser, m: Match[str], state: InlineState) -> int:
-    openers = {b.token_index: b for b in state.brackets}
+    # each `]` of the match closes or retires at most one opener, the innermost first: only the
+    # last len(match) openers can make this link (all of them made a run of `[` quadratic)
+    openers = {b.token_index: b for b in state.brackets[-len(m.group(0)) :]}
     end = inline.parse_link_close(m, state)
     if not state.tokens:
         return end
@@ -484,7 +432,7 @@ class _BlockParser(BlockParser):
     state_cls = _State
 
     def compile_sc(self, rules: list[str] | None = None) -> re.Pattern[str]:
-        if rules is not None and tuple(rules) == _QUOTE_BREAK_RULES:
+        if rules is not None and len(rules) == 5 and tuple(rules) == _QUOTE_BREAK_RULES:
             rules = [*rules, "atx_heading"]
         return super().compile_sc(rules)
 
@@ -594,6 +542,15 @@ is skipped. tests/test_parse_shortcut.py proves the models are identical either 
 
 # Rule 15: after whitespace, at a line start, or right after a link or embed (`![[a.png]]^id`)
 _BLOCK_ID = re.compile(r"(?:^|[ \t]|(?<=\]\]))\^([A-Za-z0-9-]+)[ \t]*$", re.M)
+
+
+def _block_id(text: str, start: int) -> Match[str] | None:
+    # most last lines hold no `^`: one C-level find skips the regex (run once per paragraph)
+    if text.find("^", start) < 0:
+        return None
+    return _BLOCK_ID.search(text, start)
+
+
 _INLINE_STRIP = " \t\f\n"
 
 
@@ -630,7 +587,7 @@ class _Walker:
                 line = tok["_line"]
                 text = self.inline(tok["text"], line)
                 last_nl = text.rfind("\n")
-                m = _BLOCK_ID.search(text, last_nl + 1)
+                m = _block_id(text, last_nl + 1)
                 if m:
                     self.scan.blocks.append(Block(m.group(1), line + text.count("\n")))
             elif kind == "heading":
