@@ -12,10 +12,12 @@ from vaultmem.config import (
     FolderMapping,
     find_vault,
     init_vault,
+    is_safe_filter_regex,
     load_config,
     render_config,
 )
 from vaultmem.errors import ConfigError, VaultNotFoundError
+from vaultmem.files.scan import scan_vault
 
 
 def write_config(root: Path, text: str) -> Path:
@@ -139,6 +141,48 @@ def test_obsidian_ignore_filters_are_added(tmp_path: Path) -> None:
     assert config.obsidian_exclude == ("/^Archive//", "/\\.excalidraw\\.md$/")
     assert config.exclude == ("Templates/**", "/^Archive//", "/\\.excalidraw\\.md$/")
     assert config.config_exclude == ("Templates/**",)
+
+
+@pytest.mark.parametrize(
+    "regex",
+    [
+        "^(a|aa)+$",  # issue 16: one scan took 15 s
+        "(a+)+$",
+        "(\\w+\\s?)+$",
+        "(.*)*x",
+        "(a|)+b",
+        "x" * 1001,
+    ],
+)
+def test_obsidian_regex_that_may_backtrack_exponentially_is_skipped(
+    tmp_path: Path, regex: str
+) -> None:
+    assert not is_safe_filter_regex(regex)
+    (tmp_path / ".obsidian").mkdir()
+    (tmp_path / ".obsidian" / "app.json").write_text(
+        json.dumps({"userIgnoreFilters": [f"/{regex}/", "Archive/"]})
+    )
+    write_config(tmp_path, "")
+    assert load_config(tmp_path).obsidian_exclude == ("/^Archive//",)
+
+
+@pytest.mark.parametrize(
+    "regex", ["^Archive/", "\\.excalidraw\\.md$", "(Temp|Old)/", "(foo|bar)+/", "x{2,5}"]
+)
+def test_ordinary_obsidian_regexes_pass_the_backtracking_check(regex: str) -> None:
+    assert is_safe_filter_regex(regex)
+
+
+@pytest.mark.timeout(60)  # a hang guard: the scan tries every filter on every path
+def test_scan_with_a_skipped_filter_stays_fast(tmp_path: Path) -> None:
+    (tmp_path / ".obsidian").mkdir()
+    (tmp_path / ".obsidian" / "app.json").write_text(
+        json.dumps({"userIgnoreFilters": ["/^(a|aa)+$/"]})
+    )
+    (tmp_path / ("a" * 60 + "b.md")).write_text("x")
+    write_config(tmp_path, "")
+    config = load_config(tmp_path)
+    assert "a" * 60 + "b.md" in scan_vault(config).files
 
 
 def test_broken_obsidian_app_json_is_ignored(tmp_path: Path) -> None:

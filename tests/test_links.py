@@ -3,17 +3,22 @@
 
 from __future__ import annotations
 
+import json
 import unicodedata
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from vaultmem import Vault
+from vaultmem.errors import NotFoundError
 from vaultmem.models import Block, Heading, Link
 from vaultmem.note.links import (
     LinkResolver,
     _heading_key,
     file_name_key,
+    fold_name,
     link_name_key,
     resolve_link,
     subpath_matches,
@@ -358,7 +363,9 @@ def _headings_of(path: str) -> tuple[list[Heading], list[Block]] | None:
 
 @pytest.fixture
 def link_resolver() -> LinkResolver:
-    return LinkResolver(["Note.md", "Docs/Report.pdf", "img/pic.png", "Unknown.md"])
+    return LinkResolver(
+        ["Note.md", "Docs/Report.pdf", "img/pic.png", "Unknown.md", "icons/icon.svg"]
+    )
 
 
 @pytest.mark.parametrize(
@@ -371,8 +378,13 @@ def link_resolver() -> LinkResolver:
         ("", "#Usage", "Here.md", True),  # `[[#Usage]]` points at the source itself
         ("Missing", "#Intro", None, None),
         ("Report.pdf", "#page=3", "Docs/Report.pdf", True),
-        ("Report.pdf", "#Intro", "Docs/Report.pdf", False),
-        ("pic.png", "#page=3", "img/pic.png", False),
+        # Issue 18 point 3, spec rule 15 (the help vault's "Embed files" page): on anything
+        # but a note only a PDF's `#page=N` is checkable; the rest are viewer options
+        # (`#height=400`, an SVG's `#icon`), never "subpath not found".
+        ("Report.pdf", "#height=400", "Docs/Report.pdf", None),
+        ("Report.pdf", "#Intro", "Docs/Report.pdf", None),
+        ("pic.png", "#page=3", "img/pic.png", None),
+        ("icon.svg", "#icon", "icons/icon.svg", None),
         ("Unknown", "#Intro", "Unknown.md", None),  # headings not known
     ],
 )
@@ -546,3 +558,109 @@ def test_100k_paths_resolve_by_name_key() -> None:
             found += 1
             assert file_name_key(path) == link_name_key(target)
     assert found == sum(1 for t in targets if int(t.split()[1]) < 100_000)
+
+
+# --- issue 11 point 4 / issue 18 point 10: one folding rule ------------------------------------
+
+
+def test_fold_name_is_obsidians_to_lower_case_then_nfc() -> None:
+    # Obsidian compares names with JavaScript's toLowerCase(): `ß` stays `ß` (casefold would
+    # make it `ss`), and NFC makes a decomposed `é` equal to the composed one.
+    assert fold_name("Straße") == "straße"
+    assert fold_name("CAFE\u0301") == fold_name("Café") == "café"
+    assert file_name_key("Orte/Straße.md") == link_name_key("STRAßE") == fold_name("Straße")
+
+
+def test_a_name_that_resolves_as_a_link_is_the_same_key_everywhere() -> None:
+    resolver = LinkResolver(["Orte/Straße.md"])
+    assert resolver.resolve("straße", "x.md") == "Orte/Straße.md"
+    assert resolver.resolve("strasse", "x.md") is None
+
+
+# --- through a real reconcile: excluded targets, canvas sources, lookups ----------------------
+
+
+def _indexed_vault(tmp_path: Path, files: dict[str, str]) -> Vault:
+    root = tmp_path / "vault"
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text, encoding="utf-8")
+    vault = Vault.init(root)
+    vault.reconcile()
+    return vault
+
+
+def _links_of(vault: Vault, name: str) -> list[tuple[str, str | None]]:
+    return [(row["target"], row["target_path"]) for row in vault.links(name)[1]]
+
+
+def test_files_obsidian_excludes_stay_link_targets(tmp_path: Path) -> None:
+    # Issue 18 point 1, spec rule 17, after Obsidian's help on Settings > Files and links >
+    # Excluded files: exclusion hides files from search, graph and unlinked mentions only, so
+    # links to them still resolve.
+    vault = _indexed_vault(
+        tmp_path,
+        {
+            ".obsidian/app.json": json.dumps({"userIgnoreFilters": ["Archive/"]}),
+            "Archive/Meeting.md": "# Old meeting\n",
+            "Archive/Deep/Notes.md": "old\n",
+            "Projects/Sub/Meeting.md": "# New meeting\n",
+            "Home.md": "[[Archive/Meeting]] [[Notes]] [[Meeting]]\n",
+        },
+    )
+    assert _links_of(vault, "Home") == [
+        ("Archive/Meeting", "Archive/Meeting.md"),
+        ("Notes", "Archive/Deep/Notes.md"),
+        ("Meeting", "Archive/Meeting.md"),  # the shortest path wins, excluded or not
+    ]
+    with pytest.raises(NotFoundError):
+        vault.show("Archive/Meeting")  # not indexed as a note
+
+
+def test_canvas_files_are_link_sources(tmp_path: Path) -> None:
+    # Issue 18 point 7, spec rule 18 (after Obsidian's 1.12 release notes: canvases count as
+    # link sources for backlinks): file nodes and wikilinks in text nodes are links.
+    canvas = {
+        "nodes": [
+            {"id": "a", "type": "file", "file": "Projects/Plan.md", "subpath": "#Goals"},
+            {"id": "b", "type": "text", "text": "see [[Alpha]] and #idea"},
+            {"id": "c", "type": "link", "url": "https://example.com"},
+            {"id": "d", "type": "group", "label": "[[Not a link]]"},
+        ],
+        "edges": [{"id": "e", "fromNode": "a", "toNode": "b"}],
+    }
+    vault = _indexed_vault(
+        tmp_path,
+        {
+            "Board.canvas": json.dumps(canvas),
+            "Projects/Plan.md": "# Plan\n## Goals\n",
+            "Alpha.md": "alpha\n",
+            "Broken.canvas": "{not json",
+        },
+    )
+    sources = [row["source_path"] for row in vault.backlinks("Plan")[1]]
+    assert sources == ["Board.canvas"]
+    assert [row["source_path"] for row in vault.backlinks("Alpha")[1]] == ["Board.canvas"]
+    outgoing = vault.links("Board.canvas")[1]
+    assert [(r["kind"], r["target_path"], r["subpath_found"]) for r in outgoing] == [
+        ("canvas", "Projects/Plan.md", True),
+        ("wikilink", "Alpha.md", None),
+    ]
+    assert vault.show("Board.canvas").tags == ["idea"]
+    problems = [p["code"] for p in vault.show("Broken.canvas").problems]
+    assert problems == ["canvas_invalid"]
+
+
+def test_show_finds_every_name_a_link_finds(tmp_path: Path) -> None:
+    # Issue 11 point 4 / issue 18 point 10: `[[Straße]]` resolved while `show Straße` found
+    # nothing (lookups used casefold, `ß` → `ss`; links use Obsidian's toLowerCase).
+    vault = _indexed_vault(
+        tmp_path,
+        {
+            "Orte/Straße.md": "---\naliases: [Große Allee]\n---\n",
+            "Home.md": "[[straße]]\n",
+        },
+    )
+    assert _links_of(vault, "Home") == [("straße", "Orte/Straße.md")]
+    for name in ("Straße", "STRAßE", "orte/straße.md", "große allee"):
+        assert vault.show(name).note["path"] == "Orte/Straße.md"

@@ -364,3 +364,54 @@ def test_sections() -> None:
 def test_empty_leading_section_omitted() -> None:
     got = [(s.heading, s.text) for s in scan_body("\n\n# A\n").sections]
     assert got == [("A", "")]
+
+
+# --- issue 18: Obsidian fidelity round 2 ---
+
+
+# Point 5. CommonMark 0.30 §5.1 (block quotes): only paragraph continuation text can be lazy,
+# and an ATX heading can never be paragraph continuation (§4.2), so `# After` right under a
+# quote or callout line is a heading (spec rule 19). mistune 3 continued the quote lazily.
+@pytest.mark.parametrize(
+    "body",
+    [
+        "> [!note] x\n> body\n# After\ntext\n",
+        "> quote\n# After\ntext\n",
+        ">quote\n> > nested\n# After\ntext\n",
+    ],
+)
+def test_heading_right_after_a_quote_line(body: str) -> None:
+    scan = scan_body(body)
+    assert [(h.level, h.text, h.line) for h in scan.headings] == [
+        (1, "After", body.count("\n") - 1)
+    ]
+    assert [s.heading for s in scan.sections] == [None, "After"]
+    assert scan.sections[1].text == "text"
+
+
+def test_text_right_after_a_quote_line_is_still_lazy() -> None:
+    # the laziness CommonMark keeps: a paragraph line continues the quote; `#tag` is no heading
+    scan = scan_body("> quote\nmore #tag\n")
+    assert scan.headings == [] and scan.tags == ["tag"]
+
+
+# Point 6. Spec rule 15, and the help vault's own `![[image.png]]^id` embeds (33 links in it
+# point at such ids): a block id may follow a closing `]]` with no space.
+@pytest.mark.parametrize("body", ["![[image.png]]^fig-1\n", "see [[Other]]^fig-1\n"])
+def test_block_id_right_after_a_link(body: str) -> None:
+    scan = scan_body(body)
+    assert [b.id for b in scan.blocks] == ["fig-1"]
+    assert len(scan.links) == 1 and scan.links[0].target in ("image.png", "Other")
+
+
+def test_block_id_glued_to_a_word_is_not_one() -> None:
+    assert scan_body("word^id\n").blocks == []
+
+
+# Issue 16: a run of wikilink openers without a closer used to rescan the rest of the line at
+# every opener (40 KB took 10 s, 200 KB 176 s). The timeout is a hang guard, not a timing.
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("run", ["[[", "[", "![[", "[[a|", "[[x]", "[a", "![a", "[[a]b "])
+def test_bracket_runs_parse_in_linear_time(run: str) -> None:
+    body = run * (200_000 // len(run)) + " [[End]]\n"
+    assert targets(body)[-1] == "End"

@@ -313,7 +313,8 @@ def test_import_bounds_the_work_per_concept(vault: Path, tmp_path: Path) -> None
     for dry_run in (True, False):
         report = import_bundle(config, bundle, scope="project", scope_id="p", dry_run=dry_run)
         reasons = {r["path"]: r["reason"] for r in report.rejected}
-        assert "expands past" in reasons["bomb.md"]
+        # Refused by the YAML loader's expansion budget or by import's own frontmatter bound.
+        assert "expand" in reasons["bomb.md"]
         assert "max_note_bytes" in reasons["big.md"]
         assert report.imported == 1
 

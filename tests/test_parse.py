@@ -7,6 +7,7 @@ import json
 import re
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -75,8 +76,9 @@ def test_dates_not_reformatted() -> None:
 def test_frontmatter_is_json_safe() -> None:
     note = parse("---\na: 2020-01-01\nb: [1, 1.5, yes, null, {c: .nan}]\n---\n").note
     json.dumps(note.frontmatter, allow_nan=False)
-    # Dates become their text, `yes` a bool; `.nan` (not JSON) stays the text that was written.
-    assert note.frontmatter == {"a": "2020-01-01", "b": [1, 1.5, True, None, {"c": ".nan"}]}
+    # Dates become their text, `yes` stays text (YAML 1.2 core); `.nan` (not JSON) stays the text
+    # that was written.
+    assert note.frontmatter == {"a": "2020-01-01", "b": [1, 1.5, "yes", None, {"c": ".nan"}]}
 
 
 # --- tags ---
@@ -88,7 +90,8 @@ def test_tags_frontmatter_first_then_body_deduplicated() -> None:
 
 
 def test_invalid_frontmatter_tag_is_a_warning() -> None:
-    parsed = parse("---\ntags: a, b\n---\n")
+    parsed = parse("---\ntags: [a, 1984]\n---\n")
+    assert parsed.note.tags == ("a",)
     (problem,) = parsed.problems
     assert (problem.code, problem.severity, problem.line) == ("property_invalid", "warning", 2)
 
@@ -301,3 +304,50 @@ def test_link_lines_point_at_their_source(blocks: list[str]) -> None:
     for link in note.links:
         assert link.raw in lines[link.line - 1]
         assert re.fullmatch(r"L\d+", link.target)
+
+
+# --- canvas files (issue 18 point 7, spec rule 18) ---
+
+
+def test_canvas_links_tags_and_sections() -> None:
+    canvas = {
+        "nodes": [
+            {"id": "1", "type": "file", "file": "Projects/Plan.md", "subpath": "#Goals"},
+            {"id": "2", "type": "file", "file": "img/a.png"},
+            {"id": "3", "type": "text", "text": "see [[Alpha|A]] #Idea #idea\n\n- [m](Beta.md)"},
+            {"id": "4", "type": "link", "url": "https://example.com"},
+        ]
+    }
+    parsed = parse_note("Boards/Plan board.canvas", json.dumps(canvas).encode())
+    note = parsed.note
+    assert parsed.problems == ()
+    assert note.title == "Plan board" and note.tags == ("Idea",)
+    assert [(x.kind, x.target, x.subpath, x.embed) for x in note.links] == [
+        ("canvas", "/Projects/Plan.md", "#Goals", True),
+        ("canvas", "/img/a.png", "", True),
+        ("wikilink", "Alpha", "", False),
+        ("markdown", "Beta.md", "", False),
+    ]
+    assert [s.text for s in note.sections] == ["see [[Alpha|A]] #Idea #idea\n\n- [m](Beta.md)"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "{not json",
+        "[1, 2]",
+        '{"nodes": 3}',
+        '{"nodes": [1, null, {"type": "file", "file": 3}, {"type": "text", "text": []}]}',
+        "[" * 5000,
+    ],
+)
+def test_bad_canvas_never_raises(text: str) -> None:
+    parsed = parse_note("b.canvas", text.encode())
+    assert parsed.note.links == () and parsed.note.title == "b"
+    assert [p.code for p in parsed.problems] in ([], ["canvas_invalid"])
+
+
+def test_canvas_guards_like_a_note() -> None:
+    assert [p.code for p in parse_note("b.canvas", b"\x00{}").problems] == ["file_binary"]
+    empty = parse_note("b.canvas", b"")
+    assert empty.problems == () and empty.note.links == ()

@@ -78,10 +78,49 @@ def test_dates_kept_as_written() -> None:
 
 
 def test_scalars_stay_json_types() -> None:
-    got = data("---\nb: yes\ni: 0x1F\nf: 1.5\nn: ~\ninf: .inf\nbig: " + "9" * 5000 + "\n---\n")
+    got = data("---\nb: true\ni: 0x1F\nf: 1.5\nn: ~\ninf: .inf\nbig: " + "9" * 5000 + "\n---\n")
     assert got["b"] is True and got["i"] == 31 and got["f"] == 1.5 and got["n"] is None
     assert got["inf"] == ".inf"
     assert got["big"] == "9" * 5000
+
+
+# Issue 18 point 8. Obsidian reads properties as YAML 1.2 (spec rule 11); the YAML 1.2.2 core
+# schema (https://yaml.org/spec/1.2.2/#1032-tag-resolution) makes only true/false booleans,
+# only ~/null/empty nulls, decimal, 0o and 0x ints: YAML 1.1's `NO`, `on`, `1:20` (base 60),
+# `010` (octal) and `1_000` are not what PyYAML's default loader makes of them.
+@pytest.mark.parametrize(
+    ("written", "value"),
+    [
+        ("NO", "NO"),
+        ("yes", "yes"),
+        ("on", "on"),
+        ("Off", "Off"),
+        ("True", True),
+        ("FALSE", False),
+        ("1:20", "1:20"),
+        ("010", 10),
+        ("1_000", "1_000"),
+        ("0b101", "0b101"),
+        ("0o17", 15),
+        ("0x1DA9430", 0x1DA9430),
+        ("+12", 12),
+        ("1e3", 1000.0),
+        ("-.5", -0.5),
+        ("Null", None),
+        ("", None),
+        ("2024-01-02", "2024-01-02"),
+        ("'NO'", "NO"),
+    ],
+)
+def test_yaml_1_2_core_schema(written: str, value: JSON) -> None:
+    got = data(f"---\nk: {written}\n---\n")["k"]
+    assert got == value and type(got) is type(value)
+
+
+def test_yaml_1_2_core_schema_inside_lists() -> None:
+    assert data("---\nanswers: [yes, no, y, n, true]\n---\n") == {
+        "answers": ["yes", "no", "y", "n", True]
+    }
 
 
 def test_keys_are_strings_and_merge_keys_work() -> None:
@@ -120,6 +159,22 @@ def test_billion_laughs_refused() -> None:
     assert [p[0] for p in fm.problems] == ["frontmatter_unsafe"]
 
 
+@pytest.mark.timeout(60)
+def test_aliases_of_long_text_refused() -> None:
+    # Issue 16: node counting alone let 100 aliases of a 1 MB-expanded string through (a 115 KB
+    # note became a 500 MB value); the expanded text is bounded too.
+    text = "---\na: &a " + "x" * 20_000 + "\nb: &b [" + ", ".join(["*a"] * 50) + "]\n"
+    text += "c: [" + ", ".join(["*b"] * 50) + "]\n---\n"
+    fm = load(text)
+    assert fm.status == "invalid"
+    assert [p[0] for p in fm.problems] == ["frontmatter_unsafe"]
+    assert "characters" in fm.problems[0][1]
+
+
+def test_long_text_without_aliases_allowed() -> None:
+    assert data("---\na: " + "x" * 1_500_000 + "\n---\n")["a"] == "x" * 1_500_000
+
+
 def test_small_aliases_allowed() -> None:
     assert data("---\na: &x [1, 2]\nb: *x\n---\n") == {"a": [1, 2], "b": [1, 2]}
 
@@ -144,15 +199,40 @@ def test_tags_list_string_hash_and_case_insensitive_key() -> None:
     assert specials("---\ntags: single\n---\n")[0] == ("single",)
 
 
-def test_tags_comma_string_is_invalid() -> None:
-    tags, _, _, problems = specials("---\ntags: a, b\n---\n")
-    assert tags == () and problems == ["property_invalid"]
+# Issue 18 point 2. obsidian.d.ts (obsidian-api) declares the helper behind frontmatter tags,
+# `parseFrontMatterStringArray(frontmatter, key, nospaces?)`: a string value is a list written
+# inline, split at commas (and at whitespace with `nospaces`, which tags use: a tag holds no
+# space), so `tags: a, b` is two tags, not an error.
+@pytest.mark.parametrize(
+    "written",
+    ["tags: ux, design", "tags: 'ux,design'", "tags: ux design", "tags: '#ux, #design'"],
+)
+def test_tags_comma_string_is_a_list(written: str) -> None:
+    assert specials(f"---\n{written}\n---\n") == (("ux", "design"), (), (), [])
+
+
+def test_tags_empty_items_dropped_silently() -> None:
+    # A template's `tags:` followed by `- ` (a null item) shows nothing in Obsidian and is
+    # nothing to warn about (6,852 warnings on obsidian-hub before); the same for aliases.
+    text = "---\ntags:\n  - \n  - ok\n  -\naliases:\n  -\ncssclasses: ['', x]\n---\n"
+    assert specials(text) == (("ok",), (), ("x",), [])
 
 
 def test_tags_non_string_and_unquoted_hash_dropped() -> None:
+    # the only warnings left: values Obsidian shows as no tag at all
     tags, _, _, problems = specials("---\ntags:\n  - ok\n  - 12\n  - #x\n  - 'has space'\n---\n")
     assert tags == ("ok",)
-    assert problems == ["property_invalid"] * 3
+    assert problems == ["property_invalid"] * 2
+
+
+# Issue 18 point 9: nothing in YAML ends a tag early, and Obsidian keeps `.` and `+` in
+# frontmatter tags (spec rule 11: "tag values may hold `.` and `+`").
+def test_tags_with_dot_and_plus_kept() -> None:
+    assert specials("---\ntags: [gpt-4.1, n+1, v2.0/beta]\n---\n")[0] == (
+        "gpt-4.1",
+        "n+1",
+        "v2.0/beta",
+    )
 
 
 def test_tags_empty_value_is_fine() -> None:
@@ -160,13 +240,20 @@ def test_tags_empty_value_is_fine() -> None:
 
 
 def test_aliases_and_cssclasses() -> None:
-    tags, aliases, css, problems = specials(
-        "---\naliases: [Doggo, 2024, Doggo]\ncssclasses: wide\ntag: old\nalias: Pup\n---\n"
+    _, aliases, css, problems = specials(
+        "---\naliases: [Doggo, 2024, Doggo]\ncssclasses: wide\n---\n"
     )
-    assert tags == ("old",)
-    assert aliases == ("Doggo", "2024", "Pup")
+    assert aliases == ("Doggo", "2024")
     assert css == ("wide",)
     assert problems == []
+
+
+# Issue 18 point 4, spec rule 11: Obsidian 1.9 dropped the singular `tag`, `alias` and
+# `cssclass` keys (release notes v1.9.0; the Properties help page lists only the plural ones).
+def test_legacy_singular_keys_are_ordinary_properties() -> None:
+    fm = load("---\ntag: old\nalias: Pup\ncssclass: narrow\n---\n")
+    assert specials("---\ntag: old\nalias: Pup\ncssclass: narrow\n---\n") == ((), (), (), [])
+    assert fm.data == {"tag": "old", "alias": "Pup", "cssclass": "narrow"}
 
 
 def test_hash_word_in_other_property_is_not_a_tag() -> None:

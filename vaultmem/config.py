@@ -20,7 +20,9 @@ import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import cast
+from re import _constants as sre_constants  # type: ignore[attr-defined]
+from re import _parser as sre_parser  # type: ignore[attr-defined]
+from typing import Any, cast
 
 from vaultmem.errors import ConfigError, VaultNotFoundError
 from vaultmem.files.atomic import replace_file
@@ -204,13 +206,75 @@ def load_config(root: Path) -> Config:
     return _validate(root, path, raw, _obsidian_exclude(root))
 
 
+MAX_FILTER_REGEX_CHARS = 1000
+"""Longest `/regex/` exclusion accepted from Obsidian's `userIgnoreFilters`."""
+
+_REPEATS = (sre_constants.MAX_REPEAT, sre_constants.MIN_REPEAT)
+
+
+def is_safe_filter_regex(pattern: str) -> bool:
+    r"""False for a regex that does not compile, is very long, or may backtrack exponentially.
+
+    Python's `re` cannot be interrupted, and a filter is tried on every path of the vault, so
+    one `/^(a|aa)+$/` made a single scan take 15 s (issue 16). The check is structural, on the
+    compiled parse tree: a group repeated without bound may not itself hold an unbounded
+    repeat (`(a+)+`) or alternatives that can start alike (`(a|aa)+`, `(a|)+`). Ordinary
+    filters (`^Archive/`, `\.excalidraw\.md$`, `(foo|bar)/`) pass.
+    """
+    if len(pattern) > MAX_FILTER_REGEX_CHARS:
+        return False
+    try:
+        tree = sre_parser.parse(pattern)
+    except (re.error, RecursionError, OverflowError):
+        return False
+    return not _backtracks(list(tree), inside_repeat=False)
+
+
+def _backtracks(items: list[Any], *, inside_repeat: bool) -> bool:
+    for op, arg in items:
+        if op in _REPEATS:
+            _low, high, body = arg
+            unbounded = high == sre_constants.MAXREPEAT or high > 1
+            if unbounded and inside_repeat:
+                return True
+            if _backtracks(list(body), inside_repeat=inside_repeat or unbounded):
+                return True
+        elif op == sre_constants.BRANCH:
+            alternatives = arg[1]
+            if inside_repeat and not _distinct_starts(alternatives):
+                return True
+            if any(_backtracks(list(alt), inside_repeat=inside_repeat) for alt in alternatives):
+                return True
+        elif op == sre_constants.SUBPATTERN:
+            if _backtracks(list(arg[3]), inside_repeat=inside_repeat):
+                return True
+        elif op in (sre_constants.ASSERT, sre_constants.ASSERT_NOT):
+            if _backtracks(list(arg[1]), inside_repeat=inside_repeat):
+                return True
+        elif op == sre_constants.GROUPREF_EXISTS:
+            return True  # conditionals: too rare in a file filter to reason about
+    return False
+
+
+def _distinct_starts(alternatives: list[Any]) -> bool:
+    """True when every alternative starts with a literal character no other one starts with."""
+    firsts: set[int] = set()
+    for alt in alternatives:
+        items = list(alt)
+        if not items or items[0][0] != sre_constants.LITERAL or items[0][1] in firsts:
+            return False
+        firsts.add(items[0][1])
+    return True
+
+
 def _obsidian_exclude(root: Path) -> tuple[str, ...]:
     """Obsidian's `userIgnoreFilters` as `/regex/` exclusions.
 
     Obsidian treats an entry written `/.../` as a regular expression and any other entry as a
     plain path prefix (no segment boundary: `Arch` also hides `Archive.md`). A prefix becomes
     `/^<escaped prefix>/`. The file belongs to Obsidian, which may be mid-write or hold filters
-    we cannot compile: anything unusable is skipped rather than failing every command.
+    we cannot compile: anything unusable is skipped rather than failing every command, and so
+    is a regex that may backtrack exponentially (`is_safe_filter_regex`).
     """
     try:
         app = json.loads((root / ".obsidian" / "app.json").read_text(encoding="utf-8"))
@@ -224,9 +288,7 @@ def _obsidian_exclude(root: Path) -> tuple[str, ...]:
         if not isinstance(item, str) or item == "":
             continue
         if len(item) > 2 and item.startswith("/") and item.endswith("/"):
-            try:
-                re.compile(item[1:-1])
-            except re.error:
+            if not is_safe_filter_regex(item[1:-1]):
                 continue
             out.append(item)
         else:

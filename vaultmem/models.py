@@ -21,15 +21,17 @@ FrontmatterStatus = Literal["valid", "invalid", "empty", "none"]
 """valid: a YAML mapping; invalid: unparseable or not a mapping; empty: an empty block;
 none: absent."""
 
-LinkKind = Literal["wikilink", "markdown", "property", "field"]
+LinkKind = Literal["wikilink", "markdown", "property", "field", "canvas"]
 """wikilink: `[[X]]`/`![[X]]` in the body; markdown: `[t](X.md)` in the body;
-property: a frontmatter value `"[[X]]"`; field: a Dataview inline field `key:: [[X]]`."""
+property: a frontmatter value `"[[X]]"`; field: a Dataview inline field `key:: [[X]]`;
+canvas: a `.canvas` file node showing the vault file X (links in text nodes are wikilinks)."""
 
 ProblemCode = Literal[
     "frontmatter_invalid",
     "frontmatter_not_mapping",
     "frontmatter_unsafe",
     "property_invalid",
+    "canvas_invalid",
     "encoding_invalid",
     "file_too_large",
     "file_binary",

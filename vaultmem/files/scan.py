@@ -10,11 +10,17 @@ It never writes. What it skips, and why:
   does not show dot-files, so nothing a user sees is lost;
 - sync and editor droppings (`*.sync-conflict-*`, `* conflicted copy *`, `*.icloud`, `*.tmp`,
   `*~`, `~$*`): half-synced copies would show up as duplicate notes;
-- `Config.exclude` (config globs and Obsidian's `userIgnoreFilters`), except inside the managed
-  folder, which vaultmem must always be able to read back;
+- the config file's `exclude` globs, except inside the managed folder, which vaultmem must always
+  be able to read back;
 - symbolic links: directory links are never followed (a loop or a second copy of a folder is
   worse than a missing folder); a file link is followed only when its real target is inside the
   vault. Every refused link is reported as `symlink_refused`.
+
+Obsidian's own `userIgnoreFilters` (`Config.obsidian_exclude`) hide files from search, graph and
+unlinked mentions only: links still resolve to them. So a file they match is still listed among
+`files` (a link target) but never fingerprinted as a note (`_unindexed`).
+
+A note is a Markdown file or a JSON Canvas (`is_note_name`): a canvas is a link source too.
 
 `read_note` opens one note without following a link out of the vault, reads at most
 `max_note_bytes + 1` bytes (so the parser can flag `file_too_large`) and compares `fstat` before
@@ -37,6 +43,14 @@ from vaultmem.config import Config
 from vaultmem.models import Problem
 
 NOTE_SUFFIX = ".md"
+CANVAS_SUFFIX = ".canvas"
+
+
+def is_note_name(name: str) -> bool:
+    """A file indexed as a note when it is in a mapped folder: Markdown, or a canvas (its file
+    nodes and text-node links are link sources, spec rule 18)."""
+    return name.endswith((NOTE_SUFFIX, CANVAS_SUFFIX))
+
 
 # Names written by sync clients and editors next to real files (hidden names are caught first):
 # Syncthing's `Note.sync-conflict-20261120-101500-ABCDEFG.md`, Dropbox's and Obsidian Sync's
@@ -176,18 +190,26 @@ def _glob_to_regex(glob: str) -> str:
 # The walk
 
 
+def _unindexed(config: Config) -> _Exclusions:
+    """Obsidian's `userIgnoreFilters`: files stay link targets, they are not indexed as notes."""
+    return _compile_exclusions(config.obsidian_exclude, config.managed_folder)
+
+
 def scan_vault(config: Config) -> ScanResult:
     """Fingerprint every eligible note and list every visible file of the vault."""
     root = str(config.root)
-    exclusions = _compile_exclusions(config.exclude, config.managed_folder)
+    exclusions = _compile_exclusions(config.config_exclude, config.managed_folder)
     excluded = exclusions.excluded
     filtering = exclusions.active
+    ignoring = _unindexed(config)
+    ignored_by_obsidian = ignoring.excluded
     mapping_for = config.mapping_for
     notes: list[Fingerprint] = []
     files: list[str] = []
     problems: list[Problem] = []
     # Mapped folders never overlap, so a folder inside one holds only mapped paths: decide once
-    # per folder, not per file. The root is mapped only by a whole-vault mapping.
+    # per folder, not per file. The root is mapped only by a whole-vault mapping. The third
+    # flag is "may hold notes": mapped and not inside a folder Obsidian's filters exclude.
     stack: list[tuple[str, str, bool]] = [(root, "", mapping_for("") is not None)]
     while stack:
         abs_dir, prefix, mapped = stack.pop()
@@ -202,19 +224,33 @@ def scan_vault(config: Config) -> ScanResult:
                         if filtering and excluded(rel, name, folder=False):
                             continue
                         files.append(rel)
-                        if mapped and name.endswith(NOTE_SUFFIX):
+                        if (
+                            mapped
+                            and is_note_name(name)
+                            and not (
+                                ignoring.active and ignored_by_obsidian(rel, name, folder=False)
+                            )
+                        ):
                             st = entry.stat(follow_symlinks=False)
                             notes.append(Fingerprint(rel, st.st_size, st.st_mtime_ns))
                     elif entry.is_dir(follow_symlinks=False):
                         if not (filtering and excluded(rel, name, folder=True)):
                             sub_mapped = mapped or mapping_for(rel) is not None
+                            if ignoring.active and ignored_by_obsidian(rel, name, folder=True):
+                                sub_mapped = False
                             stack.append((entry.path, rel + "/", sub_mapped))
                     elif entry.is_symlink():
                         target = _symlink_target(config, entry.path, rel, problems)
                         if target is None or (filtering and excluded(rel, name, folder=False)):
                             continue
                         files.append(rel)
-                        if mapped and name.endswith(NOTE_SUFFIX):
+                        if (
+                            mapped
+                            and is_note_name(name)
+                            and not (
+                                ignoring.active and ignored_by_obsidian(rel, name, folder=False)
+                            )
+                        ):
                             notes.append(Fingerprint(rel, target.st_size, target.st_mtime_ns))
         except FileNotFoundError:
             continue  # the folder vanished mid-walk; the next scan settles it
@@ -277,18 +313,28 @@ def _missing_folders(config: Config) -> list[Problem]:
 
 def is_eligible_note(config: Config, path: str) -> bool:
     """Would `scan_vault` list `path` as a note? Judged on the path alone, without disk access."""
-    if not path.endswith(NOTE_SUFFIX) or config.mapping_for(path) is None:
+    if not is_note_name(path) or config.mapping_for(path) is None:
         return False
-    return is_eligible_file(config, path)
+    if not is_eligible_file(config, path):
+        return False
+    unindexed = _unindexed(config)
+    if not unindexed.active:
+        return True
+    parts = path.split("/")
+    return not any(
+        unindexed.excluded("/".join(parts[:i]), parts[i - 1], folder=i < len(parts))
+        for i in range(1, len(parts) + 1)
+    )
 
 
 def is_eligible_file(config: Config, path: str) -> bool:
     """Would `scan_vault` list `path` among the vault's files (notes and attachments, mapped or
-    not)? Judged on the path alone: no droppings, no hidden or excluded part."""
+    not)? Judged on the path alone: no droppings, no hidden part, no part the config file
+    excludes (Obsidian's filters leave a file a link target, see `is_eligible_note`)."""
     parts = path.split("/")
     if any(part in ("", ".", "..") or is_dropping(part) for part in parts):
         return False
-    excluded = _compile_exclusions(config.exclude, config.managed_folder).excluded
+    excluded = _compile_exclusions(config.config_exclude, config.managed_folder).excluded
     for i in range(1, len(parts) + 1):
         if excluded("/".join(parts[:i]), parts[i - 1], folder=i < len(parts)):
             return False

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vaultmem.errors import AmbiguousError, NotFoundError
+from vaultmem.note.links import fold_name
 from vaultmem.storage import catalog_queries as queries
 from vaultmem.storage.catalog_queries import SqlResult
 from vaultmem.storage.store import Connection
@@ -73,7 +74,7 @@ def find_note(con: Connection, name: str) -> NoteRef:
     than one match of that kind is an `AmbiguousError` listing the candidates.
     """
     text = unicodedata.normalize("NFC", name.strip())
-    key = text.casefold().removesuffix(".md")
+    key = fold_name(text).removesuffix(".md")
     for kind, sql in queries.NAME_LOOKUPS:
         rows = queries.notes_named(con, sql, text if kind == "id" else key)
         if len(rows) == 1:

@@ -20,6 +20,7 @@ from vaultmem.models import Block, Heading, Link, Resolution
 __all__ = [
     "LinkResolver",
     "file_name_key",
+    "fold_name",
     "link_name_key",
     "resolve_link",
     "subpath_matches",
@@ -28,11 +29,20 @@ __all__ = [
 _MD = ".md"
 
 
-def _fold(text: str) -> str:
-    """Case- and normalisation-insensitive form: lower-cased, then NFC."""
+def fold_name(text: str) -> str:
+    """The one case- and normalisation-insensitive form of a name: lower-cased, then NFC.
+
+    Every comparison of names goes through it: file name keys, link paths, alias keys and the
+    lookups of `show`/`links`/`backlinks`. Lower-casing, not `casefold`, because Obsidian
+    compares with JavaScript's `toLowerCase()`: `[[STRASSE]]` does not find `Straße.md`, while
+    `[[straße]]` does. One recipe means a name that resolves as a link is found by a lookup.
+    """
     lowered = text.lower()
     # NFC is the expensive part; ASCII text is already in NFC.
     return lowered if lowered.isascii() else unicodedata.normalize("NFC", lowered)
+
+
+_fold = fold_name
 
 
 def _strip_md(folded_name: str) -> str:
@@ -298,15 +308,17 @@ def resolve_link(
 
     `headings_of(path)` gives a note's headings and blocks, or None when they are not known;
     `subpath_found` is then None, as it is for a link without subpath or an unresolved link.
-    A subpath on an attachment is not found, except `#page=N` on a PDF, a viewer parameter.
+    Only a note's headings and blocks and a PDF's `#page=N` are checkable subpaths (spec rule
+    15): on any other file a subpath is a viewer option (`![[icon.svg#icon]]`, `#height=400`
+    on a PDF), never a broken link, so `subpath_found` is None there.
     """
     path = resolver.resolve(link.target, source_path)
     if not link.subpath or path is None:
         return Resolution(path=path, subpath_found=None)
     lowered = path.lower()
     if not lowered.endswith(_MD):
-        found = lowered.endswith(".pdf") and _PDF_PAGE.fullmatch(link.subpath) is not None
-        return Resolution(path=path, subpath_found=found)
+        checkable = lowered.endswith(".pdf") and _PDF_PAGE.fullmatch(link.subpath) is not None
+        return Resolution(path=path, subpath_found=True if checkable else None)
     content = headings_of(path)
     if content is None:
         return Resolution(path=path, subpath_found=None)

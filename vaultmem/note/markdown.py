@@ -259,29 +259,22 @@ def _collector(state: InlineState) -> _Collector:
     return cast(_Collector, state.env["vm"])
 
 
-_WIKILINK = r"!?\[\[[^\n]*?\]\]"
+# Rule 1: a wikilink closes at the first `]]` on its line. The contents may not hold another `[[`:
+# the lazy `[^\n]*?\]\]` this replaces rescanned the rest of the line at every opener of a run
+# (`[[[[…` without `]]`: 200 KB took minutes). Stopping at the next `[[` bounds every scan by the
+# next opener, so a line costs linear time; the inner `[[Beta]]` of `[[a [[Beta]]` then matches
+# on its own, which is rule 1's "only the inner link counts".
+_WIKILINK = r"!?\[\[(?:[^\n\[\]]|\[(?!\[)|\](?!\]))*\]\]"
 
 
 def _parse_wikilink(inline: InlineParser, m: Match[str], state: InlineState) -> int | None:
     raw = m.group(0)
     embed = raw.startswith("!")
     contents = raw[3:-2] if embed else raw[2:-2]
-    start = m.start()
-    inner = contents.rfind("[[")
-    if inner >= 0:
-        # rule 1: `[[a [[Beta]]` links to Beta only; the prefix stays text
-        offset = (3 if embed else 2) + inner
-        embed = offset > 0 and raw[offset - 1] == "!"
-        if embed:
-            offset -= 1
-        inline.process_text(raw[:offset], state)
-        start += offset
-        raw = raw[offset:]
-        contents = contents[inner + 2 :]
     parts = split_wikilink(contents)
     if parts is None:
         return None
-    _collector(state).add_link(start, parts[0], parts[1], parts[2], embed, "wikilink", raw)
+    _collector(state).add_link(m.start(), parts[0], parts[1], parts[2], embed, "wikilink", raw)
     state.append_token({"type": "wikilink", "raw": raw})
     return m.end()
 
@@ -321,7 +314,9 @@ def _plain(tokens: Iterable[dict[str, Any]]) -> str:
 
 
 def _parse_link_close(inline: InlineParser, m: Match[str], state: InlineState) -> int:
-    openers = {b.token_index: b for b in state.brackets}
+    # each `]` of the match closes or retires at most one opener, the innermost first: only the
+    # last len(match) openers can make this link (all of them made a run of `[` quadratic)
+    openers = {b.token_index: b for b in state.brackets[-len(m.group(0)) :]}
     end = inline.parse_link_close(m, state)
     if not state.tokens:
         return end
@@ -427,8 +422,19 @@ class _State(BlockState):
         return child
 
 
+# The rules that end a block quote's lazy continuation in mistune 3 (`extract_block_quote`).
+# CommonMark (0.30, §5.1, "laziness" applies to paragraph continuation text only) and Obsidian
+# also end it at an ATX heading: `> quote` then `# After` is a quote and a heading.
+_QUOTE_BREAK_RULES = ("blank_line", "thematic_break", "fenced_code", "list", "block_html")
+
+
 class _BlockParser(BlockParser):
     state_cls = _State
+
+    def compile_sc(self, rules: list[str] | None = None) -> re.Pattern[str]:
+        if rules is not None and len(rules) == 5 and tuple(rules) == _QUOTE_BREAK_RULES:
+            rules = [*rules, "atx_heading"]
+        return super().compile_sc(rules)
 
     def parse_method(self, m: Match[str], state: BlockState) -> int | None:
         st = cast(_State, state)
@@ -534,7 +540,17 @@ SKIP_PLAIN_PARAGRAPHS = True
 """The cheap path: a paragraph with no `[` and no `#` holds no link or tag, so its inline parse
 is skipped. tests/test_parse_shortcut.py proves the models are identical either way."""
 
-_BLOCK_ID = re.compile(r"(?:^|[ \t])\^([A-Za-z0-9-]+)[ \t]*$", re.M)
+# Rule 15: after whitespace, at a line start, or right after a link or embed (`![[a.png]]^id`)
+_BLOCK_ID = re.compile(r"(?:^|[ \t]|(?<=\]\]))\^([A-Za-z0-9-]+)[ \t]*$", re.M)
+
+
+def _block_id(text: str, start: int) -> Match[str] | None:
+    # most last lines hold no `^`: one C-level find skips the regex (run once per paragraph)
+    if text.find("^", start) < 0:
+        return None
+    return _BLOCK_ID.search(text, start)
+
+
 _INLINE_STRIP = " \t\f\n"
 
 
@@ -571,7 +587,7 @@ class _Walker:
                 line = tok["_line"]
                 text = self.inline(tok["text"], line)
                 last_nl = text.rfind("\n")
-                m = _BLOCK_ID.search(text, last_nl + 1)
+                m = _block_id(text, last_nl + 1)
                 if m:
                     self.scan.blocks.append(Block(m.group(1), line + text.count("\n")))
             elif kind == "heading":

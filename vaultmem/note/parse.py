@@ -12,6 +12,7 @@ from __future__ import annotations
 import posixpath
 
 from vaultmem.models import JSON, FrontmatterStatus, Link, Note, ParsedNote, Problem
+from vaultmem.note.canvas import is_canvas, parse_canvas
 from vaultmem.note.markdown import property_link, scan_body
 from vaultmem.note.properties import (
     as_problems,
@@ -22,7 +23,7 @@ from vaultmem.note.properties import (
 
 __all__ = ["BINARY_SNIFF_BYTES", "MAX_BYTES", "PARSER_VERSION", "note_stem", "parse_note"]
 
-PARSER_VERSION = 1
+PARSER_VERSION = 2
 """Bump whenever parse_note's output changes: the index records it and rebuilds on a mismatch."""
 
 MAX_BYTES = 5_000_000
@@ -72,7 +73,8 @@ def _dedupe_tags(tags: list[str]) -> tuple[str, ...]:
 def parse_note(path: str, data: bytes, *, max_bytes: int = MAX_BYTES) -> ParsedNote:
     """Parse one note's bytes into its model. Pure and total: bad input yields problems.
 
-    `path` is the vault-relative POSIX path (used for the title fallback and in problems).
+    `path` is the vault-relative POSIX path (used for the title fallback and in problems). A
+    `.canvas` path is read as JSON Canvas (`canvas.parse_canvas`): its links and text only.
     A file larger than `max_bytes`, or with a NUL byte in its first 8 KiB, is returned
     metadata-only (title from the file name, nothing parsed).
     """
@@ -85,6 +87,23 @@ def parse_note(path: str, data: bytes, *, max_bytes: int = MAX_BYTES) -> ParsedN
 
     problems: list[Problem] = []
     text = _decode(path, data, problems)
+    if is_canvas(path):
+        canvas = parse_canvas(path, text)
+        note = canvas.note
+        note = Note(
+            path,
+            {},
+            "none",
+            note.title,
+            (),
+            _dedupe_tags(list(note.tags)),
+            (),
+            (),
+            (),
+            note.links,
+            note.sections,
+        )
+        return ParsedNote(note, (*problems, *canvas.problems))
 
     frontmatter: dict[str, JSON] = {}
     status: FrontmatterStatus = "none"

@@ -1,13 +1,13 @@
 """Frontmatter: finding the block, loading its YAML safely, and normalising it to JSON values.
 
 This module owns spec rules 8, 10 and 11 (`/work/shared/spec/obsidian.md`). The block is split
-by hand rather than with python-frontmatter, because that library strips leading whitespace
-(a blank line before `---` must mean "no frontmatter"), does not accept a trailing-space
-`---` line, and constructs YAML timestamps into `date` objects. The YAML is only *composed*
-(libyaml's C parser when available) and the node graph is converted here: timestamps stay the
-exact source text, non-finite floats and binary stay strings, and the walk has a node budget
-and a depth limit so alias bombs ("billion laughs") and recursive aliases fail fast as
-`frontmatter_unsafe` instead of expanding. No I/O happens here.
+by hand rather than with python-frontmatter (docs/note-model.md says why). The YAML is only
+*composed* (libyaml's C parser when available) with YAML 1.2 core schema resolvers, as
+Obsidian reads properties: `NO` and `on` stay text, `1:20` is text, `0x1F` and `0o17` are
+numbers. The node graph is converted here: timestamps stay the exact source text, non-finite
+floats and binary stay strings, and the walk has a node budget, a budget of expanded text and
+a depth limit, so alias bombs ("billion laughs", or a few aliases of a long string) and
+recursive aliases fail fast as `frontmatter_unsafe` instead of expanding. No I/O happens here.
 """
 
 from __future__ import annotations
@@ -18,33 +18,93 @@ import re
 from dataclasses import dataclass, field
 
 import yaml
-from yaml.constructor import SafeConstructor
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+from yaml.resolver import BaseResolver
 
 from vaultmem.models import JSON, FrontmatterStatus, Problem, ProblemCode
-from vaultmem.note.markdown import is_valid_tag
 
 __all__ = [
     "Frontmatter",
     "FrontmatterBlock",
     "SpecialProperties",
+    "is_property_tag",
     "load_frontmatter",
     "special_properties",
     "split_frontmatter",
 ]
 
-_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-_CONSTRUCTOR = SafeConstructor()
+_TAG = "tag:yaml.org,2002:"
+
+
+class _Core12Resolver(BaseResolver):
+    """YAML 1.2 core schema tags for plain scalars (YAML 1.2.2 §10.3.2), plus merge keys.
+
+    PyYAML resolves YAML 1.1 (`yes`/`NO`/`on` booleans, `1:20` sexagesimal, `010` octal,
+    `1_000`); Obsidian reads properties as YAML 1.2, where all of those are text.
+    """
+
+
+for _tag, _pattern, _first in (
+    ("null", r"~|null|Null|NULL|", ["~", "n", "N", ""]),
+    ("bool", r"true|True|TRUE|false|False|FALSE", list("tTfF")),
+    ("int", r"[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+", list("-+0123456789")),
+    (
+        "float",
+        r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+        r"|[-+]?\.(?:inf|Inf|INF)|\.nan|\.NaN|\.NAN",
+        list("-+.0123456789"),
+    ),
+    ("merge", r"<<", ["<"]),
+):
+    _Core12Resolver.add_implicit_resolver(_TAG + _tag, re.compile(f"^(?:{_pattern})$"), _first)
+
+try:
+    from yaml._yaml import CParser
+
+    class _Core12Loader(CParser, _Core12Resolver):
+        """libyaml's C parser and composer with the 1.2 core resolver (nothing is constructed)."""
+
+        def __init__(self, stream: str) -> None:
+            CParser.__init__(self, stream)
+            _Core12Resolver.__init__(self)
+
+except ImportError:  # pragma: no cover - PyYAML built without libyaml
+    from yaml.composer import Composer
+    from yaml.parser import Parser
+    from yaml.reader import Reader
+    from yaml.scanner import Scanner
+
+    class _Core12Loader(Reader, Scanner, Parser, Composer, _Core12Resolver):  # type: ignore[no-redef]
+        """The pure-Python parser and composer with the 1.2 core resolver."""
+
+        def __init__(self, stream: str) -> None:
+            Reader.__init__(self, stream)
+            Scanner.__init__(self)
+            Parser.__init__(self)
+            Composer.__init__(self)
+            _Core12Resolver.__init__(self)
+
+
+def _compose(text: str) -> Node | None:
+    """`yaml.compose` with the 1.2 core loader: the node graph, nothing constructed."""
+    loader = _Core12Loader(text)
+    try:
+        node: Node | None = loader.get_single_node()
+        return node
+    finally:
+        loader.dispose()
+
 
 MAX_NODES = 100_000
 """Most nodes a frontmatter may expand to (aliases count every time they are used)."""
+MAX_EXPANSION_CHARS = 1_000_000
+"""Most characters of keys and scalars aliases may add beyond the frontmatter's own length: a
+few aliases of one long string (a 115 KB note once expanded to a 500 MB value) are refused."""
 MAX_DEPTH = 100
 """Deepest nesting of lists and maps accepted."""
 
 _OPEN = re.compile(r"---[ \t]*\n")
 _CLOSE = re.compile(r"^---[ \t]*$", re.M)
-
-_TAG = "tag:yaml.org,2002:"
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,9 +158,10 @@ class _Unsafe(Exception):
 class _Converter:
     """Turns a composed YAML node graph into JSON values, keeping source text where it matters."""
 
-    def __init__(self, first_line: int) -> None:
+    def __init__(self, first_line: int, source_chars: int) -> None:
         self.first_line = first_line
         self.budget = MAX_NODES
+        self.chars = source_chars + MAX_EXPANSION_CHARS
         self.active: set[int] = set()
         self.strings: list[tuple[str, str, int]] = []
         self.key_lines: dict[str, int] = {}
@@ -141,6 +202,10 @@ class _Converter:
         self.budget -= 1
         if self.budget < 0:
             raise _Unsafe(f"expand to more than {MAX_NODES} nodes")
+        if isinstance(node, ScalarNode):
+            self.chars -= len(node.value)
+            if self.chars < 0:
+                raise _Unsafe(f"expand to more than {MAX_EXPANSION_CHARS} characters of text")
 
     def _enter(self, node: Node, depth: int) -> None:
         if depth > MAX_DEPTH:
@@ -175,18 +240,27 @@ class _Converter:
         if tag == _TAG + "null":
             return None
         if tag == _TAG + "bool":
-            return bool(_CONSTRUCTOR.construct_yaml_bool(node))
+            return value in ("true", "True", "TRUE")
         try:
             if tag == _TAG + "int":
-                return int(_CONSTRUCTOR.construct_yaml_int(node))
+                return _core_int(value)
             if tag == _TAG + "float":
-                number = float(_CONSTRUCTOR.construct_yaml_float(node))
+                number = float(value)
                 return number if math.isfinite(number) else value
         except (ValueError, OverflowError):
-            # e.g. an int longer than Python's digit limit: keep the text
+            # `.inf`/`.nan` spellings, an int longer than Python's digit limit: keep the text
             return value
         # timestamps (kept exactly as written), binary, custom tags: the source text
         return value
+
+
+def _core_int(value: str) -> int:
+    """An int of the YAML 1.2 core schema: decimal (a leading 0 is still decimal), 0o, 0x."""
+    if value.startswith("0o"):
+        return int(value[2:], 8)
+    if value.startswith("0x"):
+        return int(value[2:], 16)
+    return int(value, 10)
 
 
 def _json_safe(value: object) -> JSON:
@@ -238,7 +312,7 @@ def load_frontmatter(block: FrontmatterBlock) -> Frontmatter:
         return Frontmatter({}, "empty")
     first = block.yaml_line
     try:
-        node = yaml.compose(text, Loader=_LOADER)
+        node = _compose(text)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = first + mark.line if mark is not None else first
@@ -255,7 +329,7 @@ def load_frontmatter(block: FrontmatterBlock) -> Frontmatter:
         kind = "list" if isinstance(node, SequenceNode) else "scalar"
         message = f"frontmatter is a YAML {kind}, not a mapping of properties"
         return Frontmatter({}, "invalid", problems=(("frontmatter_not_mapping", message, first),))
-    converter = _Converter(first)
+    converter = _Converter(first, len(text))
     try:
         data = converter.top(node)
     except _Unsafe as exc:
@@ -273,9 +347,27 @@ def _brief(exc: BaseException) -> str:
 
 # --- rule 11: tags, aliases, cssclasses -----------------------------------------------------
 
-_TAG_KEYS = ("tags", "tag")
-_ALIAS_KEYS = ("aliases", "alias")
-_CSS_KEYS = ("cssclasses", "cssclass")
+# Obsidian 1.9 dropped the singular `tag`, `alias` and `cssclass` (release notes v1.9.0, the
+# Properties help page): they are ordinary properties now, with no special meaning.
+_TAG_KEYS = ("tags",)
+_ALIAS_KEYS = ("aliases",)
+_CSS_KEYS = ("cssclasses",)
+
+# A `tags` string is a list written inline. obsidian.d.ts declares the helper behind it,
+# `parseFrontMatterStringArray(frontmatter, key, nospaces?)`: a string value is split at commas,
+# and with `nospaces` (tags hold no space) at whitespace too: `tags: a, b` and `tags: a b` are
+# two tags each. Re-implementations of the API for plugin tests do the same.
+_TAG_SPLIT = re.compile(r"[,\s]+")
+_ALL_DIGITS = re.compile(r"[0-9]+")
+
+
+def is_property_tag(tag: str) -> bool:
+    """True when a frontmatter tag (without `#`) is one Obsidian shows and finds.
+
+    Looser than an inline `#tag`: `.` and `+` are kept (`gpt-4.1`, `n+1`) because nothing in
+    YAML ends the tag early. Whitespace splits tags, and an all-digit value is a number.
+    """
+    return bool(tag) and not any(c.isspace() for c in tag) and not _ALL_DIGITS.fullmatch(tag)
 
 
 @dataclass(frozen=True, slots=True)
@@ -290,7 +382,7 @@ class SpecialProperties:
 
 
 def _values(data: dict[str, JSON], names: tuple[str, ...]) -> list[tuple[str, JSON]]:
-    # canonical key first, then the pre-1.9 singular synonym; keys compare case-insensitively
+    # keys compare case-insensitively (`Tags:` is `tags`), as Obsidian's parseFrontMatterEntry
     out: list[tuple[str, JSON]] = []
     for name in names:
         out.extend((key, value) for key, value in data.items() if key.lower() == name)
@@ -303,24 +395,34 @@ def _items(value: JSON) -> list[JSON]:
     return value if isinstance(value, list) else [value]
 
 
+def _tag_items(value: JSON) -> list[JSON]:
+    if isinstance(value, str):
+        return [part for part in _TAG_SPLIT.split(value) if part]
+    return _items(value)
+
+
 def special_properties(fm: Frontmatter) -> SpecialProperties:
-    """Rule 11: lists are canonical, one string is accepted, bad items are dropped and reported."""
+    """Rule 11: lists are canonical, a string is split, bad items are dropped.
+
+    Empty items (`tags:` then `- `, a template's placeholder) are dropped silently, as Obsidian
+    does; a problem is reported only for a value Obsidian shows as no tag at all: a number, a
+    map, a tag with a space or all digits.
+    """
     problems: list[tuple[ProblemCode, str, int | None]] = []
     tags: list[str] = []
     for key, value in _values(fm.data, _TAG_KEYS):
         line = fm.key_lines.get(key)
-        for item in _items(value):
+        for item in _tag_items(value):
             if item is None:
-                problems.append(
-                    ("property_invalid", f"empty item in '{key}' (quote '#tag' items)", line)
-                )
                 continue
             if not isinstance(item, str):
                 problems.append(("property_invalid", f"non-text tag in '{key}' dropped", line))
                 continue
             tag = item.strip()
             tag = tag[1:] if tag.startswith("#") else tag
-            if not is_valid_tag(tag):
+            if not tag:
+                continue
+            if not is_property_tag(tag):
                 problems.append(("property_invalid", f"invalid tag {item!r} in '{key}'", line))
                 continue
             tags.append(tag)
@@ -342,6 +444,8 @@ def _strings(
             # a number is a fine alias or class name once spelled as text
             if isinstance(item, int | float) and not isinstance(item, bool):
                 item = str(item)
+            if item is None:
+                continue  # an empty list item: nothing written, nothing to report
             if not isinstance(item, str):
                 problems.append(("property_invalid", f"non-text item in '{key}' dropped", None))
                 continue

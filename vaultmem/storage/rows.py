@@ -6,13 +6,12 @@ Pure code: it fills column batches (see `store.new_batch`); the store loads them
 from __future__ import annotations
 
 import json
-import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from vaultmem.memory.topics import Topic
 from vaultmem.models import Note, Problem, Resolution, Scope
-from vaultmem.note.links import file_name_key, link_name_key
+from vaultmem.note.links import file_name_key, fold_name, link_name_key
 from vaultmem.search.documents import SearchDocument
 from vaultmem.storage.store import Batch, new_batch
 
@@ -115,7 +114,7 @@ def _string(value: object) -> str | None:
 
 
 def name_key(text: str) -> str:
-    return unicodedata.normalize("NFC", text).casefold()
+    return fold_name(text)
 
 
 def link_key(target: str, source_path: str) -> str:

@@ -85,7 +85,7 @@ CREATE TABLE files (
 CREATE TABLE links (
     source_id VARCHAR NOT NULL, -- notes.id of the linking note
     ord INTEGER NOT NULL, -- 0-based position among the note's links
-    kind VARCHAR NOT NULL, -- wikilink, markdown, property (frontmatter) or field (Dataview inline field)
+    kind VARCHAR NOT NULL, -- wikilink, markdown, property (frontmatter), field (Dataview inline field) or canvas (a canvas file node)
     relation VARCHAR, -- property or field name for typed links (e.g. `supersedes`); NULL for body links
     raw VARCHAR NOT NULL, -- the link as written, e.g. `[[Plan#Goals|goals]]`
     target VARCHAR NOT NULL, -- the link path without subpath; empty for a link to the note itself
