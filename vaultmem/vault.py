@@ -240,15 +240,16 @@ class Vault:
         scopes: Sequence[str] = (),
         mode: recall_op.Mode = "hybrid",
         sort: recall_op.Sort = "score",
+        kind: recall_op.Kind = "all",
         limit: int = 10,
         include_related: bool = False,
         now: datetime | None = None,
     ) -> list[recall_op.RecallHit]:
-        """Recall notes for a question (docs/agents.md); each direct hit counts as one use."""
+        """Recall notes for a question (docs/agents.md). Not counted as a use: the same
+        question returns the same order until the vault or the uses change."""
         moment = now or datetime.now(UTC)
-        counts = {k: u.count for k, u in usage.read_usage(self.config.state_dir).items()}
         with store.reading(self.config.index_path) as con:
-            hits = recall_op.recall(
+            return recall_op.recall(
                 con,
                 query,
                 root=self.root,
@@ -256,17 +257,15 @@ class Vault:
                 scopes=recall_op.parse_scopes(scopes),
                 mode=mode,
                 sort=sort,
+                kind=kind,
                 limit=limit,
                 include_related=include_related,
                 now=moment,
-                usage_counts=counts,
+                usage_counts=usage.decayed_uses(self.config.state_dir, moment),
                 k1=self.config.bm25_k1,
                 b=self.config.bm25_b,
                 patterns=compile_patterns(self.config.secret_patterns),
             )
-        stamp = moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        usage.record(self.config.state_dir, [h.id for h in hits if not h.related], stamp)
-        return hits
 
     def context(
         self,
@@ -277,16 +276,17 @@ class Vault:
         now: datetime | None = None,
     ) -> context_block.ContextBlock:
         """The `<vaultmem-memory>` block (docs/agents.md). Not counted as a use."""
-        counts = {k: u.count for k, u in usage.read_usage(self.config.state_dir).items()}
+        moment = now or datetime.now(UTC)
         with store.reading(self.config.index_path) as con:
             return context_block.build_context(
                 con,
                 scopes=recall_op.parse_scopes(scopes),
                 managed_folder=self.config.managed_folder,
+                root=self.root,
                 per_scope=per_scope,
                 budget_chars=budget_chars,
-                now=now,
-                usage_counts=counts,
+                now=moment,
+                usage_counts=usage.decayed_uses(self.config.state_dir, moment),
                 patterns=compile_patterns(self.config.secret_patterns),
             )
 
