@@ -18,14 +18,14 @@ from typing import Any
 from vaultmem.config import Config, FolderMapping, find_vault, init_vault, load_config
 from vaultmem.errors import ConfigError, NotFoundError, VaultNotFoundError
 from vaultmem.files.scan import read_note, scan_vault
-from vaultmem.index import catalog, graph
+from vaultmem.index import catalog, graph, reading
 from vaultmem.index.catalog import NoteDetail, NoteRef, SqlResult, Status
 from vaultmem.index.reconcile import Progress, ReconcileReport, reconcile
 from vaultmem.index.watch import Emit
 from vaultmem.index.watch import watch as watch_vault
 from vaultmem.memory import context as context_block
 from vaultmem.memory import recall as recall_op
-from vaultmem.memory import relations, usage
+from vaultmem.memory import identity, relations, usage
 from vaultmem.memory import topic_store as memory
 from vaultmem.memory.secrets import compile_patterns
 from vaultmem.models import ParsedNote, Problem, Resolution
@@ -267,6 +267,48 @@ class Vault:
                 patterns=compile_patterns(self.config.secret_patterns),
             )
 
+    def read(
+        self,
+        name: str,
+        *,
+        max_bytes: int = reading.DEFAULT_MAX_BYTES,
+        offset: int = 0,
+        now: datetime | None = None,
+    ) -> reading.NoteText:
+        """`NOTE[#Heading|#^block]`'s text from its file, redacted, in pieces of `max_bytes`
+        (docs/agents.md). Counts as a use of the note."""
+        patterns = compile_patterns(self.config.secret_patterns)
+        if self.config.index_path.exists():
+            with store.reading(self.config.index_path) as con:
+                text = reading.read_text(
+                    self.config, con, name, max_bytes=max_bytes, offset=offset, patterns=patterns
+                )
+        else:
+            text = reading.read_text(
+                self.config, None, name, max_bytes=max_bytes, offset=offset, patterns=patterns
+            )
+        if text.id is not None and offset == 0:
+            usage.record(self.config.state_dir, [text.id], _stamp(now))
+        return text
+
+    def recent(
+        self,
+        *,
+        since: datetime | None = None,
+        kind: reading.Kind = "all",
+        limit: int = 20,
+    ) -> list[reading.RecentNote]:
+        """Notes by file modification time, newest first (what changed while you were away)."""
+        with store.reading(self.config.index_path) as con:
+            return reading.recent(con, since=since, kind=kind, limit=limit)
+
+    def used(self, name: str, *, now: datetime | None = None) -> catalog.NoteRef:
+        """Record that a note or topic (by key, id, path, title or alias) helped: one use."""
+        with store.reading(self.config.index_path) as con:
+            ref = catalog.find_note(con, name)
+        usage.record(self.config.state_dir, [ref.id], _stamp(now))
+        return ref
+
     def context(
         self,
         *,
@@ -321,13 +363,14 @@ class Vault:
         source: str | None = None,
         cwd: Path | None = None,
     ) -> memory.StoreResult:
-        """Append an observation to a topic (created when new); see `memory.store`."""
+        """Append an observation to a topic (created when new); see `memory.store`. Without a
+        scope id, the managed folder's mapping names it when it has this scope (`identity`)."""
         return memory.store(
             self.config,
             key,
             text,
             scope=scope,
-            scope_id=scope_id,
+            scope_id=scope_id or identity.mapped_scope_id(self.config, scope),
             type=type,
             tags=tags,
             source=source,
@@ -458,3 +501,7 @@ class Vault:
         if not (self.root / rel).is_file():
             raise NotFoundError(f"No file at {rel} in the vault {self.root}.")
         return rel.as_posix() if os.sep == "/" else str(rel).replace(os.sep, "/")
+
+
+def _stamp(now: datetime | None) -> str:
+    return (now or datetime.now(UTC)).astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
