@@ -24,8 +24,8 @@ from vaultmem.index.reconcile import Progress, ReconcileReport, reconcile
 from vaultmem.index.watch import Emit
 from vaultmem.index.watch import watch as watch_vault
 from vaultmem.memory import context as context_block
-from vaultmem.memory import recall as recall_op
 from vaultmem.memory import identity, relations, usage
+from vaultmem.memory import recall as recall_op
 from vaultmem.memory import topic_store as memory
 from vaultmem.memory.secrets import compile_patterns
 from vaultmem.models import ParsedNote, Problem, Resolution

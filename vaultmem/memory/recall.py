@@ -288,8 +288,7 @@ def coverage(terms: Sequence[str], text_terms: set[str]) -> float:
     found = sum(
         1
         for t in terms
-        if t in text_terms
-        or (len(t) >= PART_OF_WORD_MIN and any(t in word for word in text_terms))
+        if t in text_terms or (len(t) >= PART_OF_WORD_MIN and any(t in word for word in text_terms))
     )
     return found / len(terms)
 
@@ -553,11 +552,10 @@ def latest_contents(con: Connection, root: Path, ids: Sequence[str]) -> dict[str
         sections.setdefault(note_id, []).append((heading, text))
     for note_id, parts in sections.items():
         info = infos[note_id]
-        body = next(
-            (b for h, t in parts if h != topics.SEE_ALSO and (b := plain_text(t))), ""
-        )
+        body = next((b for h, t in parts if h != topics.SEE_ALSO and (b := plain_text(t))), "")
         out[note_id] = first_sentence(body) or (info.title if not info.managed else "")
     return out
+
 
 _LINE_PREFIX = re.compile(r"^\s*(?:>\s*)*(?:[-*+]\s+(?:\[.\]\s+)?|\d+[.)]\s+|#{1,6}\s+)?")
 _EMBED = re.compile(r"!\[\[[^\]]*\]\]|!\[[^\]]*\]\([^)]*\)")
