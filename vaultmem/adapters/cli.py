@@ -457,8 +457,12 @@ def recall(
     scope: ScopesOpt = None,
     mode: Annotated[
         Literal["hybrid", "bm25", "metadata"],
-        typer.Option("--mode", help="hybrid: key/title/alias/tag matches first, then BM25."),
+        typer.Option("--mode", help="hybrid: BM25 blended with name and topic matches."),
     ] = "hybrid",
+    kind: Annotated[
+        Literal["all", "topics", "notes"],
+        typer.Option("--kind", help="topics (agent memory), notes (people's) or all."),
+    ] = "all",
     sort: Annotated[
         Literal["score", "recency", "usage"],
         typer.Option("--sort", help="score blends relevance, recency and usage (docs/agents.md)."),
@@ -476,6 +480,7 @@ def recall(
         scopes=scope or (),
         mode=mode,
         sort=sort,
+        kind=kind,
         limit=limit,
         include_related=include_related,
     )
@@ -646,7 +651,7 @@ def get(
     ] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """One topic, read from its file, with every observation (counts as a recall)."""
+    """One topic, read from its file, with every observation (counts as a use)."""
     view = _vault(vault, as_json).get(
         key, scope=scope, scope_id=scope_id, include_expired=include_expired
     )
@@ -655,11 +660,77 @@ def get(
     t = view.topic
     output.line(
         f"{t.key}  ({view.path}) · {t.type} · tags {', '.join(t.tags) or '-'}"
-        f" · recalled {view.usage.count if view.usage else 0}×"
+        f" · used {view.usage.count if view.usage else 0}×"
     )
     for obs in t.observations:
         mark = f"  [superseded by {obs.superseded_by}]" if obs.superseded_by else ""
         output.line(f"\n{obs.timestamp}{mark}\n{obs.text}")
+
+
+# -- reading notes: read, recent, used (docs/agents.md) -------------------------------------
+
+
+@app.command()
+def read(
+    note: Annotated[
+        str, typer.Argument(help="NOTE, NOTE#Heading or NOTE#^block: id, path, title, alias, key.")
+    ],
+    vault: VaultOpt = None,
+    max_bytes: Annotated[
+        int, typer.Option("--max-bytes", min=1, help="At most this many bytes of text.")
+    ] = 64_000,
+    offset: Annotated[
+        int, typer.Option("--offset", min=0, help="Start here: the next_offset of a capped read.")
+    ] = 0,
+    as_json: JsonOpt = False,
+) -> None:
+    """A note's text from its file (frontmatter apart, secrets redacted); counts as a use."""
+    text = _vault(vault, as_json).read(note, max_bytes=max_bytes, offset=offset)
+    if as_json:
+        return output.emit_json(text)
+    sys.stdout.write(text.text + ("" if text.text.endswith("\n") else "\n"))
+    if text.next_offset is not None:
+        sys.stderr.write(
+            f"[{text.next_offset} of {text.total_bytes} bytes; "
+            f"continue with --offset {text.next_offset}]\n"
+        )
+
+
+@app.command()
+def recent(
+    vault: VaultOpt = None,
+    since: Annotated[
+        str | None, typer.Option("--since", help="Changed at or after (ISO date or time, UTC).")
+    ] = None,
+    kind: Annotated[
+        Literal["all", "topics", "notes"],
+        typer.Option("--kind", help="topics (agent memory), notes (people's) or all."),
+    ] = "all",
+    limit: LimitOpt = 20,
+    as_json: JsonOpt = False,
+) -> None:
+    """Notes changed most recently (file modification time), newest first."""
+    notes = _vault(vault, as_json).recent(since=_when(since, "--since"), kind=kind, limit=limit)
+    if as_json:
+        return output.emit_json(notes)
+    output.table(
+        f"{len(notes)} recently changed notes",
+        ["modified", "path", "scope"],
+        [(n.modified, n.path, n.scope + (f":{n.scope_id}" if n.scope_id else "")) for n in notes],
+    )
+
+
+@app.command()
+def used(
+    note: Annotated[str, typer.Argument(help="Topic key, or a note's id, path, title or alias.")],
+    vault: VaultOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Record that a note helped: one use, a bounded tie-breaker in recall."""
+    ref = _vault(vault, as_json).used(note)
+    if as_json:
+        return output.emit_json(ref)
+    output.line(f"Used {ref.path}")
 
 
 @app.command()

@@ -38,7 +38,9 @@ vaultmem is this user's long-term memory, kept as Markdown notes in an Obsidian 
 people read and edit too. Call memory_recall before answering questions about the project,
 the user's preferences or earlier decisions; call memory_store to save a reusable conclusion
 (a decision, a command that works, a preference, a correction) under a short stable key.
-memory_get reads one topic in full, memory_search searches every note of the vault,
+memory_get reads one topic in full, memory_read reads any note (or one heading of it) as text,
+memory_recent lists what changed lately, memory_used marks a note that helped,
+memory_search searches every note of the vault,
 memory_links walks the link graph, memory_context returns a compact startup summary.
 Errors carry a stable `code`; after a `partial_write` error do NOT retry the store."""
 
@@ -110,6 +112,7 @@ def _recall(vault: Vault, a: dict[str, Any]) -> Any:
         scopes=tuple(a.get("scopes", ())),
         mode=a.get("mode", "hybrid"),
         sort=a.get("sort", "score"),
+        kind=a.get("kind", "all"),
         limit=a.get("limit", 10),
         include_related=a.get("include_related", False),
     )
@@ -151,6 +154,21 @@ def _search(vault: Vault, a: dict[str, Any]) -> Any:
 
 def _status(vault: Vault, a: dict[str, Any]) -> Any:
     return vault.status()
+
+
+def _read(vault: Vault, a: dict[str, Any]) -> Any:
+    return vault.read(a["note"], max_bytes=a.get("max_bytes", 64_000), offset=a.get("offset", 0))
+
+
+def _recent(vault: Vault, a: dict[str, Any]) -> Any:
+    notes = vault.recent(
+        since=_when(a.get("since"), "since"), kind=a.get("kind", "all"), limit=a.get("limit", 20)
+    )
+    return {"notes": notes}
+
+
+def _used(vault: Vault, a: dict[str, Any]) -> Any:
+    return vault.used(a["note"])
 
 
 TOOLS: tuple[ToolSpec, ...] = (
@@ -215,11 +233,13 @@ TOOLS: tuple[ToolSpec, ...] = (
         "memory_recall",
         "Recall memories",
         "Find the memories (agent topics and people's notes) that answer a question. Hybrid "
-        "mode returns notes whose key, title, alias or tag equals a word of the query first, "
-        "then BM25 full-text matches. Expired and forgotten topics are never returned. Each hit "
-        "has id, key, scope, scope_id, path, title, snippet, score, updated, `fresh` (false "
-        "when the file changed since it was indexed: read it with memory_get) and `related` "
-        "(pulled in by a link from another hit). Counts as a use of each returned topic.",
+        "mode ranks BM25 full-text matches blended with name matches (key, title, alias, tag) "
+        "and weighs the agent's own topics: one holding every word of the question ranks with "
+        "the best note. Expired and forgotten topics are never returned. Each hit has id, key, "
+        "scope, scope_id, path, title, snippet, score, updated, `fresh` (false when the file "
+        "changed since it was indexed) and `related` (pulled in by a link from another hit). "
+        "Read a hit in full with memory_read (or memory_get for a topic). Not a use: the same "
+        "question gives the same order; call memory_used for a note that helped.",
         _object(
             {
                 "query": {
@@ -241,7 +261,13 @@ TOOLS: tuple[ToolSpec, ...] = (
                     "type": "string",
                     "enum": ["score", "recency", "usage"],
                     "default": "score",
-                    "description": "score blends relevance 60 %, recency 25 %, usage 15 %.",
+                    "description": "score blends relevance 90 %, recency 5 %, usage 5 %.",
+                },
+                "kind": {
+                    "type": "string",
+                    "enum": ["all", "topics", "notes"],
+                    "default": "all",
+                    "description": "topics (agent memory), notes (people's) or all.",
                 },
                 "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 10},
                 "include_related": {
@@ -375,6 +401,68 @@ TOOLS: tuple[ToolSpec, ...] = (
         "that is not 0).",
         _object({}),
         _status,
+    ),
+    ToolSpec(
+        "memory_read",
+        "Read a note",
+        "Read any note of the vault (a person's note or a memory topic) as text, straight "
+        "from its file: name it by path, title, alias, file name, topic key or id, optionally "
+        "with `#Heading` (`#Parent#Child`) or `#^block` for that part alone. Frontmatter comes "
+        "back apart, secrets are redacted. A long text comes in pieces of max_bytes: when "
+        "`next_offset` is not null, call again with offset=next_offset. Counts as a use.",
+        _object(
+            {
+                "note": {
+                    "type": "string",
+                    "minLength": 1,
+                    "description": "e.g. `Projects/Atlas/Plan.md`, `Plan#Risks`, `build-commands`.",
+                },
+                "max_bytes": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": 1000000,
+                    "default": 64000,
+                },
+                "offset": {"type": "integer", "minimum": 0, "default": 0},
+            },
+            ("note",),
+        ),
+        _read,
+    ),
+    ToolSpec(
+        "memory_recent",
+        "Recently changed notes",
+        "Notes by file modification time, newest first: what changed while you were away. "
+        "Each has id, path, title, scope, scope_id, managed (a memory topic), updated, "
+        "modified and size.",
+        _object(
+            {
+                "since": {
+                    "type": "string",
+                    "description": "Changed at or after (ISO date or time, UTC).",
+                },
+                "kind": {"type": "string", "enum": ["all", "topics", "notes"], "default": "all"},
+                "limit": {"type": "integer", "minimum": 1, "maximum": 200, "default": 20},
+            }
+        ),
+        _recent,
+    ),
+    ToolSpec(
+        "memory_used",
+        "Mark a note as used",
+        "Record that a note or topic helped answer (one use). Uses decay over 30 days and "
+        "reorder only near-ties in memory_recall.",
+        _object(
+            {
+                "note": {
+                    "type": "string",
+                    "minLength": 1,
+                    "description": "Topic key, or a note's id, path, title or alias.",
+                }
+            },
+            ("note",),
+        ),
+        _used,
     ),
 )
 _BY_NAME: dict[str, ToolSpec] = {t.name: t for t in TOOLS}
