@@ -403,7 +403,7 @@ class Vault:
         scope_id: str | None = None,
         include_expired: bool = False,
     ) -> memory.TopicView:
-        """One topic read from its file (counts as a recall); expired topics are not found."""
+        """One topic read from its file (counts as a use); expired topics are not found."""
         return memory.get(
             self.config,
             key_or_id,
