@@ -65,6 +65,7 @@ RECENCY_HALF_LIFE_DAYS = 30.0
 USAGE_SATURATION = 20
 METADATA_STRENGTH = {"key": 1.0, "title": 1.0, "alias": 0.9, "tag": 0.7}
 PART_OF_WORD_MIN = 4
+POOL_EXTRA = 10
 
 RELATED_PER_HIT = 2
 RELATED_TOTAL = 5
@@ -356,13 +357,19 @@ def recall(
     now = now or datetime.now(UTC)
     counts = usage_counts or {}
     meta = metadata_matches(con, query) if mode != "bm25" else {}
-    # Scope, expiry and trash are filtered after ranking, so ask BM25 for a generous pool.
-    filters = SearchFilters(folder=managed_folder) if kind == "topics" else SearchFilters()
+    # Expiry, trash and a second scope are filtered after ranking, so BM25 returns a pool
+    # larger than the limit; not much larger: each hit costs a snippet, most of search's time.
+    only = scopes[0] if len(scopes) == 1 else ScopeSpec("")
+    filters = SearchFilters(
+        scope=only.scope or None,
+        scope_id=only.scope_id,
+        folder=managed_folder if kind == "topics" else None,
+    )
     bm25 = (
         _bm25(
             con,
             query,
-            pool=limit * 5 + 50,
+            pool=limit * 2 + POOL_EXTRA,
             k1=k1,
             b=b,
             required=mode == "bm25",
