@@ -4,12 +4,13 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench bench-quick docs clean
+.PHONY: demo test lint bench bench-quick docs clean install
+PREFIX ?= $(HOME)/.local
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,mcp]'
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
 # The main job on example-vault/: build its index, show status and answer a search.
@@ -21,6 +22,12 @@ demo: $(STAMP)
 	$(BIN)/vaultmem search "how do I run the tests" --limit 3 --vault /tmp/vaultmem-demo
 	$(BIN)/vaultmem backlinks "DuckDB" --vault /tmp/vaultmem-demo
 	$(BIN)/vaultmem problems --vault /tmp/vaultmem-demo
+
+# Puts `vaultmem` on PATH: a link from $(PREFIX)/bin (default ~/.local/bin) to .venv's command.
+install: $(STAMP)
+	mkdir -p $(PREFIX)/bin
+	ln -sf $(abspath $(BIN))/vaultmem $(PREFIX)/bin/vaultmem
+	@echo "Installed $(PREFIX)/bin/vaultmem; if 'vaultmem --version' is not found, add $(PREFIX)/bin to PATH."
 
 test: $(STAMP)
 	$(BIN)/ruff check vaultmem tests benchmarks

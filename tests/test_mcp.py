@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import select
 import subprocess
 import sys
 from collections.abc import Awaitable, Callable
@@ -78,8 +79,13 @@ def test_tools_are_listed_with_schemas(vault: Path) -> None:
             assert tool.description and len(tool.description) > 60
             schema = tool.input_schema
             assert schema["type"] == "object" and schema["additionalProperties"] is False
-            for prop in schema["properties"].values():
-                assert "type" in prop
+            for name, prop in schema["properties"].items():
+                assert "type" in prop and prop["description"], (tool.name, name)
+                # Every string and list is bounded (issue 16: 100k tags held the server 50 s).
+                if prop["type"] == "string":
+                    assert "maxLength" in prop or "enum" in prop, (tool.name, name)
+                if prop["type"] == "array":
+                    assert prop["maxItems"] <= 32 and "maxLength" in prop["items"], name
         assert by_name["memory_recall"].input_schema["required"] == ["query"]
         assert by_name["memory_store"].input_schema["required"] == ["content"]
         assert by_name["memory_forget"].annotations.destructive_hint is True  # type: ignore[union-attr]
@@ -193,7 +199,7 @@ def test_errors_come_back_as_tool_errors_with_a_code(vault: Path) -> None:
         assert error and missing["code"] == "not_found" and missing["message"]
         assert "hint" in missing
         error, bad = await call(session, "memory_recall", query="x", limit=0)
-        assert error and bad["code"] == "invalid_arguments" and "limit" in bad["message"]
+        assert error and bad["code"] == "invalid_argument" and "limit" in bad["message"]
         error, unknown = await call(session, "memory_search", query="the")
         assert error and unknown["code"] == "query_invalid"
         error, secret = await call(
@@ -254,3 +260,79 @@ def test_parallel_calls_in_one_session(vault: Path) -> None:
 
     session_run(vault, body)
     assert len(list((vault / "agent-memory/project/atlas").glob("parallel-*.md"))) == 3
+
+
+def test_limits_from_the_contract_refuse_huge_arguments(vault: Path) -> None:
+    async def body(session: ClientSession) -> None:
+        tags = [f"t{i}" for i in range(100_000)]
+        error, refused = await call(session, "memory_store", content="x", key="k", tags=tags)
+        assert error and refused["code"] == "invalid_argument"
+        assert "at most 32" in refused["message"]
+        error, long = await call(session, "memory_recall", query="x" * 5000)
+        assert error and long["code"] == "invalid_argument" and "2000" in long["message"]
+        error, low = await call(session, "memory_context", budget_chars=100)
+        assert error and "minimum 200" in low["message"]
+        error, status = await call(session, "memory_status")
+        assert not error and status["notes"] > 20
+
+    session_run(vault, body)
+    assert not list((vault / "agent-memory").rglob("k.md"))
+
+
+def _raw_exchange(vault: Path, lines: list[str]) -> list[dict[str, Any]]:
+    """Send raw JSON-RPC lines after the handshake; return the replies to requests 2 and up."""
+    server = subprocess.Popen(
+        [sys.executable, "-m", "vaultmem", "mcp", "--vault", str(vault)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    assert server.stdin is not None and server.stdout is not None
+    handshake = [
+        json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"}}}),
+        json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    ]  # fmt: skip
+    for line in handshake + lines:
+        server.stdin.write(line.encode("utf-8") + b"\n")
+    server.stdin.flush()
+    replies: list[dict[str, Any]] = []
+    try:
+        # One reply per request line (the handshake's included); a hang fails on the timeout.
+        while len(replies) < len(lines) + 1:
+            ready, _, _ = select.select([server.stdout], [], [], 60)
+            assert ready, f"no reply after {replies}"
+            replies.append(json.loads(server.stdout.readline()))
+    finally:
+        server.stdin.close()
+        assert server.wait(timeout=60) == 0
+    return [r for r in replies if r.get("id") != 1]
+
+
+def test_undecodable_requests_get_an_error_reply(vault: Path) -> None:
+    """A lone surrogate or 200-deep nesting used to get no reply: the client hung forever."""
+
+    def tool_call(request_id: int, arguments: str) -> str:
+        return (
+            f'{{"jsonrpc":"2.0","id":{request_id},"method":"tools/call",'
+            f'"params":{{"name":"memory_search","arguments":{arguments}}}}}'
+        )
+
+    deep = '{"a":' * 200 + "1" + "}" * 200
+    replies = _raw_exchange(
+        vault,
+        [
+            tool_call(2, '{"query":"\\ud800 duckdb"}'),
+            tool_call(3, '{"query":"duckdb","tag":' + deep + "}"),
+            '{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{',
+            tool_call(5, '{"query":"duckdb"}'),
+        ],
+    )
+    by_id = {r["id"]: r for r in replies}
+    assert set(by_id) == {2, 3, 4, 5}
+    for request_id in (2, 3):
+        assert by_id[request_id]["error"]["code"] == -32602
+        assert by_id[request_id]["error"]["data"]["code"] == "invalid_argument"
+    assert by_id[4]["error"]["code"] == -32700
+    assert by_id[5]["result"]["isError"] is False  # the server carried on

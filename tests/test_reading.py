@@ -130,7 +130,7 @@ def test_cli_read_recent_used(vault: Vault) -> None:
     assert missing.returncode == 1
     assert json.loads(missing.stdout)["error"]["code"] == "not_found"
     recent = run_cli("recent", "--vault", root, "--json", "--limit", "2")
-    assert recent.returncode == 0 and len(json.loads(recent.stdout)["data"]) == 2
+    assert recent.returncode == 0 and len(json.loads(recent.stdout)["data"]["notes"]) == 2
     used = run_cli("used", "release-process", "--vault", root, "--json")
     assert used.returncode == 0, used.stderr
     assert json.loads(used.stdout)["data"]["path"].endswith("release-process.md")

@@ -259,8 +259,9 @@ def test_cli_recall_json(vault: Vault) -> None:
     done = run_cli("recall", "kafka lag", "--vault", str(vault.root), "--json", "--limit", "2")
     assert done.returncode == 0, done.stderr
     envelope = json.loads(done.stdout)
-    assert envelope["ok"] is True and len(envelope["data"]) <= 2
-    first = envelope["data"][0]
+    hits = envelope["data"]["hits"]  # one shape with MCP's memory_recall
+    assert envelope["ok"] is True and len(hits) <= 2
+    first = hits[0]
     assert first["key"] == "consumer-lag-alerting"
     assert set(first) >= {
         "id",

@@ -286,7 +286,7 @@ def test_cli_search_json(filter_vault: Vault, capsys: pytest.CaptureFixture[str]
     assert main(["search", "lock timeout", "--vault", vault, "--json", "--limit", "1"]) == 0
     envelope = json.loads(capsys.readouterr().out)
     assert envelope["ok"] is True
-    (first,) = envelope["data"]
+    (first,) = envelope["data"]["hits"]  # one shape with MCP's memory_search
     assert {"path", "title", "scope", "heading", "score", "snippet"} <= first.keys()
     assert main(["search", "the", "--vault", vault, "--json"]) == 1
     error = json.loads(capsys.readouterr().out)

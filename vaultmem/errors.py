@@ -23,13 +23,20 @@ class VaultmemError(Exception):
 
 
 class ConfigError(VaultmemError):
-    """The config file or a command-line option is wrong."""
+    """`.vaultmem/config.toml` (or a value only the library can judge) is wrong."""
 
     code = "config_invalid"
-    default_hint = (
-        "Check the value against `vaultmem <command> --help`, or fix the named key in "
-        ".vaultmem/config.toml (docs/configuration.md)."
-    )
+    default_hint = "Fix the named key in .vaultmem/config.toml (vaultmem init writes a valid one)."
+
+
+class InvalidArgumentError(ConfigError):
+    """A command-line option or MCP tool argument is wrong: a usage error (CLI exit 2).
+
+    A subclass of `ConfigError` so that older `except ConfigError` still catches it; its code
+    is its own, so agents can tell "fix your call" from "fix the config file"."""
+
+    code = "invalid_argument"
+    default_hint = "Check the value against `vaultmem <command> --help` (or the tool's schema)."
 
 
 class VaultNotFoundError(VaultmemError):
@@ -76,7 +83,36 @@ class QueryError(VaultmemError):
     """A search query or SQL statement was rejected."""
 
     code = "query_invalid"
-    default_hint = "See docs/search.md for the query syntax."
+    default_hint = (
+        'Search takes words, "phrases", -excluded, tag:x, path:f/ and type:y '
+        "(`vaultmem search --help`)."
+    )
+
+
+class QueryTimeoutError(QueryError):
+    """A read-only SQL statement ran past its time limit and was interrupted."""
+
+    code = "query_timeout"
+    default_hint = "Narrow the query (WHERE, LIMIT) or raise --timeout-s."
+
+
+class FileAccessError(VaultmemError):
+    """The file system refused an operation (permissions, a missing folder, a full disk)."""
+
+    code = "io_error"
+    default_hint = "Check that the path exists and that you may read and write it."
+
+    @classmethod
+    def from_os_error(cls, error: OSError) -> FileAccessError:
+        where = f": {error.filename}" if error.filename else ""
+        return cls(f"{error.strerror or error}{where}")
+
+
+class InternalError(VaultmemError):
+    """A bug: an exception vaultmem did not expect. Adapters turn it into this envelope."""
+
+    code = "internal_error"
+    default_hint = "This is a bug in vaultmem; please report the command and this message."
 
 
 class PathEscapeError(VaultmemError):

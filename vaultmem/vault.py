@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from vaultmem.config import Config, FolderMapping, find_vault, init_vault, load_config
-from vaultmem.errors import ConfigError, NotFoundError, VaultNotFoundError
+from vaultmem.errors import InvalidArgumentError, NotFoundError, VaultNotFoundError
 from vaultmem.files.scan import read_note, scan_vault
 from vaultmem.index import catalog, graph, reading
 from vaultmem.index.catalog import NoteDetail, NoteRef, SqlResult, Status
@@ -122,10 +122,10 @@ class Vault:
     def status(self) -> Status:
         with store.reading(self.config.index_path) as con:
             counts = catalog.counts(con)
-            indexed = {p: (s, m) for p, s, m in catalog.note_paths(con)}
-            folder_rows = con.execute("SELECT path, scope, scope_id FROM notes").fetchall()
+            files = catalog.note_files(con)
+        indexed = {path: (size, mtime) for path, size, mtime, _, _ in files}
         folders: dict[tuple[str, str, str | None], int] = {}
-        for path, scope, scope_id in folder_rows:
+        for path, _, _, scope, scope_id in files:
             mapping = self.config.mapping_for(path)
             folder = mapping.folder if mapping else ""
             key = (folder, scope, scope_id)
@@ -198,9 +198,17 @@ class Vault:
                 b=self.config.bm25_b,
             )
 
-    def sql(self, query: str, *, limit: int = 1000) -> SqlResult:
+    def sql(
+        self,
+        query: str,
+        *,
+        limit: int = 1000,
+        params: Mapping[str, Any] | None = None,
+        timeout_s: float = 10.0,
+    ) -> SqlResult:
+        """One read-only statement, `$name` parameters bound, interrupted after `timeout_s`."""
         with store.reading(self.config.index_path, sandboxed=True) as con:
-            return catalog.run_sql(con, query, limit=limit)
+            return catalog.run_sql(con, query, limit=limit, params=params, timeout_s=timeout_s)
 
     # -- one note, straight from the file ---------------------------------------------------
 
@@ -446,7 +454,7 @@ class Vault:
     ) -> okf_export.ExportReport:
         """Write managed topics and/or a mapped folder's notes as an OKF v0.2 bundle."""
         if format not in ("dir", "tar.gz", "zip"):
-            raise ConfigError(f"--format {format!r}: choose dir, tar.gz or zip.")
+            raise InvalidArgumentError(f"--format {format!r}: choose dir, tar.gz or zip.")
         return okf_export.export_bundle(
             self.config,
             Path(out),

@@ -1,38 +1,75 @@
-"""The `vaultmem` command line: parse options, call one `Vault` method, render the result.
+"""The `vaultmem` command line: commands generated from the shared contract, rendered as text.
 
-Errors are handled in one place (`main`): a `VaultmemError` prints `Error: …` and a hint to
-stderr (exit 1), or the JSON error envelope with `--json`. Usage errors exit 2.
+Every command but `watch`, `mcp` and `version` is an `Operation` of `adapters/operations.py`:
+its options, defaults, bounds and help come from that table, so the CLI and the MCP server
+cannot drift. A command binds its options (`contract.bind`), opens the vault, runs the
+operation, and prints either the JSON envelope (`--json`: the same data the MCP tool returns)
+or the text renderer registered here with `@text_renderer(name)`.
+
+Failures are handled in one place (`main`): a `VaultmemError` prints `Error: …` and a hint to
+stderr (exit 1), or, with `--json`, exactly one error envelope on stdout. Usage errors (an
+unknown option, a value out of bounds, a choice not offered: code `invalid_argument`) exit 2,
+with an envelope too when `--json` was asked for. No failure prints a traceback.
 """
 
 from __future__ import annotations
 
+import csv
+import inspect
 import json
 import signal
 import sys
 import threading
-from datetime import datetime
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
 
 from vaultmem import __version__
-from vaultmem.adapters import output
-from vaultmem.config import FolderMapping
-from vaultmem.errors import ConfigError, VaultmemError
+from vaultmem.adapters import contract, operations, output
+from vaultmem.adapters.contract import Call, Operation, Param
+from vaultmem.errors import (
+    FileAccessError,
+    InternalError,
+    InvalidArgumentError,
+    VaultmemError,
+)
 from vaultmem.index.watch import WatchEvent
-from vaultmem.models import SCOPES
-from vaultmem.search.query import SearchFilters
 from vaultmem.vault import Vault
+
+_SETTINGS: dict[str, Any] = {"help_option_names": ["-h", "--help"]}
+# Typer's help prints an argument's type (`<str>`) next to its metavar (`KEY`), which only
+# repeats it; options show their metavar (`N`, `SCOPE`) and flags nothing (`metavar=""`).
+typer.core.TyperArgument.display_type_rich = lambda self, ctx: None  # type: ignore[method-assign]
+_option_type = typer.core.TyperOption.display_type_rich
+typer.core.TyperOption.display_type_rich = (  # type: ignore[method-assign]
+    lambda self, ctx: "" if self.is_flag else _option_type(self, ctx)
+)
 
 app = typer.Typer(
     name="vaultmem",
-    help="An Obsidian vault as the memory of AI agents: index, search and recall notes.",
+    help="An Obsidian vault as the memory of AI agents: index, search and recall notes.\n\n"
+    "Every command takes --json (one envelope on stdout, for agents); `vaultmem COMMAND -h` "
+    "shows its options and examples.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    add_completion=False,
+    pretty_exceptions_show_locals=False,
+    add_completion=True,
+    context_settings=_SETTINGS,
+    rich_markup_mode="rich",
 )
+_GROUPS = {
+    "export": typer.Typer(help="Export memory from the vault (OKF bundles).", no_args_is_help=True,
+                          context_settings=_SETTINGS),
+    "import": typer.Typer(help="Import memory into the vault (OKF bundles).", no_args_is_help=True,
+                          context_settings=_SETTINGS),
+    "validate": typer.Typer(help="Validate files vaultmem reads or writes.", no_args_is_help=True,
+                            context_settings=_SETTINGS),
+}  # fmt: skip
+for _name, _group in _GROUPS.items():
+    app.add_typer(_group, name=_name, rich_help_panel="OKF")
 
 
 class _Run:
@@ -41,69 +78,147 @@ class _Run:
     json = False
 
 
-VaultOpt = Annotated[
-    Path | None,
-    typer.Option(
-        "--vault",
-        help="Vault folder (default: $VAULTMEM_VAULT, else the nearest "
-        "folder above the working directory holding .vaultmem/).",
-    ),
-]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON envelope for agents.")]
-LimitOpt = Annotated[int, typer.Option("--limit", min=1, help="At most this many rows.")]
+def _show_version(value: bool) -> None:
+    if value:
+        output.line(f"vaultmem {__version__}")
+        raise typer.Exit(0)
 
 
-def _vault(path: Path | None, as_json: bool) -> Vault:
-    _Run.json = as_json
-    return Vault(path)
-
-
-@app.command()
-def init(
-    path: Annotated[Path, typer.Argument(help="The vault folder.")] = Path("."),
-    managed_folder: Annotated[
-        str, typer.Option("--managed-folder", help="The one folder vaultmem writes into.")
-    ] = "agent-memory",
-    map_: Annotated[
-        list[str] | None,
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
         typer.Option(
-            "--map",
-            help="FOLDER=SCOPE[:SCOPE_ID], repeatable (default: whole vault as one project scope).",
+            "--version",
+            "-V",
+            is_eager=True,
+            callback=_show_version,
+            help="Print the version.",
+            metavar="",
         ),
-    ] = None,
-    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing config.")] = False,
-    as_json: JsonOpt = False,
+    ] = False,
 ) -> None:
-    """Create .vaultmem/config.toml and the managed folder in a vault."""
+    """An Obsidian vault as the memory of AI agents: index, search and recall notes."""
+
+
+# -- commands generated from the contract ----------------------------------------------------
+
+_TYPES: dict[str, Any] = {
+    "str": str,
+    "int": int,
+    "float": float,
+    "bool": bool,
+    "strs": list[str],
+    "path": Path,
+    "pairs": list[str],  # NAME=VALUE; main() joins `-p NAME VALUE` (typer has no nargs=2 lists)
+}
+Renderer = Callable[[Any, dict[str, Any]], None]
+_RENDERERS: dict[str, Renderer] = {}
+
+
+def text_renderer(name: str) -> Callable[[Renderer], Renderer]:
+    """Register how operation `name` prints without --json."""
+
+    def register(render: Renderer) -> Renderer:
+        _RENDERERS[name] = render
+        return render
+
+    return register
+
+
+def _help(p: Param) -> str:
+    return escape(p.help + p.bounds_text())
+
+
+def _parameter(p: Param) -> inspect.Parameter:
+    """A typer parameter for one contract param: type and help only; `bind` checks bounds."""
+    kind = _TYPES[p.kind]
+    default: Any = p.cli_default if p.cli_default is not contract._UNSET else p.default
+    if p.kind in ("strs", "pairs"):
+        show: bool | str = bool(default) and ",".join(default)
+        default = None
+    else:
+        show = default is not None and default is not False
+    required = (p.required or p.cli_required) and p.cli_default is contract._UNSET
+    info: Any
+    if p.positional:
+        info = typer.Argument(help=_help(p), metavar=p.metavar, show_default=show)
+    elif p.kind == "bool":
+        info = typer.Option(*p.cli_flags, help=_help(p), metavar="")
+    else:
+        info = typer.Option(*p.cli_flags, help=_help(p), metavar=p.metavar, show_default=show)
+    annotation = Annotated[kind if required or default is not None else kind | None, info]  # type: ignore[valid-type]
+    return inspect.Parameter(
+        p.name,
+        inspect.Parameter.KEYWORD_ONLY,
+        default=inspect.Parameter.empty if required else default,
+        annotation=annotation,
+    )
+
+
+_JSON_PARAM = inspect.Parameter(
+    "as_json",
+    inspect.Parameter.KEYWORD_ONLY,
+    default=False,
+    annotation=Annotated[
+        bool, typer.Option("--json", help="Print one JSON envelope (agents).", metavar="")
+    ],
+)
+
+
+def _register(op: Operation) -> None:
+    parameters = [_parameter(p) for p in op.params if p.cli] + [_JSON_PARAM]
+
+    def command(**kwargs: Any) -> None:
+        _invoke(op, kwargs)
+
+    command.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+    command.__annotations__ = {p.name: p.annotation for p in parameters}
+    command.__name__ = op.name.replace(" ", "_")
+    group, _, name = op.name.rpartition(" ")
+    examples = "\n\n".join(f"[dim]$[/] {escape(e)}" for e in op.examples)
+    (_GROUPS[group] if group else app).command(
+        name,
+        help=escape(op.summary),
+        epilog=f"[bold]Examples[/]\n\n{examples}" if examples else None,
+        rich_help_panel=None if group else op.panel,
+    )(command)
+
+
+def _invoke(op: Operation, kwargs: dict[str, Any]) -> None:
+    as_json = bool(kwargs.pop("as_json", False))
     _Run.json = as_json
-    mappings = [_parse_mapping(m) for m in map_ or []]
-    vault = Vault.init(path, managed_folder=managed_folder, mappings=mappings, force=force)
-    data = {
-        "vault": str(vault.root),
-        "config": str(vault.config.config_path),
-        "managed_folder": vault.config.managed_folder,
-        "mappings": vault.config.mappings,
-    }
+    raw: dict[str, Any] = {}
+    for p in op.params:
+        value = kwargs.get(p.name)
+        if value is None or not p.cli:
+            continue
+        if p.stdin_dash and value == "-":
+            value = sys.stdin.read()
+        if p.comma_lists:
+            value = [part.strip() for item in value for part in item.split(",") if part.strip()]
+        if p.kind == "pairs":
+            value = [item.partition("=")[::2] for item in value]
+        raw[p.name] = list(value) if p.kind in ("strs", "pairs") else value
+    args = contract.bind(op, raw, adapter="cli")
+    vault = Vault(args.get("vault")) if op.needs_vault else None
+    bar, update = _progress_bar(op.name in ("reconcile", "rebuild") and not as_json)
+    try:
+        result = op.run(Call(vault, args, progress=update))
+    finally:
+        if bar is not None:
+            bar.stop()
     if as_json:
-        return output.emit_json(data)
-    output.line(f"Initialised {vault.config.config_path}")
-    for m in vault.config.mappings:
-        output.line(
-            f"  {m.folder or '(whole vault)'} → {m.scope}"
-            + (f":{m.scope_id}" if m.scope_id else "")
-        )
-    output.line("Next: vaultmem reconcile")
+        output.emit_json(contract.data(result))
+    else:
+        _RENDERERS.get(op.name, _render_json)(result, args)
+    code = op.exit_code(result) if op.exit_code else 0
+    if code:
+        raise typer.Exit(code)
 
 
-def _parse_mapping(text: str) -> FolderMapping:
-    folder, sep, rest = text.partition("=")
-    scope, _, scope_id = rest.partition(":")
-    if not sep or scope not in SCOPES:
-        raise ConfigError(
-            f"--map {text!r} is not FOLDER=SCOPE[:SCOPE_ID].",
-            hint=f"SCOPE is one of {', '.join(SCOPES)}; e.g. --map Projects=project:atlas",
-        )
-    return FolderMapping(folder.strip("/"), scope, scope_id or None)
+def _render_json(result: Any, args: dict[str, Any]) -> None:
+    output.line(json.dumps(contract.data(result), indent=2, ensure_ascii=False))
 
 
 def _progress_bar(enabled: bool) -> Any:
@@ -127,86 +242,66 @@ def _progress_bar(enabled: bool) -> Any:
     return bar, update
 
 
-def _run_reconcile(vault: Vault, *, rebuild: bool, as_json: bool) -> None:
-    bar, update = _progress_bar(not as_json)
-    try:
-        report = vault.reconcile(rebuild=rebuild, progress=update)
-    finally:
-        if bar is not None:
-            bar.stop()
-    if as_json:
-        return output.emit_json(report)
+# -- text renderers -----------------------------------------------------------------------------
+
+P = output.plural
+
+
+@text_renderer("init")
+def _init_text(result: contract.Initialised, args: dict[str, Any]) -> None:
+    for warning in result.warnings:
+        output.err_console.print(f"[yellow]Warning:[/] {escape(warning)}")
+    output.line(f"Initialised {result.config}")
+    for m in result.mappings:
+        where = f"{m.scope}:{m.scope_id}" if m.scope_id else m.scope
+        output.line(f"  {m.folder or '(whole vault)'} → {where}")
+    output.line(f"Next: vaultmem reconcile --vault {result.vault}")
+
+
+@text_renderer("reconcile")
+@text_renderer("rebuild")
+def _reconcile_text(report: Any, args: dict[str, Any]) -> None:
     for warning in report.warnings:
-        output.err_console.print(f"[yellow]Warning:[/] {warning}")
+        output.err_console.print(f"[yellow]Warning:[/] {escape(warning)}")
     output.line(
-        f"{report.mode}: {report.notes} notes — {report.added} added, {report.changed} changed, "
-        f"{report.removed} removed, {report.renamed} renamed, {report.unchanged} unchanged; "
-        f"{report.problems} problems; {report.duration_s:.2f} s"
+        f"{report.mode}: {P(report.notes, 'note')} — {report.added} added, {report.changed} "
+        f"changed, {report.removed} removed, {report.renamed} renamed, {report.unchanged} "
+        f"unchanged; {P(report.problems, 'problem')}; {report.duration_s:.2f} s"
     )
 
 
-@app.command()
-def reconcile(vault: VaultOpt = None, as_json: JsonOpt = False) -> None:
-    """Bring the index up to date with the vault (only what changed is re-read)."""
-    _run_reconcile(_vault(vault, as_json), rebuild=False, as_json=as_json)
-
-
-@app.command()
-def rebuild(vault: VaultOpt = None, as_json: JsonOpt = False) -> None:
-    """Build the index from nothing (the same rows as any sequence of reconciles)."""
-    _run_reconcile(_vault(vault, as_json), rebuild=True, as_json=as_json)
-
-
-@app.command()
-def status(vault: VaultOpt = None, as_json: JsonOpt = False) -> None:
-    """Notes per scope and folder, the last run, files changed since, problems, index size."""
-    result = _vault(vault, as_json).status()
-    if as_json:
-        return output.emit_json(result)
+@text_renderer("status")
+def _status_text(result: Any, args: dict[str, Any]) -> None:
     output.table(
         "Mapped folders",
         ["folder", "scope", "scope id", "notes"],
         [(f.folder or "(vault)", f.scope, f.scope_id, f.notes) for f in result.folders],
+        empty="No notes indexed yet.",
     )
-    run = result.last_run or {}
     output.line(
-        f"{result.notes} notes, {result.links} links ({result.unresolved_links} unresolved), "
-        f"{result.problems} problems; index {result.index_bytes / 1e6:.1f} MB"
+        f"{P(result.notes, 'note')}, {P(result.links, 'link')} ({result.unresolved_links} "
+        f"unresolved), {P(result.problems, 'problem')}; index {result.index_bytes / 1e6:.1f} MB"
     )
+    run = result.last_run
     if run:
         output.line(
             f"Last reconcile {run['started']} ({run['mode']}, {run['duration_ms']:.0f} ms); "
-            f"{result.changed_since_last_run} files changed since"
+            f"{P(result.changed_since_last_run, 'file')} changed since"
         )
 
 
-@app.command()
-def problems(
-    vault: VaultOpt = None,
-    code: Annotated[str | None, typer.Option("--code", help="Only this problem code.")] = None,
-    as_json: JsonOpt = False,
-) -> None:
-    """Files the index could not read fully, with the reason."""
-    rows = _vault(vault, as_json).problems(code=code)
-    if as_json:
-        return output.emit_json(rows)
+@text_renderer("problems")
+def _problems_text(rows: list[dict[str, Any]], args: dict[str, Any]) -> None:
     output.table(
-        f"{len(rows)} problems",
+        P(len(rows), "problem"),
         ["path", "line", "code", "message"],
         [(r["path"], r["line"], r["code"], r["message"]) for r in rows],
+        empty="No problems: every file was read fully.",
     )
 
 
-@app.command()
-def show(
-    note: Annotated[str, typer.Argument(help="Path, title, alias, file name or id.")],
-    vault: VaultOpt = None,
-    as_json: JsonOpt = False,
-) -> None:
-    """One note's metadata as the index holds it."""
-    detail = _vault(vault, as_json).show(note)
-    if as_json:
-        return output.emit_json(detail)
+@text_renderer("show")
+def _show_text(detail: Any, args: dict[str, Any]) -> None:
     n = detail.note
     output.line(f"{n['title']}  ({n['path']})")
     output.line(
@@ -221,7 +316,7 @@ def show(
         output.line("tags: " + ", ".join("#" + t for t in detail.tags))
     for h in detail.headings:
         output.line(f"{'  ' * (h['level'] - 1)}{'#' * h['level']} {h['text']}  (line {h['line']})")
-    output.line(f"{detail.links_out} outgoing links, {detail.backlinks} backlinks")
+    output.line(f"{P(detail.links_out, 'outgoing link')}, {P(detail.backlinks, 'backlink')}")
     for p in detail.problems:
         output.line(f"problem: {p['code']} (line {p['line']}): {p['message']}")
 
@@ -242,46 +337,40 @@ def _link_rows(rows: list[dict[str, Any]], source: bool) -> list[tuple[Any, ...]
     ]
 
 
-@app.command()
-def links(
-    note: Annotated[str, typer.Argument(help="Path, title, alias, file name or id.")],
-    vault: VaultOpt = None,
-    as_json: JsonOpt = False,
-) -> None:
-    """A note's outgoing links and where each resolves."""
-    ref, rows = _vault(vault, as_json).links(note)
-    if as_json:
-        return output.emit_json({"note": ref, "links": rows})
-    output.table(
-        f"Links from {ref.path}",
-        ["line", "kind", "link", "target", "subpath"],
-        _link_rows(rows, source=False),
-    )
+@text_renderer("links")
+def _links_text(result: contract.Links, args: dict[str, Any]) -> None:
+    path = result.note.path
+    if result.direction == "neighbours":
+        output.table(
+            f"Neighbours of {path}",
+            ["depth", "path", "title"],
+            [(r["depth"], r["path"], r["title"]) for r in result.links],
+            empty=f"No note is linked to or from {path}.",
+        )
+    elif result.direction == "backlinks":
+        _backlinks_text({"note": result.note, "backlinks": result.links}, args)
+    else:
+        output.table(
+            f"Links from {path}",
+            ["line", "kind", "link", "target", "subpath"],
+            _link_rows(list(result.links), source=False),
+            empty=f"{path} has no outgoing links.",
+        )
 
 
-@app.command()
-def backlinks(
-    note: Annotated[str, typer.Argument(help="Path, title, alias, file name or id.")],
-    vault: VaultOpt = None,
-    as_json: JsonOpt = False,
-) -> None:
-    """Notes that link to a note."""
-    ref, rows = _vault(vault, as_json).backlinks(note)
-    if as_json:
-        return output.emit_json({"note": ref, "backlinks": rows})
+@text_renderer("backlinks")
+def _backlinks_text(result: dict[str, Any], args: dict[str, Any]) -> None:
+    path = result["note"].path
     output.table(
-        f"Backlinks to {ref.path}",
+        f"Backlinks to {path}",
         ["source", "line", "kind", "link", "target", "subpath"],
-        _link_rows(rows, source=True),
+        _link_rows(result["backlinks"], source=True),
+        empty=f"No note links to {path}.",
     )
 
 
-@app.command()
-def unresolved(vault: VaultOpt = None, limit: LimitOpt = 100, as_json: JsonOpt = False) -> None:
-    """Links that point at no file, most-wanted first."""
-    rows = _vault(vault, as_json).unresolved(limit=limit)
-    if as_json:
-        return output.emit_json(rows)
+@text_renderer("unresolved")
+def _unresolved_text(rows: list[dict[str, Any]], args: dict[str, Any]) -> None:
     output.table(
         "Unresolved links",
         ["target", "links", "from"],
@@ -293,86 +382,205 @@ def unresolved(vault: VaultOpt = None, limit: LimitOpt = 100, as_json: JsonOpt =
             )
             for r in rows
         ],
+        empty="No unresolved links: every link points at a file.",
     )
 
 
-def _when(text: str | None, option: str) -> datetime | None:
-    if text is None:
-        return None
-    try:
-        return datetime.fromisoformat(text)
-    except ValueError:
-        raise ConfigError(
-            f"{option} {text!r} is not an ISO date or time.", hint=f"e.g. {option} 2026-11-01"
-        ) from None
-
-
-@app.command()
-def search(
-    query: Annotated[
-        str, typer.Argument(help='Words, "phrases", -excluded, tag:x, path:f/, type:y.')
-    ],
-    vault: VaultOpt = None,
-    scope: Annotated[str | None, typer.Option("--scope", help="Only this scope.")] = None,
-    scope_id: Annotated[str | None, typer.Option("--scope-id", help="Only this scope id.")] = None,
-    type_: Annotated[str | None, typer.Option("--type", help="Only notes of this type.")] = None,
-    tag: Annotated[
-        str | None,
-        typer.Option("--tag", help="Only notes with this tag (a parent tag matches nested ones)."),
-    ] = None,
-    folder: Annotated[
-        str | None, typer.Option("--folder", help="Only notes under this folder.")
-    ] = None,
-    since: Annotated[str | None, typer.Option("--since", help="Updated at or after (ISO).")] = None,
-    until: Annotated[str | None, typer.Option("--until", help="Updated before (ISO).")] = None,
-    limit: LimitOpt = 10,
-    as_json: JsonOpt = False,
-) -> None:
-    """BM25 search over every note's sections; results grouped by note, best first."""
-    v = _vault(vault, as_json)
-    filters = SearchFilters(
-        scope, scope_id, type_, tag, folder, _when(since, "--since"), _when(until, "--until")
-    )
-    hits = v.search(query, filters, limit=limit)
-    if as_json:
-        return output.emit_json(hits)
-    if not hits:
+@text_renderer("search")
+def _search_text(result: contract.Hits, args: dict[str, Any]) -> None:
+    if not result.hits:
         return output.line("No notes match.")
-    for i, hit in enumerate(hits, 1):
+    plain = not output.console.is_terminal
+    for i, hit in enumerate(result.hits, 1):
         where = f" › {hit.heading}" if hit.heading else ""
+        if plain:
+            output.line(f"{i}. {hit.title}{where}  {hit.path}:{hit.line} · {hit.scope} · "
+                        f"{hit.score:.3f}")  # fmt: skip
+            output.line("   " + hit.snippet)
+            continue
         output.console.print(
-            f"[bold]{i}. {escape(hit.title)}[/]{escape(where)}  "
+            f"{i}. [bold]{escape(hit.title)}[/]{escape(where)}  "
             f"[dim]{escape(hit.path)}:{hit.line} · {hit.scope} · {hit.score:.3f}[/]"
         )
         output.console.print("   " + output.marked(hit.snippet))
 
 
-@app.command()
-def sql(
-    query: Annotated[str, typer.Argument(help="One read-only SQL statement (docs/schema.md).")],
-    vault: VaultOpt = None,
-    limit: LimitOpt = 1000,
-    as_json: JsonOpt = False,
-) -> None:
-    """Run read-only SQL on the index (file access is disabled)."""
-    result = _vault(vault, as_json).sql(query, limit=limit)
-    if as_json:
-        return output.emit_json(result)
-    output.table(None, result.columns, result.rows)
+@text_renderer("sql")
+def _sql_text(result: Any, args: dict[str, Any]) -> None:
+    if args["jsonl"]:
+        for row in result.rows:
+            output.line(json.dumps(dict(zip(result.columns, row, strict=True)), ensure_ascii=False))
+    elif args["csv"] or args["tsv"]:
+        writer = csv.writer(
+            sys.stdout, dialect="excel-tab" if args["tsv"] else "excel", lineterminator="\n"
+        )
+        writer.writerow(result.columns)
+        writer.writerows(
+            [json.dumps(v) if isinstance(v, list | dict) else v for v in row] for row in result.rows
+        )
+    else:
+        output.table(None, result.columns, result.rows, empty="(no rows)")
+    if result.truncated:
+        output.err_console.print(
+            f"Warning: only the first {P(len(result.rows), 'row')} are shown "
+            "(--max-rows raises the limit).",
+            markup=False,
+        )
 
 
-@app.command()
-def parse(
-    note: Annotated[Path, typer.Argument(help="A note file, relative to the vault or cwd.")],
-    vault: VaultOpt = None,
-    as_json: JsonOpt = False,
-) -> None:
-    """Debugging view: one note's model, links resolved against the vault."""
-    view = _vault(vault, as_json).parse(note)
-    data = view.to_dict()
-    if as_json:
-        return output.emit_json(data)
-    output.line(json.dumps(data, indent=2, ensure_ascii=False))
+@text_renderer("store")
+@text_renderer("correct")
+def _store_text(result: Any, args: dict[str, Any]) -> None:
+    verb = "Corrected " if result.corrected else "Created " if result.created else "Appended to "
+    output.line(verb + _topic_line(result))
+    if result.redacted:
+        output.line("Redacted: " + ", ".join(result.redacted))
+
+
+def _topic_line(result: Any) -> str:
+    where = result.scope + (f":{result.scope_id}" if result.scope_id else "")
+    return f"{result.key} ({where}) {result.path} @ {result.timestamp}"
+
+
+@text_renderer("get")
+def _get_text(view: Any, args: dict[str, Any]) -> None:
+    t = view.topic
+    output.line(
+        f"{t.key}  ({view.path}) · {t.type} · tags {', '.join(t.tags) or '-'}"
+        f" · recalled {view.usage.count if view.usage else 0}×"
+    )
+    for obs in t.observations:
+        mark = f"  [superseded by {obs.superseded_by}]" if obs.superseded_by else ""
+        output.line(f"\n{obs.timestamp}{mark}\n{obs.text}")
+
+
+@text_renderer("forget")
+def _forget_text(result: Any, args: dict[str, Any]) -> None:
+    output.line(f"Moved {result.path} to {result.trashed_to}")
+
+
+@text_renderer("prune")
+def _prune_text(result: Any, args: dict[str, Any]) -> None:
+    output.table(
+        P(len(result.items), "expired topic") + ("" if args["apply"] else " (not moved)"),
+        ["path", "type", "updated", "expired", "moved to"],
+        [(i.path, i.type, i.updated, i.expired_at, i.trashed_to) for i in result.items],
+        empty="No expired topics.",
+    )
+
+
+def _edge_table(title: str, rows: list[Any]) -> None:
+    output.table(
+        title,
+        ["edge", "type", "source", "target", "origin", "status"],
+        [(e.id, e.type, e.source_path, e.target_path, e.origin, e.status) for e in rows],
+        empty="No edges.",
+    )
+
+
+text_renderer("relate")(lambda edge, args: _edge_table("Recorded", [edge]))
+text_renderer("accept")(lambda edge, args: _edge_table("Accepted", [edge]))
+text_renderer("reject")(lambda edge, args: _edge_table("Rejected", [edge]))
+text_renderer("edges")(lambda rows, args: _edge_table(P(len(rows), "edge"), rows))
+
+
+@text_renderer("recall")
+def _recall_text(result: contract.Hits, args: dict[str, Any]) -> None:
+    if not result.hits:
+        return output.line("Nothing recalled.")
+    plain = not output.console.is_terminal
+    for i, hit in enumerate(result.hits, 1):
+        where = hit.scope + (f":{hit.scope_id}" if hit.scope_id else "")
+        flags = (" [related]" if hit.related else "") + ("" if hit.fresh else " [stale]")
+        if plain:
+            output.line(f"{i}. {hit.key}{flags}  {hit.path} · {where} · {hit.score:.3f}")
+            output.line("   " + hit.snippet)
+            continue
+        output.console.print(
+            f"{i}. [bold]{escape(hit.key)}[/]{escape(flags)}  [dim]"
+            f"{escape(hit.path)} · {escape(where)} · {hit.score:.3f}[/]"
+        )
+        output.console.print("   " + output.marked(hit.snippet))
+
+
+@text_renderer("read")
+def _read_text(result: Any, args: dict[str, Any]) -> None:
+    sys.stdout.write(result.text + ("" if result.text.endswith("\n") else "\n"))
+    if result.next_offset is not None:
+        sys.stderr.write(
+            f"[{result.next_offset} of {result.total_bytes} bytes; "
+            f"continue with --offset {result.next_offset}]\n"
+        )
+
+
+@text_renderer("recent")
+def _recent_text(result: dict[str, Any], args: dict[str, Any]) -> None:
+    notes = result["notes"]
+    output.table(
+        P(len(notes), "recently changed note"),
+        ["modified", "path", "scope"],
+        [(n.modified, n.path, n.scope + (f":{n.scope_id}" if n.scope_id else "")) for n in notes],
+    )
+
+
+text_renderer("used")(lambda ref, args: output.line(f"Used {ref.path}"))
+
+
+@text_renderer("context")
+def _context_text(result: Any, args: dict[str, Any]) -> None:
+    if args["write"] is None:
+        return output.line(result.text)
+    verb = "Created" if result.created else "Updated" if result.changed else "Unchanged:"
+    output.line(f"{verb} {result.path} ({P(len(result.block.entries), 'entry', 'entries')})")
+
+
+@text_renderer("export okf")
+def _export_text(report: Any, args: dict[str, Any]) -> None:
+    output.line(
+        f"{P(report.concepts, 'concept')} → {report.out}: {P(len(report.written), 'file')} "
+        f"written, {report.unchanged} unchanged, {len(report.pruned)} pruned; "
+        f"{P(report.links_rewritten, 'link')} rewritten, {report.links_outside} outside the "
+        "bundle made plain text"
+    )
+    for item in report.skipped:
+        output.line(f"skipped {item['path']}: holds a secret ({item['patterns']})")
+
+
+@text_renderer("import okf")
+def _import_text(report: Any, args: dict[str, Any]) -> None:
+    output.line(
+        ("Dry run: " if report.dry_run else "")
+        + f"{report.imported} imported, {report.replaced} replaced, {report.merged} merged, "
+        f"{report.skipped} skipped, {len(report.rejected)} rejected; "
+        f"{P(report.links_rewritten, 'link')} rewritten, "
+        f"{P(report.timestamps_clamped, 'timestamp')} clamped"
+    )
+    for item in report.rejected:
+        output.line(f"rejected {item['path']}: {item['reason']}")
+
+
+@text_renderer("validate okf")
+def _validate_text(report: Any, args: dict[str, Any]) -> None:
+    for f in report.findings:
+        output.line(f"{f.level}: {f.path}: {f.message}")
+    output.line(
+        f"{P(report.concepts, 'concept')}, {P(len(report.errors), 'error')}, "
+        f"{P(len(report.warnings), 'warning')}"
+    )
+
+
+for _op in operations.OPERATIONS:
+    _register(_op)
+
+
+# -- commands with adapter-only behaviour: a stream of events, a server, the version ------------
+
+VaultOpt = Annotated[
+    Path | None, typer.Option("--vault", help=escape(operations.VAULT.help), metavar="DIR")
+]
+JsonOpt = Annotated[
+    bool, typer.Option("--json", help="One JSON envelope per event and line.", metavar="")
+]
 
 
 def _render_watch_event(event: WatchEvent, *, as_json: bool) -> None:
@@ -393,10 +601,10 @@ def _render_watch_event(event: WatchEvent, *, as_json: bool) -> None:
         what = ", ".join(f"{n} {w}" for n, w in counts) or "no note changed"
         stamp = event.at.astimezone().strftime("%H:%M:%S")
         if event.kind in ("batch", "sweep") or (event.kind == "config" and event.notes):
-            paths = f"{event.paths} paths — " if event.kind == "batch" else ""
+            paths = f"{P(event.paths, 'path')} — " if event.kind == "batch" else ""
             text = (
-                f"{stamp} {event.kind}: {paths}{what}; {event.notes} notes, "
-                f"{event.problems} problems; {event.duration_s * 1000:.0f} ms"
+                f"{stamp} {event.kind}: {paths}{what}; {P(event.notes, 'note')}, "
+                f"{P(event.problems, 'problem')}; {event.duration_s * 1000:.0f} ms"
             )
             if event.message:
                 text += f" ({event.message})"
@@ -409,25 +617,31 @@ def _render_watch_event(event: WatchEvent, *, as_json: bool) -> None:
     sys.stdout.flush()
 
 
-@app.command()
+@app.command(
+    rich_help_panel="Index",
+    epilog="[bold]Examples[/]\n\n[dim]$[/] vaultmem watch --vault ~/Notes --json",
+)
 def watch(
     vault: VaultOpt = None,
     debounce_ms: Annotated[
         int,
         typer.Option(
-            "--debounce-ms", min=1, help="Gather a burst of changes for at most this long."
+            "--debounce-ms",
+            min=1,
+            metavar="MS",
+            help="Gather a burst of changes for at most this long.",
         ),
     ] = 300,
     sweep_s: Annotated[
         float,
-        typer.Option(
-            "--sweep-s", min=1.0, help="Seconds between full reconciles (dropped events)."
-        ),
+        typer.Option("--sweep-s", min=1.0, metavar="S", help="Seconds between full reconciles."),
     ] = 300,
     as_json: JsonOpt = False,
 ) -> None:
     """Keep the index current while the vault changes, until SIGINT or SIGTERM (exit 0)."""
-    v = _vault(vault, as_json)
+    _Run.json = as_json
+    v = Vault(vault)
+    operations.check_is_a_vault(v)
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda _signum, _frame: stop.set())
@@ -439,515 +653,89 @@ def watch(
     )
 
 
-ScopesOpt = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--scope",
-        "--scopes",
-        help="SCOPE or SCOPE:SCOPE_ID; repeatable or "
-        "comma-separated (e.g. session,project:atlas,global).",
-    ),
-]
-
-
-@app.command()
-def recall(
-    query: Annotated[str, typer.Argument(help="The question or keywords.")],
-    vault: VaultOpt = None,
-    scope: ScopesOpt = None,
-    mode: Annotated[
-        Literal["hybrid", "bm25", "metadata"],
-        typer.Option("--mode", help="hybrid: BM25 blended with name and topic matches."),
-    ] = "hybrid",
-    kind: Annotated[
-        Literal["all", "topics", "notes"],
-        typer.Option("--kind", help="topics (agent memory), notes (people's) or all."),
-    ] = "all",
-    sort: Annotated[
-        Literal["score", "recency", "usage"],
-        typer.Option("--sort", help="score blends relevance, recency and usage (docs/agents.md)."),
-    ] = "score",
-    limit: LimitOpt = 10,
-    include_related: Annotated[
-        bool,
-        typer.Option("--include-related", help="Add notes linked from the hits, one level deep."),
-    ] = False,
-    as_json: JsonOpt = False,
-) -> None:
-    """Recall memories for a question: topics and notes of the given scopes, never expired."""
-    hits = _vault(vault, as_json).recall(
-        query,
-        scopes=scope or (),
-        mode=mode,
-        sort=sort,
-        kind=kind,
-        limit=limit,
-        include_related=include_related,
-    )
-    if as_json:
-        return output.emit_json(hits)
-    if not hits:
-        return output.line("Nothing recalled.")
-    for i, hit in enumerate(hits, 1):
-        where = hit.scope + (f":{hit.scope_id}" if hit.scope_id else "")
-        flags = (" [related]" if hit.related else "") + ("" if hit.fresh else " [stale]")
-        output.console.print(
-            f"[bold]{i}. {escape(hit.key)}[/]{escape(flags)}  [dim]"
-            f"{escape(hit.path)} · {where} · {hit.score:.3f}[/]"
-        )
-        output.console.print("   " + output.marked(hit.snippet))
-
-
-@app.command()
-def context(
-    vault: VaultOpt = None,
-    scopes: ScopesOpt = None,
-    per_scope: Annotated[
-        int, typer.Option("--per-scope", min=1, help="At most this many entries per scope.")
-    ] = 10,
-    budget_chars: Annotated[
-        int,
-        typer.Option("--budget-chars", min=1, help="Size limit of the whole block, in characters."),
-    ] = 3000,
-    write: Annotated[
-        Literal["claude", "codex", "kiro"] | None,
-        typer.Option(
-            "--write",
-            help="Write the block between markers into .claude/CLAUDE.md (claude), "
-            "AGENTS.md (codex) or .kiro/steering/vaultmem-memory.md (kiro).",
-        ),
-    ] = None,
-    project: Annotated[
-        Path | None,
-        typer.Option(
-            "--project", help="Project folder for --write (default: the working directory)."
-        ),
-    ] = None,
-    as_json: JsonOpt = False,
-) -> None:
-    """Print the <vaultmem-memory> context block, or write it into an agent's file."""
-    v = _vault(vault, as_json)
-    chosen = scopes or ["session,project,global"]
-    if write is None:
-        block = v.context(scopes=chosen, per_scope=per_scope, budget_chars=budget_chars)
-        return output.emit_json(block) if as_json else output.line(block.text)
-    done = v.write_context(
-        write, project_dir=project, scopes=chosen, per_scope=per_scope, budget_chars=budget_chars
-    )
-    if as_json:
-        return output.emit_json(done)
-    verb = "Created" if done.created else "Updated" if done.changed else "Unchanged:"
-    output.line(f"{verb} {done.path} ({len(done.block.entries)} entries)")
-
-
-@app.command()
+@app.command(
+    rich_help_panel="Agents",
+    epilog="[bold]Examples[/]\n\n[dim]$[/] claude mcp add vaultmem -- vaultmem mcp --vault ~/Notes",
+)
 def mcp(vault: VaultOpt = None) -> None:
-    """Serve the memory tools over MCP on stdio (for Claude Code, Codex, Kiro; docs/agents.md)."""
-    try:
-        from vaultmem.adapters.mcp_server import serve
-    except ImportError as error:
-        raise ConfigError(
-            f"The MCP server needs the `mcp` package ({error.msg}).",
-            hint="pip install 'vaultmem[mcp]'",
-        ) from error
+    """Serve the memory tools over MCP on stdio (for Claude Code, Codex, Kiro)."""
+    from vaultmem.adapters.mcp_server import serve
+
     serve(vault)
-
-
-# -- agent memory: topics in the managed folder (docs/memory.md) -----------------------------
-
-ScopeOpt = Annotated[
-    str | None, typer.Option("--scope", help="session, project, global, agent or federated.")
-]
-ScopeIdOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--scope-id",
-        help="Which session, project or agent (project default: the git remote of "
-        "the working directory, else a digest of its path).",
-    ),
-]
-
-
-def _topic_line(result: Any) -> str:
-    where = result.scope + (f":{result.scope_id}" if result.scope_id else "")
-    return f"{result.key} ({where}) {result.path} @ {result.timestamp}"
-
-
-@app.command()
-def store(
-    key: Annotated[str, typer.Argument(help="Topic key (\\[a-z0-9-]{1,60}); '' derives one.")],
-    text: Annotated[str, typer.Argument(help="The observation; '-' reads stdin.")] = "-",
-    vault: VaultOpt = None,
-    scope: ScopeOpt = "project",
-    scope_id: ScopeIdOpt = None,
-    type_: Annotated[
-        str, typer.Option("--type", help="user, feedback, project or reference.")
-    ] = "project",
-    tags: Annotated[str, typer.Option("--tags", help="Comma-separated tags.")] = "",
-    source: Annotated[str | None, typer.Option("--source", help="The agent or tool.")] = None,
-    as_json: JsonOpt = False,
-) -> None:
-    """Save an observation: appended to the topic's file (created when new), secrets redacted."""
-    v = _vault(vault, as_json)
-    body = sys.stdin.read() if text == "-" else text
-    result = v.store(
-        key or None,
-        body,
-        scope=scope or "project",
-        scope_id=scope_id,
-        type=type_,
-        tags=[t for t in tags.split(",") if t.strip()],
-        source=source,
-    )
-    if as_json:
-        return output.emit_json(result)
-    output.line(("Created " if result.created else "Appended to ") + _topic_line(result))
-    if result.redacted:
-        output.line("Redacted: " + ", ".join(result.redacted))
-
-
-@app.command()
-def correct(
-    key: Annotated[str, typer.Argument(help="Topic key or id.")],
-    text: Annotated[str, typer.Argument(help="The corrected observation; '-' reads stdin.")],
-    vault: VaultOpt = None,
-    scope: ScopeOpt = None,
-    scope_id: ScopeIdOpt = None,
-    source: Annotated[str | None, typer.Option("--source", help="The agent or tool.")] = None,
-    as_json: JsonOpt = False,
-) -> None:
-    """Supersede a topic's latest observation; the old one stays visible, marked."""
-    v = _vault(vault, as_json)
-    body = sys.stdin.read() if text == "-" else text
-    result = v.correct(key, body, scope=scope, scope_id=scope_id, source=source)
-    if as_json:
-        return output.emit_json(result)
-    output.line("Corrected " + _topic_line(result))
-
-
-@app.command()
-def forget(
-    key: Annotated[str, typer.Argument(help="Topic key or id.")],
-    vault: VaultOpt = None,
-    scope: ScopeOpt = None,
-    scope_id: ScopeIdOpt = None,
-    as_json: JsonOpt = False,
-) -> None:
-    """Move a topic to the managed folder's .trash/ and drop it from the index."""
-    result = _vault(vault, as_json).forget(key, scope=scope, scope_id=scope_id)
-    if as_json:
-        return output.emit_json(result)
-    output.line(f"Moved {result.path} to {result.trashed_to}")
-
-
-@app.command()
-def get(
-    key: Annotated[str, typer.Argument(help="Topic key or id.")],
-    vault: VaultOpt = None,
-    scope: ScopeOpt = None,
-    scope_id: ScopeIdOpt = None,
-    include_expired: Annotated[
-        bool, typer.Option("--include-expired", help="Also show a topic past its retention.")
-    ] = False,
-    as_json: JsonOpt = False,
-) -> None:
-    """One topic, read from its file, with every observation (counts as a use)."""
-    view = _vault(vault, as_json).get(
-        key, scope=scope, scope_id=scope_id, include_expired=include_expired
-    )
-    if as_json:
-        return output.emit_json(view)
-    t = view.topic
-    output.line(
-        f"{t.key}  ({view.path}) · {t.type} · tags {', '.join(t.tags) or '-'}"
-        f" · used {view.usage.count if view.usage else 0}×"
-    )
-    for obs in t.observations:
-        mark = f"  [superseded by {obs.superseded_by}]" if obs.superseded_by else ""
-        output.line(f"\n{obs.timestamp}{mark}\n{obs.text}")
-
-
-# -- reading notes: read, recent, used (docs/agents.md) -------------------------------------
-
-
-@app.command()
-def read(
-    note: Annotated[
-        str, typer.Argument(help="NOTE, NOTE#Heading or NOTE#^block: id, path, title, alias, key.")
-    ],
-    vault: VaultOpt = None,
-    max_bytes: Annotated[
-        int, typer.Option("--max-bytes", min=1, help="At most this many bytes of text.")
-    ] = 64_000,
-    offset: Annotated[
-        int, typer.Option("--offset", min=0, help="Start here: the next_offset of a capped read.")
-    ] = 0,
-    as_json: JsonOpt = False,
-) -> None:
-    """A note's text from its file (frontmatter apart, secrets redacted); counts as a use."""
-    text = _vault(vault, as_json).read(note, max_bytes=max_bytes, offset=offset)
-    if as_json:
-        return output.emit_json(text)
-    sys.stdout.write(text.text + ("" if text.text.endswith("\n") else "\n"))
-    if text.next_offset is not None:
-        sys.stderr.write(
-            f"[{text.next_offset} of {text.total_bytes} bytes; "
-            f"continue with --offset {text.next_offset}]\n"
-        )
-
-
-@app.command()
-def recent(
-    vault: VaultOpt = None,
-    since: Annotated[
-        str | None, typer.Option("--since", help="Changed at or after (ISO date or time, UTC).")
-    ] = None,
-    kind: Annotated[
-        Literal["all", "topics", "notes"],
-        typer.Option("--kind", help="topics (agent memory), notes (people's) or all."),
-    ] = "all",
-    limit: LimitOpt = 20,
-    as_json: JsonOpt = False,
-) -> None:
-    """Notes changed most recently (file modification time), newest first."""
-    notes = _vault(vault, as_json).recent(since=_when(since, "--since"), kind=kind, limit=limit)
-    if as_json:
-        return output.emit_json(notes)
-    output.table(
-        f"{len(notes)} recently changed notes",
-        ["modified", "path", "scope"],
-        [(n.modified, n.path, n.scope + (f":{n.scope_id}" if n.scope_id else "")) for n in notes],
-    )
-
-
-@app.command()
-def used(
-    note: Annotated[str, typer.Argument(help="Topic key, or a note's id, path, title or alias.")],
-    vault: VaultOpt = None,
-    as_json: JsonOpt = False,
-) -> None:
-    """Record that a note helped: one use, a bounded tie-breaker in recall."""
-    ref = _vault(vault, as_json).used(note)
-    if as_json:
-        return output.emit_json(ref)
-    output.line(f"Used {ref.path}")
-
-
-@app.command()
-def prune(
-    vault: VaultOpt = None,
-    apply: Annotated[bool, typer.Option("--apply", help="Move them to .trash/.")] = False,
-    as_json: JsonOpt = False,
-) -> None:
-    """List topics past their retention (session 14 d, project 90 d); --apply trashes them."""
-    result = _vault(vault, as_json).prune(apply=apply)
-    if as_json:
-        return output.emit_json(result)
-    output.table(
-        f"{len(result.items)} expired topics" + ("" if apply else " (not moved)"),
-        ["path", "type", "updated", "expired", "moved to"],
-        [(i.path, i.type, i.updated, i.expired_at, i.trashed_to) for i in result.items],
-    )
-
-
-def _edge_table(title: str, rows: list[Any]) -> None:
-    output.table(
-        title,
-        ["edge", "type", "source", "target", "origin", "status"],
-        [(e.id, e.type, e.source_path, e.target_path, e.origin, e.status) for e in rows],
-    )
-
-
-@app.command()
-def relate(
-    a: Annotated[str, typer.Argument(help="Source: topic key or id, or a note.")],
-    b: Annotated[str, typer.Argument(help="Target: topic key or id, or a note.")],
-    vault: VaultOpt = None,
-    type_: Annotated[
-        str,
-        typer.Option(
-            "--type", help="relates_to, supersedes, contradicts or another relation name."
-        ),
-    ] = "relates_to",
-    as_json: JsonOpt = False,
-) -> None:
-    """Record an edge A → B (kept in agent-memory/_decisions.md) and add it to A's See Also."""
-    edge = _vault(vault, as_json).relate(a, b, type=type_)
-    if as_json:
-        return output.emit_json(edge)
-    _edge_table("Recorded", [edge])
-
-
-@app.command()
-def edges(
-    vault: VaultOpt = None,
-    status: Annotated[
-        str | None, typer.Option("--status", help="active, proposed, rejected or stale.")
-    ] = None,
-    stale: Annotated[bool, typer.Option("--stale", help="Only stale edges.")] = False,
-    as_json: JsonOpt = False,
-) -> None:
-    """Typed edges between notes: from links, people's decisions and suggestions."""
-    rows = _vault(vault, as_json).edges(status=status, stale=stale)
-    if as_json:
-        return output.emit_json(rows)
-    _edge_table(f"{len(rows)} edges", rows)
-
-
-@app.command()
-def accept(
-    edge: Annotated[str, typer.Argument(help="Edge id (from `vaultmem edges`).")],
-    vault: VaultOpt = None,
-    as_json: JsonOpt = False,
-) -> None:
-    """Accept a proposed edge: it becomes active and joins the topic's See Also."""
-    result = _vault(vault, as_json).accept(edge)
-    if as_json:
-        return output.emit_json(result)
-    _edge_table("Accepted", [result])
-
-
-@app.command()
-def reject(
-    edge: Annotated[str, typer.Argument(help="Edge id (from `vaultmem edges`).")],
-    vault: VaultOpt = None,
-    as_json: JsonOpt = False,
-) -> None:
-    """Reject an edge: it is never proposed again."""
-    result = _vault(vault, as_json).reject(edge)
-    if as_json:
-        return output.emit_json(result)
-    _edge_table("Rejected", [result])
-
-
-export_app = typer.Typer(help="Export memory from the vault (OKF bundles).", no_args_is_help=True)
-import_app = typer.Typer(help="Import memory into the vault (OKF bundles).", no_args_is_help=True)
-validate_app = typer.Typer(help="Validate files vaultmem reads or writes.", no_args_is_help=True)
-app.add_typer(export_app, name="export")
-app.add_typer(import_app, name="import")
-app.add_typer(validate_app, name="validate")
-
-
-@export_app.command("okf")
-def export_okf(
-    out: Annotated[Path, typer.Argument(help="Bundle folder or archive, outside the vault.")],
-    vault: VaultOpt = None,
-    scope: Annotated[str | None, typer.Option("--scope", help="This scope's topics.")] = None,
-    scope_id: Annotated[str | None, typer.Option("--scope-id", help="Only this scope id.")] = None,
-    folder: Annotated[
-        str | None, typer.Option("--folder", help="Export the notes of this mapped folder.")
-    ] = None,
-    include_private: Annotated[
-        bool, typer.Option("--include-private", help="Allow session and agent scopes.")
-    ] = False,
-    redact: Annotated[
-        bool, typer.Option("--redact", help="Redact secrets instead of skipping the note.")
-    ] = False,
-    prune: Annotated[
-        bool, typer.Option("--prune", help="Delete files an earlier export wrote, this one not.")
-    ] = False,
-    format_: Annotated[str, typer.Option("--format", help="dir, tar.gz or zip.")] = "dir",
-    as_json: JsonOpt = False,
-) -> None:
-    """Write topics or notes as an OKF v0.2 bundle (docs/okf.md)."""
-    report = _vault(vault, as_json).export_okf(
-        out,
-        scope=scope,
-        scope_id=scope_id,
-        folder=folder,
-        include_private=include_private,
-        redact=redact,
-        prune=prune,
-        format=format_,
-    )
-    if as_json:
-        return output.emit_json(report)
-    output.line(
-        f"{report.concepts} concepts → {report.out}: {len(report.written)} files written, "
-        f"{report.unchanged} unchanged, {len(report.pruned)} pruned; {report.links_rewritten} "
-        f"links rewritten, {report.links_outside} outside the bundle made plain text"
-    )
-    for item in report.skipped:
-        output.line(f"skipped {item['path']}: holds a secret ({item['patterns']})")
-
-
-@import_app.command("okf")
-def import_okf(
-    source: Annotated[Path, typer.Argument(help="Bundle folder, .tar.gz or .zip.")],
-    scope: Annotated[str, typer.Option("--scope", help="The target scope (required).")],
-    vault: VaultOpt = None,
-    scope_id: Annotated[str | None, typer.Option("--scope-id", help="The target scope id.")] = None,
-    conflict: Annotated[
-        str, typer.Option("--conflict", help="When the topic exists: skip, replace or merge.")
-    ] = "skip",
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Report only; write nothing.")] = False,
-    as_json: JsonOpt = False,
-) -> None:
-    """Import an OKF bundle's concepts as topics of one scope."""
-    report = _vault(vault, as_json).import_okf(
-        source, scope=scope, scope_id=scope_id, conflict=conflict, dry_run=dry_run
-    )
-    if as_json:
-        return output.emit_json(report)
-    output.line(
-        ("Dry run: " if report.dry_run else "")
-        + f"{report.imported} imported, {report.replaced} replaced, {report.merged} merged, "
-        f"{report.skipped} skipped, {len(report.rejected)} rejected; {report.links_rewritten} "
-        f"links rewritten, {report.timestamps_clamped} timestamps clamped"
-    )
-    for item in report.rejected:
-        output.line(f"rejected {item['path']}: {item['reason']}")
-
-
-@validate_app.command("okf")
-def validate_okf(
-    bundle: Annotated[Path, typer.Argument(help="A bundle folder.")],
-    as_json: JsonOpt = False,
-) -> None:
-    """Check a bundle folder against OKF v0.2; exit 1 when it has errors."""
-    _Run.json = as_json
-    report = Vault.validate_okf(bundle)
-    if as_json:
-        output.emit_json(report)
-    else:
-        for f in report.findings:
-            output.line(f"{f.level}: {f.path}: {f.message}")
-        output.line(
-            f"{report.concepts} concepts, {len(report.errors)} errors, "
-            f"{len(report.warnings)} warnings"
-        )
-    if not report.ok:
-        raise typer.Exit(1)
 
 
 @app.command()
 def version() -> None:
-    """Print the version."""
+    """Print the version (as --version does)."""
     output.line(f"vaultmem {__version__}")
 
 
+def _command_of(argv: list[str]) -> str:
+    words = [a for a in argv if not a.startswith("-")][:2]
+    return " ".join(words[:2] if words and words[0] in _GROUPS else words[:1])
+
+
+def _join_pairs(args: list[str]) -> list[str]:
+    """`-p NAME VALUE` → `-p NAME=VALUE`: the one option that takes two values."""
+    joined: list[str] = []
+    i = 0
+    while i < len(args):
+        pair = args[i + 1 : i + 3]
+        if args[i] in ("-p", "--param") and len(pair) == 2 and "=" not in pair[0]:
+            joined += [args[i], "=".join(pair)]
+            i += 3
+        else:
+            joined.append(args[i])
+            i += 1
+    return joined
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Entry point: run the app and turn every expected failure into an exit code."""
+    """Entry point: run the app and turn every failure into an exit code and one message."""
+    args = _join_pairs(sys.argv[1:] if argv is None else list(argv))
+    _Run.json = False
+
+    def as_json() -> bool:  # read after the command ran: it sets _Run.json
+        return _Run.json or "--json" in args
+
     try:
-        code = app(args=argv, standalone_mode=False)
+        code = app(args=args, standalone_mode=False, prog_name="vaultmem")
         if isinstance(code, int) and code:
             return code  # a command's `typer.Exit(n)`, which click returns in this mode
+    except InvalidArgumentError as error:
+        output.emit_error(error, as_json=as_json())
+        return 2
     except VaultmemError as error:
-        output.emit_error(error, as_json=_Run.json or "--json" in (argv or sys.argv))
+        output.emit_error(error, as_json=as_json())
+        return 1
+    except OSError as error:
+        output.emit_error(FileAccessError.from_os_error(error), as_json=as_json())
         return 1
     except typer.Exit as done:
         return done.exit_code
-    except typer.Abort:
-        output.err_console.print("Aborted.")
+    except (typer.Abort, KeyboardInterrupt):
         return 130
     except typer.TyperException as error:
         # Typer vendors click: usage errors are its exceptions, not the `click` package's.
+        if as_json() and error.exit_code == 2:
+            command = _command_of(args)
+            output.emit_error(
+                InvalidArgumentError(
+                    error.format_message(),
+                    hint=f"See `vaultmem {command} --help`.".replace("  ", " "),
+                ),
+                as_json=True,
+            )
+            return 2
         show = getattr(error, "show", None)
         if callable(show):
             show()
         else:
-            output.err_console.print(f"Error: {error.message}", markup=False)
+            output.err_console.print(f"Error: {error.format_message()}", markup=False)
         return error.exit_code
+    except Exception as error:
+        output.emit_error(InternalError(f"{type(error).__name__}: {error}"), as_json=as_json())
+        return 1
     return 0
 
 

@@ -1,36 +1,45 @@
 """`vaultmem mcp`: the vault's memory as MCP tools over stdio (the official `mcp` SDK).
 
-An adapter like the CLI: each tool validates its arguments against its JSON schema, calls one
-`Vault` method in a worker thread and returns the same `data` the CLI's `--json` envelope
-carries, as JSON text and as structured content. A `VaultmemError` comes back as a tool error
-(`isError: true`) whose body is the envelope's `error` object: `code`, `message`, `hint` (and
-`phases_done` with `retry: false` for a partial write). The server never holds the index open:
-every call opens it read-only for its own length (inside the `Vault` method), so `reconcile`
-and `watch` in other processes are never locked out and their changes show on the next call.
+An adapter like the CLI, generated from the same contract (`adapters/contract.py`): every
+`Operation` with a `tool` name is a tool whose input schema, bounds and defaults come from the
+operation's params. A call is bound by `contract.bind` (the CLI's checks, word for word), runs
+the operation in a worker thread and returns `contract.data(result)`: exactly the `data` of
+the CLI's `--json` envelope for the same call (tests/test_parity.py compares the two), as JSON
+text and as structured content. A `VaultmemError` comes back as a tool error (`isError: true`)
+whose body is the envelope's `error` object: `code`, `message`, `hint` (and `phases_done` with
+`retry: false` for a partial write).
+
+A request the SDK cannot decode (a lone UTF-16 surrogate such as `\ud800`, nesting deeper than
+its parser allows, broken JSON) used to be dropped without a reply, so the client waited
+forever; `_CheckedLines` answers it with a JSON-RPC error carrying the request's id.
+
+The server never holds the index open: every call opens it read-only for its own length
+(inside the `Vault` method), so `reconcile` and `watch` in other processes are never locked
+out and their changes show on the next call.
 """
 
 from __future__ import annotations
 
+import io
 import json
+import re
 import sys
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from datetime import datetime
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.abc
 import anyio.to_thread
-import jsonschema  # type: ignore[import-untyped]
 import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
 
 from vaultmem import __version__
-from vaultmem.adapters.output import to_jsonable
-from vaultmem.errors import ConfigError, VaultmemError
-from vaultmem.models import SCOPES
-from vaultmem.search.query import SearchFilters
+from vaultmem.adapters import contract, operations
+from vaultmem.adapters.contract import Call, Operation
+from vaultmem.errors import FileAccessError, InternalError, InvalidArgumentError, VaultmemError
 from vaultmem.vault import Vault
 
 INSTRUCTIONS = """\
@@ -38,447 +47,27 @@ vaultmem is this user's long-term memory, kept as Markdown notes in an Obsidian 
 people read and edit too. Call memory_recall before answering questions about the project,
 the user's preferences or earlier decisions; call memory_store to save a reusable conclusion
 (a decision, a command that works, a preference, a correction) under a short stable key.
-memory_get reads one topic in full, memory_read reads any note (or one heading of it) as text,
+memory_read reads any note (or one heading of it) in full, memory_get one topic's observations,
 memory_recent lists what changed lately, memory_used marks a note that helped,
 memory_search searches every note of the vault,
 memory_links walks the link graph, memory_context returns a compact startup summary.
 Errors carry a stable `code`; after a `partial_write` error do NOT retry the store."""
 
-_SCOPE_SPEC = {
-    "type": "string",
-    "pattern": r"^(session|project|global|agent|federated)(:[^\s,]+)?$",
-    "description": "A scope, optionally with its scope id: `project` (every project) or "
-    "`project:atlas` (one project).",
-}
-_SCOPE = {"type": "string", "enum": list(SCOPES)}
-_KEY_OR_ID = {
-    "type": "string",
-    "minLength": 1,
-    "description": "The topic's key (e.g. `build-and-test-commands`) or its id (a UUID).",
-}
+TOOLS: tuple[Operation, ...] = tuple(op for op in operations.OPERATIONS if op.tool)
+SCHEMAS: dict[str, dict[str, Any]] = {str(op.tool): contract.json_schema(op) for op in TOOLS}
 
 
-@dataclass(frozen=True, slots=True)
-class ToolSpec:
-    name: str
-    title: str
-    description: str
-    schema: dict[str, Any]
-    run: Callable[[Vault, dict[str, Any]], Any]
-    read_only: bool = True
-
-
-def _object(properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:
-    return {
-        "type": "object",
-        "properties": properties,
-        "required": list(required),
-        "additionalProperties": False,
-    }
-
-
-def _when(value: str | None, name: str) -> datetime | None:
-    if value is None:
-        return None
-    try:
-        return datetime.fromisoformat(value)
-    except ValueError:
-        raise ConfigError(f"{name} {value!r} is not an ISO date or time.") from None
-
-
-def _store(vault: Vault, a: dict[str, Any]) -> Any:
-    return vault.store(
-        a.get("key"),
-        a["content"],
-        scope=a.get("scope", "project"),
-        scope_id=a.get("scope_id"),
-        type=a.get("type", "project"),
-        tags=tuple(a.get("tags", ())),
-        source=a.get("source", "mcp"),
-    )
-
-
-def _get(vault: Vault, a: dict[str, Any]) -> Any:
-    return vault.get(a["key"], scope=a.get("scope"), scope_id=a.get("scope_id"))
-
-
-def _forget(vault: Vault, a: dict[str, Any]) -> Any:
-    return vault.forget(a["key"], scope=a.get("scope"), scope_id=a.get("scope_id"))
-
-
-def _recall(vault: Vault, a: dict[str, Any]) -> Any:
-    hits = vault.recall(
-        a["query"],
-        scopes=tuple(a.get("scopes", ())),
-        mode=a.get("mode", "hybrid"),
-        sort=a.get("sort", "score"),
-        kind=a.get("kind", "all"),
-        limit=a.get("limit", 10),
-        include_related=a.get("include_related", False),
-    )
-    return {"hits": hits}
-
-
-def _context(vault: Vault, a: dict[str, Any]) -> Any:
-    block = vault.context(
-        scopes=tuple(a.get("scopes", ("session", "project", "global"))),
-        per_scope=a.get("per_scope", 10),
-        budget_chars=a.get("budget_chars", 3000),
-    )
-    return block
-
-
-def _links(vault: Vault, a: dict[str, Any]) -> Any:
-    direction = a.get("direction", "outgoing")
-    if direction == "backlinks":
-        ref, rows = vault.backlinks(a["note"])
-    elif direction == "neighbours":
-        ref, rows = vault.neighbours(a["note"], a.get("depth", 1))
-    else:
-        ref, rows = vault.links(a["note"])
-    return {"note": ref, "direction": direction, "links": rows}
-
-
-def _search(vault: Vault, a: dict[str, Any]) -> Any:
-    filters = SearchFilters(
-        scope=a.get("scope"),
-        scope_id=a.get("scope_id"),
-        type=a.get("type"),
-        tag=a.get("tag"),
-        folder=a.get("folder"),
-        since=_when(a.get("since"), "since"),
-        until=_when(a.get("until"), "until"),
-    )
-    return {"hits": vault.search(a["query"], filters, limit=a.get("limit", 10))}
-
-
-def _status(vault: Vault, a: dict[str, Any]) -> Any:
-    return vault.status()
-
-
-def _read(vault: Vault, a: dict[str, Any]) -> Any:
-    return vault.read(a["note"], max_bytes=a.get("max_bytes", 64_000), offset=a.get("offset", 0))
-
-
-def _recent(vault: Vault, a: dict[str, Any]) -> Any:
-    notes = vault.recent(
-        since=_when(a.get("since"), "since"), kind=a.get("kind", "all"), limit=a.get("limit", 20)
-    )
-    return {"notes": notes}
-
-
-def _used(vault: Vault, a: dict[str, Any]) -> Any:
-    return vault.used(a["note"])
-
-
-TOOLS: tuple[ToolSpec, ...] = (
-    ToolSpec(
-        "memory_store",
-        "Store a memory",
-        "Save one observation into a memory topic (a Markdown note in the vault's managed "
-        "folder). The same key and scope append a new timestamped section to the existing "
-        "topic; it never creates a second one. Store reusable conclusions (decisions, working "
-        "commands, preferences, corrections), not transcripts. Secrets are redacted; a secret "
-        "in a global or federated write is rejected (code `secret_detected`). On a "
-        "`partial_write` error the note is saved but the index is stale: do not retry.",
-        _object(
-            {
-                "content": {
-                    "type": "string",
-                    "minLength": 1,
-                    "description": "The observation, in Markdown. One self-contained fact.",
-                },
-                "key": {
-                    "type": "string",
-                    "pattern": "^[a-z0-9-]{1,60}$",
-                    "description": "Topic key: 1-60 lower-case letters, digits, hyphens. "
-                    "Omit to derive it from the first words of the content.",
-                },
-                "scope": {
-                    **_SCOPE,
-                    "default": "project",
-                    "description": "Where the fact applies: session (this run, kept 14 days), "
-                    "project (this repository, 90 days), global (every project), agent, "
-                    "federated.",
-                },
-                "scope_id": {
-                    "type": "string",
-                    "description": "Identity within the scope (project name, session id). "
-                    "Omit for the current project's identity.",
-                },
-                "type": {
-                    "type": "string",
-                    "enum": ["user", "feedback", "project", "reference"],
-                    "default": "project",
-                    "description": "user (a preference) and feedback (a correction) never "
-                    "expire; project and reference follow the scope's retention.",
-                },
-                "tags": {
-                    "type": "array",
-                    "items": {"type": "string", "pattern": "^[A-Za-z0-9_/-]{1,64}$"},
-                    "description": "Tags without `#`.",
-                },
-                "source": {
-                    "type": "string",
-                    "description": "Who stores it (agent or tool name).",
-                    "default": "mcp",
-                },
-            },
-            ("content",),
-        ),
-        _store,
-        read_only=False,
-    ),
-    ToolSpec(
-        "memory_recall",
-        "Recall memories",
-        "Find the memories (agent topics and people's notes) that answer a question. Hybrid "
-        "mode ranks BM25 full-text matches blended with name matches (key, title, alias, tag) "
-        "and weighs the agent's own topics: one holding every word of the question ranks with "
-        "the best note. Expired and forgotten topics are never returned. Each hit has id, key, "
-        "scope, scope_id, path, title, snippet, score, updated, `fresh` (false when the file "
-        "changed since it was indexed) and `related` (pulled in by a link from another hit). "
-        "Read a hit in full with memory_read (or memory_get for a topic). Not a use: the same "
-        "question gives the same order; call memory_used for a note that helped.",
-        _object(
-            {
-                "query": {
-                    "type": "string",
-                    "minLength": 1,
-                    "description": "The question or keywords, e.g. `how do I run the tests`.",
-                },
-                "scopes": {
-                    "type": "array",
-                    "items": _SCOPE_SPEC,
-                    "description": "Only these scopes (default: all).",
-                },
-                "mode": {
-                    "type": "string",
-                    "enum": ["hybrid", "bm25", "metadata"],
-                    "default": "hybrid",
-                },
-                "sort": {
-                    "type": "string",
-                    "enum": ["score", "recency", "usage"],
-                    "default": "score",
-                    "description": "score blends relevance 90 %, recency 5 %, usage 5 %.",
-                },
-                "kind": {
-                    "type": "string",
-                    "enum": ["all", "topics", "notes"],
-                    "default": "all",
-                    "description": "topics (agent memory), notes (people's) or all.",
-                },
-                "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 10},
-                "include_related": {
-                    "type": "boolean",
-                    "default": False,
-                    "description": "Also return up to 5 notes linked from the hits (typed "
-                    "relations and See Also), one level deep.",
-                },
-            },
-            ("query",),
-        ),
-        _recall,
-    ),
-    ToolSpec(
-        "memory_get",
-        "Read a memory topic",
-        "Read one memory topic in full: metadata and every observation, newest last, with "
-        "corrections marked. Name it by key (with scope/scope_id when the key exists in "
-        "several scopes) or by id.",
-        _object(
-            {
-                "key": _KEY_OR_ID,
-                "scope": _SCOPE,
-                "scope_id": {"type": "string"},
-            },
-            ("key",),
-        ),
-        _get,
-    ),
-    ToolSpec(
-        "memory_forget",
-        "Forget a memory topic",
-        "Forget one memory topic: its file moves to the managed folder's `.trash/` (a person "
-        "can restore it) and it leaves the index, so recall never returns it again.",
-        _object(
-            {
-                "key": _KEY_OR_ID,
-                "scope": _SCOPE,
-                "scope_id": {"type": "string"},
-            },
-            ("key",),
-        ),
-        _forget,
-        read_only=False,
-    ),
-    ToolSpec(
-        "memory_context",
-        "Memory context block",
-        "A compact `<vaultmem-memory>` block of the most useful memories, scope by scope "
-        "(default session, project, global), for the start of a task. Each line is "
-        "`- [scope] key: latest content`; `[related]` marks notes linked from a chosen topic. "
-        "Secrets are redacted; the block never exceeds budget_chars.",
-        _object(
-            {
-                "scopes": {
-                    "type": "array",
-                    "items": _SCOPE_SPEC,
-                    "default": ["session", "project", "global"],
-                    "description": "Scopes in the order they appear.",
-                },
-                "per_scope": {"type": "integer", "minimum": 1, "maximum": 50, "default": 10},
-                "budget_chars": {
-                    "type": "integer",
-                    "minimum": 200,
-                    "maximum": 100000,
-                    "default": 3000,
-                    "description": "Size limit of the whole block; each scope gets an equal "
-                    "share that is not lent to another.",
-                },
-            }
-        ),
-        _context,
-    ),
-    ToolSpec(
-        "memory_links",
-        "Links of a note",
-        "The link graph around one note (name it by path, title, alias, file name or id): "
-        "`outgoing` links with where each resolves, `backlinks` (notes linking to it) or "
-        "`neighbours` (notes within `depth` hops either way, nearest first).",
-        _object(
-            {
-                "note": {"type": "string", "minLength": 1},
-                "direction": {
-                    "type": "string",
-                    "enum": ["outgoing", "backlinks", "neighbours"],
-                    "default": "outgoing",
-                },
-                "depth": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "maximum": 5,
-                    "default": 1,
-                    "description": "Hops, for `neighbours` only.",
-                },
-            },
-            ("note",),
-        ),
-        _links,
-    ),
-    ToolSpec(
-        "memory_search",
-        "Search the vault",
-        "BM25 full-text search over every note of the vault (not only memory topics), "
-        "grouped by note with the best section's heading, line and snippet. The query takes "
-        'words, "exact phrases", -excluded words and tag:x, path:folder/, type:y operators.',
-        _object(
-            {
-                "query": {"type": "string", "minLength": 1},
-                "scope": _SCOPE,
-                "scope_id": {"type": "string"},
-                "type": {"type": "string", "description": "Frontmatter `type`."},
-                "tag": {"type": "string", "description": "A tag; a parent matches nested tags."},
-                "folder": {"type": "string", "description": "A vault folder, e.g. `Projects`."},
-                "since": {
-                    "type": "string",
-                    "format": "date-time",
-                    "description": "Updated at or after (ISO date or time).",
-                },
-                "until": {"type": "string", "description": "Updated before (ISO date or time)."},
-                "limit": {"type": "integer", "minimum": 1, "maximum": 100, "default": 10},
-            },
-            ("query",),
-        ),
-        _search,
-    ),
-    ToolSpec(
-        "memory_status",
-        "Index status",
-        "How many notes the index holds per scope and folder, link and problem counts, the "
-        "last reconcile and how many files changed since (stale results are possible when "
-        "that is not 0).",
-        _object({}),
-        _status,
-    ),
-    ToolSpec(
-        "memory_read",
-        "Read a note",
-        "Read any note of the vault (a person's note or a memory topic) as text, straight "
-        "from its file: name it by path, title, alias, file name, topic key or id, optionally "
-        "with `#Heading` (`#Parent#Child`) or `#^block` for that part alone. Frontmatter comes "
-        "back apart, secrets are redacted. A long text comes in pieces of max_bytes: when "
-        "`next_offset` is not null, call again with offset=next_offset. Counts as a use.",
-        _object(
-            {
-                "note": {
-                    "type": "string",
-                    "minLength": 1,
-                    "description": "e.g. `Projects/Atlas/Plan.md`, `Plan#Risks`, `build-commands`.",
-                },
-                "max_bytes": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "maximum": 1000000,
-                    "default": 64000,
-                },
-                "offset": {"type": "integer", "minimum": 0, "default": 0},
-            },
-            ("note",),
-        ),
-        _read,
-    ),
-    ToolSpec(
-        "memory_recent",
-        "Recently changed notes",
-        "Notes by file modification time, newest first: what changed while you were away. "
-        "Each has id, path, title, scope, scope_id, managed (a memory topic), updated, "
-        "modified and size.",
-        _object(
-            {
-                "since": {
-                    "type": "string",
-                    "description": "Changed at or after (ISO date or time, UTC).",
-                },
-                "kind": {"type": "string", "enum": ["all", "topics", "notes"], "default": "all"},
-                "limit": {"type": "integer", "minimum": 1, "maximum": 200, "default": 20},
-            }
-        ),
-        _recent,
-    ),
-    ToolSpec(
-        "memory_used",
-        "Mark a note as used",
-        "Record that a note or topic helped answer (one use). Uses decay over 30 days and "
-        "reorder only near-ties in memory_recall.",
-        _object(
-            {
-                "note": {
-                    "type": "string",
-                    "minLength": 1,
-                    "description": "Topic key, or a note's id, path, title or alias.",
-                }
-            },
-            ("note",),
-        ),
-        _used,
-    ),
-)
-_BY_NAME: dict[str, ToolSpec] = {t.name: t for t in TOOLS}
-
-
-def _tool(spec: ToolSpec) -> types.Tool:
+def _tool(op: Operation) -> types.Tool:
     return types.Tool(
-        name=spec.name,
-        title=spec.title,
-        description=spec.description,
-        input_schema=spec.schema,
+        name=str(op.tool),
+        title=op.tool_title,
+        description=op.tool_description,
+        input_schema=SCHEMAS[str(op.tool)],
         annotations=types.ToolAnnotations(
-            title=spec.title,
-            read_only_hint=spec.read_only,
-            destructive_hint=spec.name == "memory_forget",
-            idempotent_hint=spec.read_only,
+            title=op.tool_title,
+            read_only_hint=op.read_only,
+            destructive_hint=op.destructive,
+            idempotent_hint=op.read_only,
             open_world_hint=False,
         ),
     )
@@ -491,36 +80,27 @@ def _result(body: Mapping[str, Any], *, error: bool) -> types.CallToolResult:
     )
 
 
-def _invalid(message: str, hint: str) -> types.CallToolResult:
-    return _result({"code": "invalid_arguments", "message": message, "hint": hint}, error=True)
-
-
 def call(vault: Vault, name: str, arguments: Mapping[str, Any] | None) -> types.CallToolResult:
     """Run one tool call synchronously (the server runs this in a worker thread)."""
-    spec = _BY_NAME.get(name)
-    if spec is None:
-        return _invalid(f"No tool named {name!r}.", f"Use one of {', '.join(_BY_NAME)}.")
-    args = dict(arguments or {})
-    problem = jsonschema.exceptions.best_match(
-        jsonschema.Draft202012Validator(spec.schema).iter_errors(args)
-    )
-    if problem is not None:
-        where = "/".join(str(p) for p in problem.absolute_path) or "arguments"
-        return _invalid(f"{where}: {problem.message}", f"See the input schema of {name}.")
     try:
-        data = to_jsonable(spec.run(vault, args))
+        op = operations.BY_TOOL.get(name)
+        if op is None:
+            raise InvalidArgumentError(
+                f"No tool named {name!r}.", hint=f"Use one of {', '.join(operations.BY_TOOL)}."
+            )
+        args = contract.bind(op, dict(arguments or {}), adapter="mcp")
+        data = contract.data(op.run(Call(vault, args)))
     except VaultmemError as error:
         return _result(error.to_dict(), error=True)
     except OSError as error:
-        return _result(
-            {"code": "io_error", "message": f"{error.strerror}: {error.filename}", "hint": ""},
-            error=True,
-        )
-    return _result(data if isinstance(data, dict) else {"result": data}, error=False)
+        return _result(FileAccessError.from_os_error(error).to_dict(), error=True)
+    except Exception as error:
+        return _result(InternalError(f"{type(error).__name__}: {error}").to_dict(), error=True)
+    return _result(data, error=False)
 
 
 def build_server(vault: Vault) -> Server[Any]:
-    """The low-level server with hand-written schemas. Calls run one at a time in a worker
+    """The low-level server with the contract's schemas. Calls run one at a time in a worker
     thread: DuckDB refuses a read-only and a read-write connection to one file inside one
     process, so a `memory_store` must not overlap a read; the event loop stays free meanwhile."""
     limiter: list[anyio.CapacityLimiter] = []
@@ -544,10 +124,80 @@ def build_server(vault: Vault) -> Server[Any]:
         version=__version__,
         title="vaultmem",
         instructions=INSTRUCTIONS,
-        get_tool_input_schema=lambda name: _BY_NAME[name].schema if name in _BY_NAME else None,
+        get_tool_input_schema=SCHEMAS.get,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
+
+
+# The request id, when it comes before any nested value (as every SDK writes it): enough to
+# answer a line that no JSON parser accepts.
+_LEADING_ID = re.compile(r'^\s*\{[^{}\[\]]*?"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")')
+
+
+def rejection(line: str) -> types.JSONRPCError | None:
+    """The JSON-RPC error answering a line the SDK cannot decode; None when it decodes (or
+    when it is a notification, which gets no answer)."""
+    try:
+        types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+        return None
+    except ValueError as error:  # pydantic's ValidationError is a ValueError
+        lines = str(error).splitlines()
+        reason = (lines[1] if len(lines) > 1 else lines[0]).strip().split(" [type=")[0]
+    request_id: Any = None
+    try:
+        message = json.loads(line)
+        if isinstance(message, dict):
+            if "id" not in message:
+                return None
+            request_id = message["id"]
+        code = types.INVALID_PARAMS
+    except (ValueError, RecursionError):
+        found = _LEADING_ID.match(line)
+        request_id = json.loads(found.group(1)) if found else None
+        code = types.PARSE_ERROR
+    if not isinstance(request_id, int | str):
+        request_id = None
+    return types.JSONRPCError(
+        jsonrpc="2.0",
+        id=request_id,
+        error=types.ErrorData(
+            code=code,
+            message=f"The request was refused: {reason[:300]}",
+            data={
+                "code": "invalid_argument",
+                "hint": "Send valid UTF-8 JSON without lone surrogates, nested at most "
+                "about 100 levels.",
+            },
+        ),
+    )
+
+
+class _CheckedLines:
+    """stdin for the SDK's transport, minus the lines it would drop: each of those is answered
+    here with a JSON-RPC error (through the server's write stream) and never reaches the SDK."""
+
+    def __init__(self, source: anyio.AsyncFile[str]) -> None:
+        self.source = source
+        self.replies: anyio.abc.ObjectSendStream[SessionMessage] | None = None
+        self.ready = anyio.Event()
+
+    def __aiter__(self) -> _CheckedLines:
+        return self
+
+    async def __anext__(self) -> str:
+        while True:
+            line = await self.source.readline()
+            if not line:
+                raise StopAsyncIteration
+            if not line.strip():
+                continue
+            refused = rejection(line)
+            if refused is None:
+                return line
+            await self.ready.wait()
+            assert self.replies is not None
+            await self.replies.send(SessionMessage(refused))
 
 
 def serve(vault_path: Path | None) -> None:
@@ -556,7 +206,11 @@ def serve(vault_path: Path | None) -> None:
     server = build_server(vault)
 
     async def main() -> None:
-        async with stdio_server() as (read_stream, write_stream):
+        text = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")
+        lines = _CheckedLines(anyio.wrap_file(text))
+        async with stdio_server(stdin=lines) as (read_stream, write_stream):  # type: ignore[arg-type]
+            lines.replies = write_stream
+            lines.ready.set()
             await server.run(read_stream, write_stream, server.create_initialization_options())
 
     anyio.run(main)

@@ -1,14 +1,18 @@
-"""How results reach a terminal or an agent: the JSON envelope and rich tables.
+"""How results reach a terminal or an agent: the JSON envelope, rich tables and plain lines.
 
 `--json` output is always one envelope on stdout: `{"ok": true, "data": ...}` on success and
 `{"ok": false, "error": {"code", "message", "hint"}}` on failure. Text output goes to stdout,
-errors to stderr. Only the adapters (CLI, MCP) import this module.
+errors to stderr. On a terminal tables are drawn by rich; when stdout is a pipe or a file they
+are plain tab-separated lines (a header, then one line per row, never wrapped) so that `grep`,
+`cut` and `sort` work. rich honours `NO_COLOR`. Text a user or a note supplied is never parsed
+as rich markup. Only the adapters (CLI, MCP) import this module.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import sys
 from collections.abc import Sequence
 from datetime import date, datetime
@@ -21,8 +25,11 @@ from rich.text import Text
 
 from vaultmem.errors import VaultmemError
 
-console = Console(highlight=False, soft_wrap=True)
-err_console = Console(stderr=True, highlight=False, soft_wrap=True)
+# NO_COLOR (https://no-color.org): rich drops colours but keeps bold and dim; we drop every
+# escape sequence, so the output is the same bytes a pipe would get, minus the tables' boxes.
+_PLAIN = {"color_system": None} if os.environ.get("NO_COLOR") else {}
+console = Console(highlight=False, soft_wrap=True, **_PLAIN)  # type: ignore[arg-type]
+err_console = Console(stderr=True, highlight=False, soft_wrap=True, **_PLAIN)  # type: ignore[arg-type]
 
 
 def to_jsonable(value: Any) -> Any:
@@ -52,23 +59,49 @@ def emit_error(error: VaultmemError, *, as_json: bool) -> None:
         sys.stdout.write(json.dumps({"ok": False, "error": error.to_dict()}, ensure_ascii=False))
         sys.stdout.write("\n")
         return
-    err_console.print(f"[bold red]Error:[/] {error.message}", markup=True)
+    err_console.print(f"[bold red]Error:[/] {escape(error.message)}", markup=True)
     candidates = getattr(error, "candidates", None)
     if candidates:
         for candidate in candidates:
             err_console.print(f"  - {candidate}", markup=False)
     if error.hint:
-        err_console.print(f"[dim]Hint:[/] {error.hint}", markup=True)
+        err_console.print(f"[dim]Hint:[/] {escape(error.hint)}", markup=True)
 
 
-def table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
-    """Print rows as a table; cells are shown as plain text, never as rich markup."""
+def plural(count: int, word: str, many: str | None = None) -> str:
+    """`1 problem`, `2 problems`, `0 problems` (`many` for irregular words)."""
+    return f"{count} {word if count == 1 else many or word + 's'}"
+
+
+def table(
+    title: str | None,
+    columns: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+    *,
+    empty: str | None = None,
+) -> None:
+    """Print rows as a table; cells are shown as plain text, never as rich markup. With no
+    rows, `empty` (a sentence) is printed instead. Off a terminal: tab-separated lines."""
+    if not rows and empty is not None:
+        line(empty)
+        return
+    if not console.is_terminal:
+        line("\t".join(columns))
+        for row in rows:
+            line("\t".join(_cell(v) for v in row))
+        return
     grid = Table(title=title, show_lines=False, header_style="bold")
     for column in columns:
         grid.add_column(column, overflow="fold")
     for row in rows:
         grid.add_row(*(Text("" if v is None else str(v)) for v in row))
     console.print(grid)
+
+
+def _cell(value: Any) -> str:
+    """One plain cell: tabs and line breaks made visible so a row stays one line."""
+    text = "" if value is None else str(value)
+    return text.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
 
 
 def marked(snippet: str) -> str:
@@ -80,4 +113,8 @@ def marked(snippet: str) -> str:
 
 
 def line(text: str) -> None:
-    console.print(text, markup=False)
+    """One line of plain text (never markup); written as is when stdout is not a terminal."""
+    if console.is_terminal:
+        console.print(text, markup=False)
+    else:
+        sys.stdout.write(text + "\n")

@@ -1,20 +1,25 @@
 """Read-side questions about the index as a whole: status, problems, one note, raw SQL.
 
-Every function takes an open read-only connection (the facade opens one per request) and
-returns plain frozen values, so the CLI, the MCP server and tests see the same answers.
+Every function takes an open read-only connection (the facade opens one per request); the SQL
+lives in `storage.catalog_queries`. Whole answers are frozen dataclasses (`NoteRef`, `Status`,
+`NoteDetail`, `SqlResult`); the rows inside them (problems, headings, a note's columns) are
+plain JSON-ready dicts, fresh on every call, so the CLI, the MCP server and tests see the same
+answers and a caller may change its copy without touching anyone else's.
 """
 
 from __future__ import annotations
 
-import json
 import unicodedata
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import duckdb
+from vaultmem.errors import AmbiguousError, NotFoundError
+from vaultmem.storage import catalog_queries as queries
+from vaultmem.storage.catalog_queries import SqlResult
+from vaultmem.storage.store import Connection
 
-from vaultmem.errors import AmbiguousError, NotFoundError, QueryError
-from vaultmem.storage.store import Connection, fetch_dicts
+__all__ = ["FolderCount", "NoteDetail", "NoteRef", "SqlResult", "Status"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,45 +53,17 @@ class Status:
 
 
 def problems(con: Connection, *, code: str | None = None) -> list[dict[str, Any]]:
-    where, params = ("WHERE code = ?", [code]) if code else ("", [])
-    return fetch_dicts(
-        con,
-        f"SELECT path, code, severity, message, line FROM problems {where} "
-        "ORDER BY path, line NULLS FIRST, code",
-        params,
-    )
+    return queries.problems(con, code=code)
 
 
 def counts(con: Connection) -> dict[str, Any]:
     """Counts for `status`: notes per scope, links, problems and the last run."""
-    scopes = dict(
-        con.execute("SELECT scope, count(*) FROM notes GROUP BY scope ORDER BY scope").fetchall()
-    )
-    (links, unresolved) = con.execute(
-        "SELECT count(*), count(*) FILTER (WHERE target_path IS NULL) FROM links"
-    ).fetchone() or (0, 0)
-    (problem_count,) = con.execute("SELECT count(*) FROM problems").fetchone() or (0,)
-    runs = fetch_dicts(
-        con,
-        "SELECT started, duration_ms, mode, added, changed, removed, renamed, unchanged, "
-        "problems FROM reconcile_runs ORDER BY started DESC LIMIT 1",
-    )
-    last_run = runs[0] if runs else None
-    if last_run:
-        last_run["started"] = last_run["started"].isoformat() + "Z"
-    return {
-        "notes": sum(scopes.values()),
-        "scopes": scopes,
-        "links": int(links),
-        "unresolved_links": int(unresolved),
-        "problems": int(problem_count),
-        "last_run": last_run,
-    }
+    return queries.counts(con)
 
 
-def note_paths(con: Connection) -> list[tuple[str, int, int]]:
-    """(path, size, mtime_ns) of every indexed note, to count files changed since the run."""
-    return [tuple(r) for r in con.execute("SELECT path, size, mtime_ns FROM notes").fetchall()]
+def note_files(con: Connection) -> list[tuple[str, int, int, str, str | None]]:
+    """(path, size, mtime_ns, scope, scope_id) of every indexed note, for `status`."""
+    return queries.note_files(con)
 
 
 def find_note(con: Connection, name: str) -> NoteRef:
@@ -97,24 +74,8 @@ def find_note(con: Connection, name: str) -> NoteRef:
     """
     text = unicodedata.normalize("NFC", name.strip())
     key = text.casefold().removesuffix(".md")
-    queries = (
-        ("SELECT id, path, title FROM notes WHERE id = ?", text),
-        ("SELECT id, path, title FROM notes WHERE lower(path) IN (?, ? || '.md')", key),
-        ("SELECT id, path, title FROM notes WHERE lower(title) = ?", key),
-        (
-            "SELECT DISTINCT n.id, n.path, n.title FROM aliases a JOIN notes n ON n.id = a.note_id "
-            "WHERE a.alias_key = ?",
-            key,
-        ),
-        (
-            "SELECT id, path, title FROM notes "
-            "WHERE lower(regexp_extract(path, '([^/]*)\\.md$', 1)) = ?",
-            key,
-        ),
-    )
-    for sql, param in queries:
-        params = [param, param] if sql.count("?") == 2 else [param]
-        rows = con.execute(sql + " ORDER BY path", params).fetchall()
+    for kind, sql in queries.NAME_LOOKUPS:
+        rows = queries.notes_named(con, sql, text if kind == "id" else key)
         if len(rows) == 1:
             return NoteRef(*rows[0])
         if rows:
@@ -139,76 +100,17 @@ class NoteDetail:
 
 
 def note_detail(con: Connection, ref: NoteRef) -> NoteDetail:
-    (row,) = fetch_dicts(
-        con,
-        "SELECT id, path, title, scope, scope_id, type, managed, frontmatter, "
-        "frontmatter_status, created, updated, size, mtime_ns, content_hash FROM notes "
-        "WHERE id = ?",
-        [ref.id],
-    )
-    row["frontmatter"] = json.loads(row["frontmatter"]) if row["frontmatter"] else None
-    aliases = [
-        a
-        for (a,) in con.execute(
-            "SELECT alias FROM aliases WHERE note_id = ? ORDER BY alias", [ref.id]
-        ).fetchall()
-    ]
-    tags = [
-        t
-        for (t,) in con.execute(
-            "SELECT tag FROM tags WHERE note_id = ? AND NOT inherited ORDER BY tag", [ref.id]
-        ).fetchall()
-    ]
-    headings = fetch_dicts(
-        con, "SELECT level, text, line FROM headings WHERE note_id = ? ORDER BY ord", [ref.id]
-    )
-    blocks = [
-        b
-        for (b,) in con.execute(
-            "SELECT block_id FROM blocks WHERE note_id = ? ORDER BY line", [ref.id]
-        ).fetchall()
-    ]
-    (out,) = con.execute("SELECT count(*) FROM links WHERE source_id = ?", [ref.id]).fetchone() or (
-        0,
-    )
-    (back,) = con.execute(
-        "SELECT count(*) FROM links WHERE target_id = ? AND source_id <> ?", [ref.id, ref.id]
-    ).fetchone() or (0,)
-    note_problems = fetch_dicts(
-        con,
-        "SELECT code, severity, message, line FROM problems WHERE path = ? ORDER BY line",
-        [ref.path],
-    )
-    return NoteDetail(row, aliases, tags, headings, blocks, int(out), int(back), note_problems)
+    parts = queries.note_parts(con, ref.id, ref.path)
+    return NoteDetail(note=queries.note_row(con, ref.id), **parts)
 
 
-@dataclass(frozen=True, slots=True)
-class SqlResult:
-    columns: list[str]
-    rows: list[list[Any]]
-
-
-def run_sql(con: Connection, sql: str, *, limit: int = 1000) -> SqlResult:
-    """Run one read-only statement on a sandboxed connection; values made JSON-safe."""
-    try:
-        cursor = con.execute(sql)
-        columns = [d[0] for d in cursor.description or ()]
-        rows = cursor.fetchmany(limit) if columns else []
-    except duckdb.Error as error:
-        raise QueryError(
-            f"SQL failed: {error}",
-            hint="Only read-only SELECTs work; see docs/schema.md for the tables.",
-        ) from error
-    return SqlResult(columns, [[_json_safe(v) for v in row] for row in rows])
-
-
-def _json_safe(value: Any) -> Any:
-    if value is None or isinstance(value, bool | int | float | str):
-        return value
-    if isinstance(value, list | tuple):
-        return [_json_safe(v) for v in value]
-    if isinstance(value, dict):
-        return {str(k): _json_safe(v) for k, v in value.items()}
-    if hasattr(value, "isoformat"):
-        return value.isoformat()
-    return str(value)
+def run_sql(
+    con: Connection,
+    sql: str,
+    *,
+    limit: int = 1000,
+    params: Mapping[str, Any] | None = None,
+    timeout_s: float = 10.0,
+) -> SqlResult:
+    """One read-only statement (see `storage.catalog_queries.run_sql`)."""
+    return queries.run_sql(con, sql, limit=limit, params=params, timeout_s=timeout_s)

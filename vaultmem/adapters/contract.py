@@ -1,0 +1,329 @@
+"""The one contract behind both adapters: every operation's parameters, bounds and result.
+
+The CLI (`cli.py`) and the MCP server (`mcp_server.py`) restate nothing: each typer command
+and each MCP tool is generated from an `Operation` of the table in `operations.py`. A `Param`
+declares a name, a type, a default, bounds (range, length, item count, pattern, choices), help
+text and, for dates, ISO parsing; `bind` checks a call's arguments against it the same way for
+both adapters (a failure is `InvalidArgumentError`, code `invalid_argument`: exit 2 in the CLI,
+a tool error over MCP),
+and `json_schema` renders the MCP tool's input schema from the same table, so the limits a
+client sees are the limits the server enforces. `data` renders a result as the JSON both
+adapters return: the CLI's `--json` envelope carries exactly the object the MCP tool returns.
+An operation shared with MCP returns a JSON object (MCP's structured content must be one), so
+hit lists come wrapped: `{"hits": [...]}` for `recall` and `search` alike.
+
+How to add an operation (e.g. `read`):
+1. Add the `Vault` method (vault.py): the one hop to the capability.
+2. Declare it in operations.py: `Operation(name="read", summary=..., panel=..., params=(...),
+   run=...)`,
+   reusing the shared params (`VAULT`, `NOTE`, `SCOPE`, `LIMIT(...)` …). `run(call)` gets the
+   bound arguments in `call.args` and the opened vault in `call.vault`; it returns a frozen
+   dataclass or a dict (give the dataclass a `to_dict()` when its JSON differs from its fields).
+   Set `tool="memory_read"` (with `tool_title`/`tool_description`) to serve it over MCP too;
+   mark a param `mcp=False` or `cli=False` when one adapter must not offer it. Append the
+   operation to `OPERATIONS` there; `BY_NAME`/`BY_TOOL` pick it up.
+3. Give it a text renderer in cli.py (`@text_renderer("read")`): tables or lines for people.
+4. tests/test_parity.py drives every operation with a tool through both adapters: add a sample
+   call to its `SAMPLES`, and document the command in docs/cli.md (a test checks that).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from vaultmem.adapters.output import to_jsonable
+from vaultmem.errors import InvalidArgumentError
+from vaultmem.index.reconcile import Progress
+from vaultmem.vault import Vault
+
+Kind = Literal["str", "int", "float", "bool", "strs", "path", "pairs"]
+_UNSET: Any = object()
+
+
+@dataclass(frozen=True, slots=True)
+class Param:
+    """One parameter of an operation, as both adapters show and check it."""
+
+    name: str  # the Python keyword and the MCP argument name
+    kind: Kind
+    help: str
+    default: Any = None
+    required: bool = False
+    choices: tuple[str, ...] = ()
+    minimum: float | None = None
+    maximum: float | None = None
+    min_length: int | None = None
+    max_length: int | None = None  # a string's length, or each item's in a list
+    max_items: int | None = None
+    pattern: str | None = None  # a string's (or each item's) full-match regex
+    iso_date: bool = False  # a string parsed as an ISO date or time
+    flags: tuple[str, ...] = ()  # CLI spellings; default `--name-with-hyphens`
+    positional: bool = False  # a CLI argument rather than an option
+    metavar: str | None = None
+    cli: bool = True
+    mcp: bool = True
+    cli_required: bool = False  # required in the CLI only (store's KEY: '' derives one)
+    cli_default: Any = _UNSET  # when the CLI's default differs (store's TEXT `-` = stdin)
+    mcp_default: Any = _UNSET  # when the MCP tool's default differs (store's source `mcp`)
+    stdin_dash: bool = False  # CLI: `-` reads the value from stdin
+    comma_lists: bool = False  # CLI: items may also be comma-separated (`--tags a,b`)
+
+    @property
+    def cli_flags(self) -> tuple[str, ...]:
+        return self.flags or ("--" + self.name.replace("_", "-"),)
+
+    def cli_label(self) -> str:
+        return self.metavar or self.name.upper() if self.positional else self.cli_flags[0]
+
+    def bounds_text(self) -> str:
+        """`(1-50)`, `one of a, b`, `at most 32`: appended to help in both adapters."""
+        parts = []
+        if self.choices:
+            parts.append("one of " + ", ".join(self.choices))
+        if self.minimum is not None and self.maximum is not None:
+            parts.append(f"{_num(self.minimum)}-{_num(self.maximum)}")
+        elif self.minimum is not None:
+            parts.append(f"at least {_num(self.minimum)}")
+        if self.max_items is not None:
+            parts.append(f"at most {self.max_items} items")
+        return f" ({'; '.join(parts)})" if parts else ""
+
+
+def _num(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else str(value)
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One bound call: the opened vault (None for operations that need none) and arguments."""
+
+    vault: Vault | None
+    args: dict[str, Any]
+    progress: Progress | None = None
+
+    @property
+    def v(self) -> Vault:
+        if self.vault is None:  # pragma: no cover - a table error, caught by tests
+            raise RuntimeError("this operation declared needs_vault=False")
+        return self.vault
+
+
+@dataclass(frozen=True, slots=True)
+class Operation:
+    """A command of the CLI and, when `tool` is set, an MCP tool: the same params and data."""
+
+    name: str  # the CLI command; "export okf" is the `okf` command of the `export` group
+    summary: str  # the first line of help
+    panel: str  # the CLI help panel: Index, Query, Memory, OKF or Agents
+    params: tuple[Param, ...]
+    run: Callable[[Call], Any]
+    examples: tuple[str, ...] = ()
+    tool: str | None = None
+    tool_title: str = ""
+    tool_description: str = ""
+    read_only: bool = True
+    destructive: bool = False
+    needs_vault: bool = True
+    exit_code: Callable[[Any], int] | None = None  # a non-zero exit for some results
+
+    def param(self, name: str) -> Param:
+        return next(p for p in self.params if p.name == name)
+
+
+# -- results that render their own JSON ------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Hits:
+    """Search or recall hits: `{"hits": [...]}` for the CLI's --json and the MCP tool alike."""
+
+    hits: Sequence[Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"hits": list(self.hits)}
+
+
+@dataclass(frozen=True, slots=True)
+class Links:
+    """A note's links in one direction (`links`, `memory_links`)."""
+
+    note: Any
+    direction: str
+    links: Sequence[Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"note": self.note, "direction": self.direction, "links": list(self.links)}
+
+
+@dataclass(frozen=True, slots=True)
+class Initialised:
+    """`init`: the config written, and what the user should know about it."""
+
+    vault: Path
+    config: Path
+    managed_folder: str
+    mappings: Sequence[Any]
+    warnings: Sequence[str] = field(default_factory=tuple)
+
+
+def data(result: Any) -> Any:
+    """The JSON value of a result: the `data` of the CLI envelope and the MCP tool's object."""
+    return to_jsonable(result)
+
+
+# -- checking a call's arguments ---------------------------------------------------------------
+
+
+def bind(
+    op: Operation, raw: Mapping[str, Any], *, adapter: Literal["cli", "mcp"]
+) -> dict[str, Any]:
+    """Check `raw` against `op`'s params and return the values its `run` takes.
+
+    Missing params get their default; every failure is an `InvalidArgumentError` naming the
+    option (`--limit`) or argument (`limit`) as that adapter's user spells it."""
+    params = [p for p in op.params if (p.cli if adapter == "cli" else p.mcp)]
+    known = {p.name for p in params}
+    unknown = sorted(set(raw) - known)
+    if unknown:
+        raise InvalidArgumentError(
+            f"Unknown argument {unknown[0]!r} for {op.tool or op.name}.",
+            hint=f"Arguments: {', '.join(sorted(known)) or 'none'}.",
+        )
+    bound: dict[str, Any] = {}
+    for p in op.params:
+        label = p.cli_label() if adapter == "cli" else p.name
+        offered = p.cli if adapter == "cli" else p.mcp
+        value = raw.get(p.name) if offered else None
+        if value is None:
+            if p.required and offered:
+                raise InvalidArgumentError(f"{label} is required.", hint=_hint(op, p, adapter))
+            default = p.mcp_default if adapter == "mcp" and p.mcp_default is not _UNSET else None
+            bound[p.name] = p.default if default is None else default
+            continue
+        bound[p.name] = _check(p, value, label, _hint(op, p, adapter))
+    return bound
+
+
+def _hint(op: Operation, p: Param, adapter: str) -> str:
+    where = f"`vaultmem {op.name} --help`" if adapter == "cli" else f"the {op.tool} input schema"
+    return f"{p.help}{p.bounds_text()} See {where}."
+
+
+def _check(p: Param, value: Any, label: str, hint: str) -> Any:
+    def fail(what: str) -> InvalidArgumentError:
+        return InvalidArgumentError(f"{label}: {what}", hint=hint)
+
+    if p.kind == "bool":
+        if not isinstance(value, bool):
+            raise fail(f"expected true or false, got {_show(value)}.")
+        return value
+    if p.kind in ("int", "float"):
+        number_ok = isinstance(value, int | float) and not isinstance(value, bool)
+        if not number_ok or (p.kind == "int" and not float(value).is_integer()):
+            raise fail(
+                f"expected {'an integer' if p.kind == 'int' else 'a number'}, got {_show(value)}."
+            )
+        if p.minimum is not None and value < p.minimum:
+            raise fail(f"{_num(value)} is below the minimum {_num(p.minimum)}.")
+        if p.maximum is not None and value > p.maximum:
+            raise fail(f"{_num(value)} is above the maximum {_num(p.maximum)}.")
+        return int(value) if p.kind == "int" else float(value)
+    if p.kind == "path":
+        if isinstance(value, str | Path) and str(value):
+            return Path(value)
+        raise fail(f"expected a path, got {_show(value)}.")
+    if p.kind == "pairs":
+        if not isinstance(value, list | tuple) or (p.max_items and len(value) > p.max_items):
+            raise fail(f"at most {p.max_items} name-value pairs.")
+        pairs: dict[str, str] = {}
+        for pair in value:
+            if not (isinstance(pair, list | tuple) and len(pair) == 2):
+                raise fail("each item is a NAME VALUE pair.")
+            name, val = (_string(p, item, fail) for item in pair)
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,63}", name):
+                raise fail(f"{name!r} is not a parameter name (letters, digits, _).")
+            pairs[name] = val
+        return pairs
+    if p.kind == "strs":
+        if isinstance(value, str) or not isinstance(value, list | tuple):
+            raise fail(f"expected a list of strings, got {_show(value)}.")
+        if p.max_items is not None and len(value) > p.max_items:
+            raise fail(f"{len(value)} items; at most {p.max_items}.")
+        return tuple(_string(p, item, fail) for item in value)
+    text = _string(p, value, fail)
+    if p.iso_date:
+        try:
+            return datetime.fromisoformat(text)
+        except ValueError:
+            raise fail(f"{text!r} is not an ISO date or time (e.g. 2026-11-01).") from None
+    return text
+
+
+def _string(p: Param, value: Any, fail: Callable[[str], InvalidArgumentError]) -> str:
+    if not isinstance(value, str):
+        raise fail(f"expected a string, got {_show(value)}.")
+    if p.max_length is not None and len(value) > p.max_length:
+        raise fail(f"{len(value)} characters; at most {p.max_length}.")
+    if p.min_length is not None and len(value) < p.min_length:
+        raise fail("must not be empty." if p.min_length == 1 else f"at least {p.min_length}.")
+    if p.choices and value not in p.choices:
+        raise fail(f"{value!r} is not one of {', '.join(p.choices)}.")
+    if p.pattern is not None and not re.fullmatch(p.pattern.strip("^$"), value):
+        raise fail(f"{value!r} does not match {p.pattern}.")
+    return value
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+# -- the MCP input schema, from the same table ---------------------------------------------------
+
+
+def json_schema(op: Operation) -> dict[str, Any]:
+    """The tool's input schema (JSON Schema 2020-12): types, bounds and defaults of the table."""
+    properties: dict[str, Any] = {}
+    for p in op.params:
+        if not p.mcp:
+            continue
+        string: dict[str, Any] = {"type": "string"}
+        if p.choices:
+            string["enum"] = list(p.choices)
+        if p.pattern:
+            string["pattern"] = p.pattern
+        if p.min_length is not None:
+            string["minLength"] = p.min_length
+        if p.max_length is not None:
+            string["maxLength"] = p.max_length
+        spec: dict[str, Any]
+        if p.kind == "strs":
+            spec = {"type": "array", "items": string}
+            if p.max_items is not None:
+                spec["maxItems"] = p.max_items
+        elif p.kind in ("int", "float"):
+            spec = {"type": "integer" if p.kind == "int" else "number"}
+            if p.minimum is not None:
+                spec["minimum"] = p.minimum
+            if p.maximum is not None:
+                spec["maximum"] = p.maximum
+        elif p.kind == "bool":
+            spec = {"type": "boolean"}
+        else:
+            spec = string
+        spec["description"] = p.help
+        default = p.mcp_default if p.mcp_default is not _UNSET else p.default
+        if default is not None:
+            spec["default"] = list(default) if isinstance(default, tuple) else default
+        properties[p.name] = spec
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": [p.name for p in op.params if p.required and p.mcp],
+        "additionalProperties": False,
+    }
