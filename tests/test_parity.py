@@ -47,7 +47,10 @@ SAMPLES: dict[str, list[tuple[list[str], dict[str, Any]]]] = {
         ),
     ],
     "memory_read": [
-        (["read", "Architecture", "--max-bytes", "300"], {"note": "Architecture", "max_bytes": 300}),
+        (
+            ["read", "Architecture", "--max-bytes", "300"],
+            {"note": "Architecture", "max_bytes": 300},
+        ),
         (["read", "release-process"], {"note": "release-process"}),
     ],
     "memory_recent": [(["recent", "--kind", "topics"], {"kind": "topics"})],
