@@ -10,7 +10,9 @@ median latency of each (warm, one read-only connection per call, as the CLI and 
 as a ratio of recall to search measured in the same run, and whether a second pass of recalls
 returned the same order (a hit is not a use).
 
-Usage: `python -m benchmarks.bench_recall [--vault PATH] [--set dwarvesf-recall] [--json]`.
+Usage: `python -m benchmarks.bench_recall [--vault PATH] [--set dwarvesf-recall] [--json]`
+(`--quick` is accepted for `benchmarks.run` and changes nothing: the vault has a fixed size; a
+missing vault is reported and skipped).
 """
 
 from __future__ import annotations
@@ -74,7 +76,7 @@ def rankings(vault: Vault, questions: list[Question]) -> dict[str, Any]:
 
 
 def report(name: str, questions: list[Question], ranked: dict[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {"set": name, "questions": len(questions)}
+    out: dict[str, Any] = {"benchmark": "recall", "set": name, "questions": len(questions)}
     kinds = sorted({q.kind for q in questions})
     for engine in ("search", "recall"):
         out[engine] = {"all": metrics(ranked[engine], questions)}
@@ -100,7 +102,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--vault", type=Path, default=DEFAULT_VAULT)
     parser.add_argument("--set", default="dwarvesf-recall")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--quick", action="store_true", help="accepted; changes nothing")
     args = parser.parse_args(argv)
+    if not args.vault.is_dir():
+        print(f"bench_recall: no vault at {args.vault}; skipped", file=sys.stderr)
+        return 0
     questions = load_questions(QUESTIONS / f"{args.set}.jsonl")
     with tempfile.TemporaryDirectory(prefix="bench-recall-") as tmp:
         vault = prepare(args.vault, Path(tmp) / "vault", QUESTIONS / f"{args.set}.topics.jsonl")
