@@ -169,7 +169,7 @@ def test_readme_store_recall_pair_on_dwarvesf_brain(tmp_path: Path) -> None:
     assert stored.returncode == 0, stored.stderr
     asked = run_cli("recall", "how do I run the tests", "--json", cwd=root)
     assert asked.returncode == 0, asked.stderr
-    keys = [h["key"] for h in json.loads(asked.stdout)["data"]]
+    keys = [h["key"] for h in json.loads(asked.stdout)["data"]["hits"]]
     assert "build-commands" in keys[:3], keys
     v = Vault(root)
     first = [h.id for h in v.recall("how do I run the tests")]
