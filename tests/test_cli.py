@@ -193,8 +193,9 @@ def test_problems(cli: Cli, built: str) -> None:
             "line": 3,
         }
     ]
-    code, out, _ = cli("problems", "--vault", built, "--code", "no_such_code")
+    code, out, _ = cli("problems", "--vault", built, "--code", "file_binary")
     assert code == 0 and out.startswith("No problems")
+    cli.usage("problems", "--vault", built, "--code", "no_such_code")
 
 
 def test_show(cli: Cli, built: str) -> None:
@@ -538,3 +539,29 @@ def test_readme_runs_as_printed(cli: Cli, tmp_path: Path, monkeypatch: pytest.Mo
             words[3] = str(tmp_path / "bundle")
         code, out, err = cli(*words[1:])
         assert code == 0, (words, out, err)
+
+
+def test_a_plain_install_has_the_mcp_server_and_make_install_links_the_command(
+    tmp_path: Path,
+) -> None:
+    import tomllib
+
+    root = EXAMPLE_VAULT.parent
+    project = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert any(d.startswith("mcp") for d in project["dependencies"])
+    assert project["optional-dependencies"]["mcp"] == []  # kept for `vaultmem[mcp]`
+    dry = subprocess.run(
+        ["make", "-n", "install", f"PREFIX={tmp_path}"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert f"ln -sf {root}/.venv/bin/vaultmem {tmp_path}/bin/vaultmem" in dry.stdout
+
+
+def test_docs_link_only_to_files_in_the_repository() -> None:
+    root = EXAMPLE_VAULT.parent
+    for doc in [root / "README.md", *sorted((root / "docs").glob("*.md"))]:
+        text = doc.read_text(encoding="utf-8")
+        assert "/work/" not in text and "](../../" not in text, doc.name

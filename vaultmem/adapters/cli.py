@@ -133,13 +133,13 @@ def _help(p: Param) -> str:
 def _parameter(p: Param) -> inspect.Parameter:
     """A typer parameter for one contract param: type and help only; `bind` checks bounds."""
     kind = _TYPES[p.kind]
-    default: Any = p.cli_default if p.cli_default is not contract._UNSET else p.default
+    default: Any = p.cli_default if p.cli_default is not contract.UNSET else p.default
     if p.kind in ("strs", "pairs"):
         show: bool | str = bool(default) and ",".join(default)
         default = None
     else:
         show = default is not None and default is not False
-    required = (p.required or p.cli_required) and p.cli_default is contract._UNSET
+    required = (p.required or p.cli_required) and p.cli_default is contract.UNSET
     info: Any
     if p.positional:
         info = typer.Argument(help=_help(p), metavar=p.metavar, show_default=show)

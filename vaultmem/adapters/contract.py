@@ -42,7 +42,7 @@ from vaultmem.index.reconcile import Progress
 from vaultmem.vault import Vault
 
 Kind = Literal["str", "int", "float", "bool", "strs", "path", "pairs"]
-_UNSET: Any = object()
+UNSET: Any = object()
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,8 +68,8 @@ class Param:
     cli: bool = True
     mcp: bool = True
     cli_required: bool = False  # required in the CLI only (store's KEY: '' derives one)
-    cli_default: Any = _UNSET  # when the CLI's default differs (store's TEXT `-` = stdin)
-    mcp_default: Any = _UNSET  # when the MCP tool's default differs (store's source `mcp`)
+    cli_default: Any = UNSET  # when the CLI's default differs (store's TEXT `-` = stdin)
+    mcp_default: Any = UNSET  # when the MCP tool's default differs (store's source `mcp`)
     stdin_dash: bool = False  # CLI: `-` reads the value from stdin
     comma_lists: bool = False  # CLI: items may also be comma-separated (`--tags a,b`)
 
@@ -202,7 +202,7 @@ def bind(
         if value is None:
             if p.required and offered:
                 raise InvalidArgumentError(f"{label} is required.", hint=_hint(op, p, adapter))
-            default = p.mcp_default if adapter == "mcp" and p.mcp_default is not _UNSET else None
+            default = p.mcp_default if adapter == "mcp" and p.mcp_default is not UNSET else None
             bound[p.name] = p.default if default is None else default
             continue
         bound[p.name] = _check(p, value, label, _hint(op, p, adapter))
@@ -317,7 +317,7 @@ def json_schema(op: Operation) -> dict[str, Any]:
         else:
             spec = string
         spec["description"] = p.help
-        default = p.mcp_default if p.mcp_default is not _UNSET else p.default
+        default = p.mcp_default if p.mcp_default is not UNSET else p.default
         if default is not None:
             spec["default"] = list(default) if isinstance(default, tuple) else default
         properties[p.name] = spec

@@ -25,7 +25,7 @@ from vaultmem.memory.context import Target
 from vaultmem.memory.recall import Mode, Sort
 from vaultmem.memory.relations import STATUSES
 from vaultmem.memory.topics import TOPIC_TYPES
-from vaultmem.models import SCOPES
+from vaultmem.models import PROBLEM_CODES, SCOPES
 from vaultmem.okf.export import Format
 from vaultmem.search.query import SearchFilters
 from vaultmem.vault import Vault
@@ -353,7 +353,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "problems",
         "Files the index could not read fully, with the reason.",
         "Index",
-        (VAULT, _text("code", "Only this problem code.", metavar="CODE", max_length=MAX_ID)),
+        (VAULT, _text("code", "Only this problem code.", metavar="CODE", choices=PROBLEM_CODES)),
         lambda call: call.v.problems(code=call.args["code"]),
         examples=("vaultmem problems --code frontmatter_invalid",),
     ),
