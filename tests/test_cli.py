@@ -449,7 +449,7 @@ def test_help_is_grouped_and_readable(cli: Cli) -> None:
 def test_shell_completion() -> None:
     done = run(env={"_VAULTMEM_COMPLETE": "complete_bash", "COMP_WORDS": "vaultmem rec",
                     "COMP_CWORD": "1"})  # fmt: skip
-    assert done.returncode == 0 and set(done.stdout.split()) == {"recall", "reconcile"}
+    assert done.returncode == 0 and set(done.stdout.split()) == {"recall", "recent", "reconcile"}
 
 
 # -- process boundaries: exit codes, streams, terminals ----------------------------------------

@@ -30,6 +30,9 @@ TOOLS = {
     "memory_links",
     "memory_search",
     "memory_status",
+    "memory_read",
+    "memory_recent",
+    "memory_used",
 }
 
 
@@ -152,6 +155,40 @@ def test_context_links_and_status(vault: Path) -> None:
         assert not error and {n["depth"] for n in near["links"]} <= {1, 2}
         error, status = await call(session, "memory_status")
         assert not error and status["notes"] > 20
+
+    session_run(vault, body)
+
+
+def test_read_returns_a_long_notes_last_line_in_pieces_and_recent_and_used(vault: Path) -> None:
+    note = vault / "Knowledge" / "Long note.md"
+    lines = [f"Line {i}: the quokka count grew by {i}." for i in range(1, 801)]
+    note.write_text("---\ntags: [long]\n---\n# Long note\n\n" + "\n".join(lines) + "\n", "utf-8")
+    Vault(vault).reconcile()
+
+    async def body(session: ClientSession) -> None:
+        error, first = await call(session, "memory_read", note="Long note", max_bytes=4000)
+        assert not error, first
+        assert first["frontmatter"] == {"tags": ["long"]} and first["truncated"] is True
+        assert first["text"].startswith("# Long note") and "---" not in first["text"]
+        pieces, piece = [first["text"]], first
+        while piece["next_offset"] is not None:
+            error, piece = await call(
+                session,
+                "memory_read",
+                note="Long note",
+                max_bytes=4000,
+                offset=piece["next_offset"],
+            )
+            assert not error, piece
+            pieces.append(piece["text"])
+        assert "".join(pieces).rstrip("\n").splitlines()[-1] == lines[-1]
+        assert piece["end_line"] == 5 + 800
+        error, section = await call(session, "memory_read", note="Long note#Long note")
+        assert not error and section["subpath"] == "#Long note"
+        error, recent = await call(session, "memory_recent", limit=1)
+        assert not error and [n["path"] for n in recent["notes"]] == ["Knowledge/Long note.md"]
+        error, used = await call(session, "memory_used", note="Long note")
+        assert not error and used["path"] == "Knowledge/Long note.md"
 
     session_run(vault, body)
 

@@ -46,6 +46,15 @@ SAMPLES: dict[str, list[tuple[list[str], dict[str, Any]]]] = {
             {"query": "release process", "include_related": True, "mode": "hybrid"},
         ),
     ],
+    "memory_read": [
+        (
+            ["read", "Architecture", "--max-bytes", "300"],
+            {"note": "Architecture", "max_bytes": 300},
+        ),
+        (["read", "release-process"], {"note": "release-process"}),
+    ],
+    "memory_recent": [(["recent", "--kind", "topics"], {"kind": "topics"})],
+    "memory_used": [(["used", "DuckDB"], {"note": "DuckDB"})],
     "memory_links": [
         (["links", "Architecture"], {"note": "Architecture"}),
         (
@@ -156,8 +165,9 @@ def test_cli_json_and_mcp_tools_return_the_same_data(
     twins: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
     cli_vault, mcp_vault = twins
-    order = ["memory_status", "memory_search", "memory_recall", "memory_links",
-             "memory_context", "memory_store", "memory_get", "memory_forget"]  # fmt: skip
+    order = ["memory_status", "memory_search", "memory_recall", "memory_read", "memory_recent",
+             "memory_used", "memory_links", "memory_context", "memory_store", "memory_get",
+             "memory_forget"]  # fmt: skip
     calls = [(tool, argv, args) for tool in order for argv, args in SAMPLES[tool]]
     calls += ERRORS
     via_cli = [_cli(capsys, argv, cli_vault) for _, argv, _ in calls]

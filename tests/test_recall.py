@@ -12,7 +12,7 @@ import pytest
 from tests.helpers import run_cli
 from vaultmem.errors import ConfigError, QueryError
 from vaultmem.memory import usage
-from vaultmem.memory.recall import metadata_candidates, parse_scopes
+from vaultmem.memory.recall import coverage, metadata_candidates, parse_scopes
 from vaultmem.vault import Vault
 
 NOW = datetime(2026, 11, 29, 12, tzinfo=UTC)
@@ -59,14 +59,62 @@ def test_agent_questions_find_their_topic(vault: Vault, question: str, expected:
     assert expected in keys[:3], keys
 
 
-def test_hybrid_puts_metadata_matches_first(vault: Vault) -> None:
+def test_name_matches_are_blended_not_pinned(vault: Vault) -> None:
     hits = vault.recall("release-process", now=NOW)
     assert hits[0].key == "release-process" and hits[0].matched == "metadata"
-    matched = [h.matched for h in hits]
-    assert matched == sorted(matched, key=lambda m: m != "metadata")  # metadata, then bm25
+    scores = [h.score for h in hits]
+    assert scores == sorted(scores, reverse=True)  # one order: the blended score
     only_meta = vault.recall("release-process", mode="metadata", now=NOW)
     assert {h.matched for h in only_meta} == {"metadata"}
     assert all(h.matched == "bm25" for h in vault.recall("release", mode="bm25", now=NOW))
+
+
+def test_a_name_covering_one_word_of_a_long_question_adds_little(example_vault: Path) -> None:
+    """Ten notes aliased "Obsidian" must not fill the list for every question naming Obsidian
+    (issue 13): a name match covering one word in four adds a quarter of its weight."""
+    people = example_vault / "Knowledge" / "People"
+    for i in range(10):
+        (people / f"Person {i}.md").write_text(
+            f"---\naliases: [Obsidian]\n---\n# Person {i}\n\nLikes hiking.\n", "utf-8"
+        )
+    (example_vault / "Knowledge" / "Vault sync.md").write_text(
+        "# Vault sync\n\nTo sync an obsidian vault across devices, use Obsidian Sync or git; "
+        "sync conflicts show as duplicate files on devices.\n",
+        "utf-8",
+    )
+    v = Vault(example_vault)
+    v.reconcile()
+    hits = v.recall("how do I sync obsidian across devices", limit=5, now=NOW)
+    assert hits[0].path == "Knowledge/Vault sync.md", [h.path for h in hits]
+    assert sum("/Person " in h.path for h in hits) < 5
+    (alone,) = v.recall("Person 3", limit=1, now=NOW)
+    assert alone.path == "Knowledge/People/Person 3.md"
+
+
+def test_kind_filters_topics_and_notes(vault: Vault) -> None:
+    topics_only = vault.recall("duckdb tests", kind="topics", limit=20, now=NOW)
+    notes_only = vault.recall("duckdb tests", kind="notes", limit=20, now=NOW)
+    assert topics_only and all(h.managed for h in topics_only)
+    assert notes_only and not any(h.managed for h in notes_only)
+    with pytest.raises(ConfigError):
+        vault.recall("duckdb", kind="people", now=NOW)  # type: ignore[arg-type]
+
+
+def test_ten_repeated_recalls_return_the_same_order(vault: Vault) -> None:
+    first = [h.id for h in vault.recall("duckdb tests", limit=10)]
+    for _ in range(9):
+        assert [h.id for h in vault.recall("duckdb tests", limit=10)] == first
+    assert not (vault.config.state_dir / "usage.jsonl").exists()  # a hit is not a use
+
+
+def test_a_topic_answering_the_question_beats_notes_sharing_its_words(vault: Vault) -> None:
+    """The agent's own memory: a topic holding every word of the question (`test` inside
+    `pytest`) ranks with the best human note, above notes that merely share words."""
+    vault.store("tox-runner", "Run tox -e py311 for the unit tests.", scope="project", scope_id="w")
+    vault.store("lint-gate", "ruff check must pass.", scope="project", scope_id="w")
+    hits = vault.recall("how do I run the unit tests", limit=3, now=NOW)
+    assert "tox-runner" in [h.key for h in hits]
+    assert "lint-gate" not in [h.key for h in vault.recall("run unit tests", limit=5, now=NOW)]
 
 
 def test_a_hit_carries_what_an_agent_needs(vault: Vault) -> None:
@@ -144,19 +192,35 @@ def test_forgotten_topics_are_never_returned(vault: Vault) -> None:
     assert "consumer-lag-alerting" not in {h.key for h in hits}
 
 
-def test_each_recall_records_usage_and_usage_sort_uses_it(vault: Vault) -> None:
+def test_uses_come_from_get_read_and_used_and_reorder_near_ties_only(vault: Vault) -> None:
     question = "duckdb tests"
-    baseline = [h.key for h in vault.recall(question, limit=6, now=NOW)]
+    baseline = vault.recall(question, limit=6, now=NOW)
     least = baseline[-1]
     for _ in range(5):
-        vault.recall(least, mode="metadata", limit=1, now=NOW)
+        vault.used(least.path, now=NOW)
+    vault.read(least.path, now=NOW)
     counts = usage.read_usage(vault.config.state_dir)
-    ids = {h.key: h.id for h in vault.recall(question, limit=6, now=NOW)}
-    assert counts[ids[least]].count >= 5
+    assert counts[least.id].count == 6
     by_usage = vault.recall(question, limit=6, sort="usage", now=NOW)
-    assert by_usage[0].key == least
+    assert by_usage[0].key == least.key
+    again = {h.id: h.score for h in vault.recall(question, limit=6, now=NOW)}
+    gain = again[least.id] - least.score
+    assert 0 < gain <= 0.05 + 1e-9  # capped: usage weighs at most 5 %
     lines = (vault.config.state_dir / "usage.jsonl").read_text(encoding="utf-8").splitlines()
     assert all(json.loads(line)["at"] == "2026-11-29T12:00:00Z" for line in lines)
+
+
+def test_uses_decay_with_a_half_life(tmp_path: Path) -> None:
+    usage.record(tmp_path, ["a", "a"], "2026-10-30T12:00:00Z")  # 30 days before NOW
+    usage.record(tmp_path, ["b"], "2026-11-29T12:00:00Z")
+    decayed = usage.decayed_uses(tmp_path, NOW)
+    assert decayed["a"] == pytest.approx(1.0) and decayed["b"] == pytest.approx(1.0)
+
+
+def test_coverage_counts_a_term_inside_a_longer_word() -> None:
+    assert coverage(["run", "test"], {"run", "pytest"}) == 1.0
+    assert coverage(["run", "test"], {"prune", "pytest"}) == 0.5  # 3 letters: whole words only
+    assert coverage([], {"x"}) == 0.0
 
 
 def test_recency_sort(vault: Vault) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 
 from vaultmem.config import Config, FolderMapping, find_vault, init_vault, load_config
 from vaultmem.errors import InvalidArgumentError, NotFoundError, VaultNotFoundError
-from vaultmem.index import catalog, graph
+from vaultmem.index import catalog, graph, reading
 from vaultmem.index import status as index_status
 from vaultmem.index.catalog import NoteDetail, NoteRef, SqlResult, Status
 from vaultmem.index.preview import ParsedView, preview
@@ -27,8 +27,8 @@ from vaultmem.index.reconcile import Progress, ReconcileReport, reconcile
 from vaultmem.index.watch import Emit
 from vaultmem.index.watch import watch as watch_vault
 from vaultmem.memory import context as context_block
+from vaultmem.memory import identity, relations, usage
 from vaultmem.memory import recall as recall_op
-from vaultmem.memory import relations, usage
 from vaultmem.memory import topic_store as memory
 from vaultmem.memory.secrets import SecretPattern, compile_patterns, redact
 from vaultmem.okf import export as okf_export
@@ -186,15 +186,16 @@ class Vault:
         scopes: Sequence[str] = (),
         mode: recall_op.Mode = "hybrid",
         sort: recall_op.Sort = "score",
+        kind: recall_op.Kind = "all",
         limit: int = 10,
         include_related: bool = False,
         now: datetime | None = None,
     ) -> list[recall_op.RecallHit]:
-        """Recall notes for a question (docs/agents.md); each direct hit counts as one use."""
+        """Recall notes for a question (docs/agents.md). Not counted as a use: the same
+        question returns the same order until the vault or the uses change."""
         moment = now or datetime.now(UTC)
-        counts = {k: u.count for k, u in usage.read_usage(self.config.state_dir).items()}
         with store.reading(self.config.index_path) as con:
-            hits = recall_op.recall(
+            return recall_op.recall(
                 con,
                 query,
                 root=self.root,
@@ -202,17 +203,57 @@ class Vault:
                 scopes=recall_op.parse_scopes(scopes),
                 mode=mode,
                 sort=sort,
+                kind=kind,
                 limit=limit,
                 include_related=include_related,
                 now=moment,
-                usage_counts=counts,
+                usage_counts=usage.decayed_uses(self.config.state_dir, moment),
                 k1=self.config.bm25_k1,
                 b=self.config.bm25_b,
                 patterns=compile_patterns(self.config.secret_patterns),
             )
-        stamp = moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        usage.record(self.config.state_dir, [h.id for h in hits if not h.related], stamp)
-        return hits
+
+    def read(
+        self,
+        name: str,
+        *,
+        max_bytes: int = reading.DEFAULT_MAX_BYTES,
+        offset: int = 0,
+        now: datetime | None = None,
+    ) -> reading.NoteText:
+        """`NOTE[#Heading|#^block]`'s text from its file, redacted, in pieces of `max_bytes`
+        (docs/agents.md). Counts as a use of the note."""
+        patterns = compile_patterns(self.config.secret_patterns)
+        if self.config.index_path.exists():
+            with store.reading(self.config.index_path) as con:
+                text = reading.read_text(
+                    self.config, con, name, max_bytes=max_bytes, offset=offset, patterns=patterns
+                )
+        else:
+            text = reading.read_text(
+                self.config, None, name, max_bytes=max_bytes, offset=offset, patterns=patterns
+            )
+        if text.id is not None and offset == 0:
+            usage.record(self.config.state_dir, [text.id], _stamp(now))
+        return text
+
+    def recent(
+        self,
+        *,
+        since: datetime | None = None,
+        kind: reading.Kind = "all",
+        limit: int = 20,
+    ) -> list[reading.RecentNote]:
+        """Notes by file modification time, newest first (what changed while you were away)."""
+        with store.reading(self.config.index_path) as con:
+            return reading.recent(con, since=since, kind=kind, limit=limit)
+
+    def used(self, name: str, *, now: datetime | None = None) -> catalog.NoteRef:
+        """Record that a note or topic (by key, id, path, title or alias) helped: one use."""
+        with store.reading(self.config.index_path) as con:
+            ref = catalog.find_note(con, name)
+        usage.record(self.config.state_dir, [ref.id], _stamp(now))
+        return ref
 
     def context(
         self,
@@ -223,16 +264,17 @@ class Vault:
         now: datetime | None = None,
     ) -> context_block.ContextBlock:
         """The `<vaultmem-memory>` block (docs/agents.md). Not counted as a use."""
-        counts = {k: u.count for k, u in usage.read_usage(self.config.state_dir).items()}
+        moment = now or datetime.now(UTC)
         with store.reading(self.config.index_path) as con:
             return context_block.build_context(
                 con,
                 scopes=recall_op.parse_scopes(scopes),
                 managed_folder=self.config.managed_folder,
+                root=self.root,
                 per_scope=per_scope,
                 budget_chars=budget_chars,
-                now=now,
-                usage_counts=counts,
+                now=moment,
+                usage_counts=usage.decayed_uses(self.config.state_dir, moment),
                 patterns=compile_patterns(self.config.secret_patterns),
             )
 
@@ -267,13 +309,14 @@ class Vault:
         source: str | None = None,
         cwd: Path | None = None,
     ) -> memory.StoreResult:
-        """Append an observation to a topic (created when new); see `memory.store`."""
+        """Append an observation to a topic (created when new); see `memory.store`. Without a
+        scope id, the managed folder's mapping names it when it has this scope (`identity`)."""
         return memory.store(
             self.config,
             key,
             text,
             scope=scope,
-            scope_id=scope_id,
+            scope_id=scope_id or identity.mapped_scope_id(self.config, scope),
             type=type,
             tags=tags,
             source=source,
@@ -306,7 +349,7 @@ class Vault:
         scope_id: str | None = None,
         include_expired: bool = False,
     ) -> memory.TopicView:
-        """One topic read from its file (counts as a recall); expired topics are not found."""
+        """One topic read from its file (counts as a use); expired topics are not found."""
         return memory.get(
             self.config,
             key_or_id,
@@ -432,3 +475,7 @@ def _redact_json(value: Any, patterns: Sequence[SecretPattern], key: str = "") -
     if isinstance(value, dict):
         return {k: _redact_json(v, patterns, str(k)) for k, v in value.items()}
     return value
+
+
+def _stamp(now: datetime | None) -> str:
+    return (now or datetime.now(UTC)).astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

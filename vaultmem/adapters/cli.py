@@ -503,6 +503,29 @@ def _recall_text(result: contract.Hits, args: dict[str, Any]) -> None:
         output.console.print("   " + output.marked(hit.snippet))
 
 
+@text_renderer("read")
+def _read_text(result: Any, args: dict[str, Any]) -> None:
+    sys.stdout.write(result.text + ("" if result.text.endswith("\n") else "\n"))
+    if result.next_offset is not None:
+        sys.stderr.write(
+            f"[{result.next_offset} of {result.total_bytes} bytes; "
+            f"continue with --offset {result.next_offset}]\n"
+        )
+
+
+@text_renderer("recent")
+def _recent_text(result: dict[str, Any], args: dict[str, Any]) -> None:
+    notes = result["notes"]
+    output.table(
+        P(len(notes), "recently changed note"),
+        ["modified", "path", "scope"],
+        [(n.modified, n.path, n.scope + (f":{n.scope_id}" if n.scope_id else "")) for n in notes],
+    )
+
+
+text_renderer("used")(lambda ref, args: output.line(f"Used {ref.path}"))
+
+
 @text_renderer("context")
 def _context_text(result: Any, args: dict[str, Any]) -> None:
     if args["write"] is None:

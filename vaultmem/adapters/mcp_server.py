@@ -47,7 +47,9 @@ vaultmem is this user's long-term memory, kept as Markdown notes in an Obsidian 
 people read and edit too. Call memory_recall before answering questions about the project,
 the user's preferences or earlier decisions; call memory_store to save a reusable conclusion
 (a decision, a command that works, a preference, a correction) under a short stable key.
-memory_get reads one topic in full, memory_search searches every note of the vault,
+memory_read reads any note (or one heading of it) in full, memory_get one topic's observations,
+memory_recent lists what changed lately, memory_used marks a note that helped,
+memory_search searches every note of the vault,
 memory_links walks the link graph, memory_context returns a compact startup summary.
 Errors carry a stable `code`; after a `partial_write` error do NOT retry the store."""
 

@@ -74,8 +74,9 @@ SCOPE = Param("scope", "str", "The scope.", choices=SCOPES, metavar="SCOPE")
 SCOPE_ID = Param(
     "scope_id",
     "str",
-    "Which session, project or agent (project default: the git remote of the working "
-    "directory, else a digest of its path).",
+    "Which session, project or agent (default: the scope id of the managed folder's mapping "
+    "when it has this scope; for a project, else the git remote of the working directory, "
+    "else a digest of its path).",
     metavar="ID",
     max_length=MAX_ID,
 )
@@ -92,6 +93,14 @@ SCOPES_PARAM = Param(
 )
 SOURCE = Param(
     "source", "str", "The agent or tool that stores it.", metavar="NAME", max_length=MAX_ID
+)
+KIND = Param(
+    "kind",
+    "str",
+    "topics (agent memory), notes (people's) or all.",
+    "all",
+    choices=("all", "topics", "notes"),
+    metavar="KIND",
 )
 QUERY_HELP = 'Words, "exact phrases", -excluded words, tag:x, path:folder/, type:y.'
 
@@ -189,10 +198,16 @@ def _recall(call: Call) -> Hits:
         scopes=a["scopes"] or (),
         mode=a["mode"],
         sort=a["sort"],
+        kind=a["kind"],
         limit=a["limit"],
         include_related=a["include_related"],
     )
     return Hits(hits)
+
+
+def _recent(call: Call) -> dict[str, Any]:
+    a = call.args
+    return {"notes": call.v.recent(since=a["since"], kind=a["kind"], limit=a["limit"])}
 
 
 def _links(call: Call) -> Links:
@@ -651,7 +666,7 @@ OPERATIONS: tuple[Operation, ...] = (
     ),
     Operation(
         "get",
-        "One topic, read from its file, with every observation (counts as a recall).",
+        "One topic, read from its file, with every observation (counts as a use).",
         "Memory",
         (
             KEY_OR_ID,
@@ -805,15 +820,16 @@ OPERATIONS: tuple[Operation, ...] = (
             Param(
                 "mode",
                 "str",
-                "hybrid: key/title/alias/tag matches first, then BM25.",
+                "hybrid: BM25 blended with name matches and the agent's own topics.",
                 "hybrid",
                 choices=MODES,
                 metavar="MODE",
             ),
+            KIND,
             Param(
                 "sort",
                 "str",
-                "score blends relevance 60 %, recency 25 %, usage 15 %.",
+                "score blends relevance 90 %, recency 5 %, usage 5 %.",
                 "score",
                 choices=SORTS,
                 metavar="SORT",
@@ -835,12 +851,111 @@ OPERATIONS: tuple[Operation, ...] = (
         tool="memory_recall",
         tool_title="Recall memories",
         tool_description="Find the memories (agent topics and people's notes) that answer a "
-        "question. Hybrid mode returns notes whose key, title, alias or tag equals a word of "
-        "the query first, then BM25 full-text matches. Expired and forgotten topics are never "
-        "returned. Each hit has id, key, scope, scope_id, path, title, snippet, score, updated, "
-        "`fresh` (false when the file changed since it was indexed: read it with memory_get) "
-        "and `related` (pulled in by a link from another hit). Counts as a use of each "
-        "returned topic.",
+        "question. Hybrid mode ranks BM25 full-text matches blended with name matches (key, "
+        "title, alias, tag) and weighs the agent's own topics: one holding every word of the "
+        "question ranks with the best note. Expired and forgotten topics are never returned. "
+        "Each hit has id, key, scope, scope_id, path, title, snippet, score, updated, `fresh` "
+        "(false when the file changed since it was indexed) and `related` (pulled in by a link "
+        "from another hit). Read a hit in full with memory_read. Not a use: the same question "
+        "gives the same order; call memory_used for a note that helped.",
+    ),
+    Operation(
+        "read",
+        "A note's text from its file (frontmatter apart, secrets redacted); counts as a use.",
+        "Agents",
+        (
+            _text(
+                "note",
+                "NOTE, NOTE#Heading, NOTE#Parent#Child or NOTE#^block: path, title, alias, "
+                "file name, topic key or id.",
+                required=True,
+                positional=True,
+                metavar="NOTE",
+                min_length=1,
+                max_length=MAX_NAME,
+            ),
+            VAULT,
+            Param(
+                "max_bytes",
+                "int",
+                "At most this many bytes of text; the rest comes with offset=next_offset.",
+                64_000,
+                minimum=1,
+                maximum=1_000_000,
+                metavar="N",
+            ),
+            Param(
+                "offset",
+                "int",
+                "Start here: the next_offset of a capped read.",
+                0,
+                minimum=0,
+                maximum=1_000_000_000,
+                metavar="N",
+            ),
+        ),
+        lambda call: call.v.read(
+            call.args["note"], max_bytes=call.args["max_bytes"], offset=call.args["offset"]
+        ),
+        examples=(
+            'vaultmem read "Runbook - Running tests#Quick run"',
+            "vaultmem read build-commands --json",
+        ),
+        tool="memory_read",
+        tool_title="Read a note",
+        tool_description="Read any note of the vault (a person's note or a memory topic) as "
+        "text, straight from its file: name it by path, title, alias, file name, topic key or "
+        "id, optionally with `#Heading` (`#Parent#Child`) or `#^block` for that part alone. "
+        "Frontmatter comes back apart; secrets are redacted. A long text comes in pieces of "
+        "max_bytes: when `next_offset` is not null, call again with offset=next_offset. Counts "
+        "as a use.",
+    ),
+    Operation(
+        "recent",
+        "Notes changed most recently (file modification time), newest first.",
+        "Agents",
+        (
+            VAULT,
+            _text(
+                "since",
+                "Changed at or after this ISO date or time (UTC).",
+                iso_date=True,
+                metavar="DATE",
+                max_length=64,
+            ),
+            KIND,
+            LIMIT(20, 500),
+        ),
+        _recent,
+        examples=("vaultmem recent --since 2026-11-01 --kind topics",),
+        tool="memory_recent",
+        tool_title="Recently changed notes",
+        tool_description="Notes by file modification time, newest first: what changed while "
+        "you were away. Each has id, path, title, scope, scope_id, managed (a memory topic), "
+        "updated, modified and size.",
+    ),
+    Operation(
+        "used",
+        "Record that a note helped: one use, a bounded tie-breaker in recall.",
+        "Agents",
+        (
+            _text(
+                "note",
+                "Topic key, or a note's id, path, title or alias.",
+                required=True,
+                positional=True,
+                metavar="NOTE",
+                min_length=1,
+                max_length=MAX_NAME,
+            ),
+            VAULT,
+        ),
+        lambda call: call.v.used(call.args["note"]),
+        examples=("vaultmem used build-commands",),
+        tool="memory_used",
+        tool_title="Mark a note as used",
+        tool_description="Record that a note or topic helped answer (one use). Uses decay over "
+        "30 days and reorder only near-ties in memory_recall.",
     ),
     Operation(
         "context",

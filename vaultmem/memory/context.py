@@ -10,7 +10,7 @@ Layout rules:
   a share one scope leaves unused is not lent to another, so a busy scope cannot crowd out the
   next. The whole block (wrapper included) never exceeds `budget_chars`.
 - A scope's direct entries are its agent topics (not expired, not forgotten), most recently
-  updated and most recalled first (the recency and usage parts of recall's blend). Each line is
+  updated and most used first (the recency and usage parts of recall's blend). Each line is
   `- [scope] key: latest observation`. After them, while entries and budget remain, come notes
   the chosen topics relate to (typed links, `## See Also`), one level deep: `- [scope] key
   [related]: …`. A person's note shows as its title and first sentence.
@@ -115,10 +115,11 @@ def build_context(
     *,
     scopes: Sequence[ScopeSpec],
     managed_folder: str,
+    root: Path,
     per_scope: int = DEFAULT_PER_SCOPE,
     budget_chars: int = DEFAULT_BUDGET_CHARS,
     now: datetime | None = None,
-    usage_counts: Mapping[str, int] | None = None,
+    usage_counts: Mapping[str, float] | None = None,
     patterns: Sequence[SecretPattern] = (),
 ) -> ContextBlock:
     """Select each scope's candidates from the index, then lay the block out."""
@@ -130,12 +131,12 @@ def build_context(
     for spec in scopes:
         topics = [i for i in notes if i.managed and spec.matches(i.scope, i.scope_id)]
         topics = [i for i in topics if i.id not in taken]
-        topics.sort(key=lambda i: (-blended(0.0, i, now, counts.get(i.id, 0)), i.path))
+        topics.sort(key=lambda i: (-blended(0.0, i, now, counts.get(i.id, 0.0)), i.path))
         taken.update(i.id for i in topics)
         direct.append((spec, topics))
     targets = related_targets(con, sorted(taken))
     related_infos = note_infos(con, [t for ts in targets.values() for t in ts])
-    contents = latest_contents(con, [*taken, *related_infos])
+    contents = latest_contents(con, root, [*taken, *related_infos])
     plan: list[tuple[ScopeSpec, list[Candidate]]] = []
     for spec, topics in direct:
         candidates = [Candidate(i, contents.get(i.id, "")) for i in topics]

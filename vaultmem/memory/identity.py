@@ -1,6 +1,8 @@
 """Which scope id a memory belongs to: explicit ids, project identity from git, and the rules.
 
-A project's identity is, in order: the `--scope-id` given; else the normalised remote of the git
+A project's identity is, in order: the `--scope-id` given; else the scope id of the mapping that
+holds the managed folder, when that mapping has the same scope and names an id (`vaultmem init`
+writes one for the whole vault: `mapped_scope_id`); else the normalised remote of the git
 repository holding the working directory (`origin` first), read from its `.git/config` without
 running git; else `sha256(realpath(cwd))[:12]`. A remote is reduced to `host-owner-repo` in lower
 case (`https://user:tok@github.com/Org/Repo.git` and `git@github.com:org/repo.git` both give
@@ -16,6 +18,7 @@ import os
 import re
 from pathlib import Path
 
+from vaultmem.config import Config
 from vaultmem.errors import ConfigError, PathEscapeError
 from vaultmem.files.managed import check_component
 from vaultmem.files.names import MAX_SCOPE_ID, SCOPE_ID_RE, SCOPE_ID_RULE, portable_problem
@@ -44,6 +47,15 @@ def resolve_scope_id(scope: str, scope_id: str | None, cwd: Path) -> str | None:
         "vaultmem never falls back to a wider scope.",
         hint=f"Pass --scope-id naming the {scope}.",
     )
+
+
+def mapped_scope_id(config: Config, scope: str) -> str | None:
+    """The scope id of the mapping holding the managed folder when its scope is `scope`: the
+    vault's own answer to "which project is this?", preferred over the working directory."""
+    mapping = config.mapping_for(config.managed_folder)
+    if mapping is None or mapping.scope != scope or not mapping.scope_id:
+        return None
+    return mapping.scope_id
 
 
 def check_scope_id(scope_id: str) -> str:

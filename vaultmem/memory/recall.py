@@ -1,28 +1,33 @@
 """Recall: what an agent gets back when it asks its memory a question.
 
-Recall ranks the notes of the requested scopes (agent topics and people's notes alike) three
-ways. `metadata` matches a note whose key, title, alias or tag equals a word of the question
-(or a run of its words: "release process" finds the key `release-process`); `bm25` is the full
-search of `search.py`; `hybrid`, the default, puts the metadata matches first and lets BM25 fill
-the slots left. The selected notes are then ordered by the requested sort:
+Recall ranks the notes of the requested scopes (agent topics and people's notes alike) on one
+blended score, every part bounded in 0..1:
 
-    score    = 0.60 · relevance + 0.25 · recency + 0.15 · usage      (each part in 0..1)
-    relevance: BM25 divided by the best BM25 of this recall; a metadata match counts at least
-               1.0 (key or title), 0.9 (alias) or 0.7 (tag). In `hybrid` the metadata matches
-               stay ahead of the BM25 fill whatever their blended score.
-    recency  = 0.5 ** (days since `updated` / 30)                     (a 30-day half-life)
-    usage    = min(1, ln(1 + recalls) / ln(1 + 20))                   (saturates at 20 recalls)
-    recency  sort: newest `updated` first;   usage sort: most recalled first, then score.
+    score     = 0.90 · relevance + 0.05 · recency + 0.05 · usage
+    relevance = min(1, bm25 / best bm25 + 0.5 · name)           for every note
+              = max(that, coverage)                              for a topic (agent memory)
+    name      = strength · share: a key or title (1.0), alias (0.9) or tag (0.7) equal to a
+                word of the question or a run of its words ("release process" finds the key
+                `release-process`), times the share of the question's words that name covers
+    coverage  = the share of the question's search terms a topic holds; a term of 4 letters or
+                more found inside a longer word of the topic counts (`test` in `pytest`)
+    recency   = 0.5 ** (days since `updated` / 30)                (a 30-day half-life)
+    usage     = min(1, ln(1 + uses) / ln(1 + 20)), uses decayed with a 30-day half-life
+
+So a name match adds to BM25 instead of sitting above it (ten notes aliased "Obsidian" do not
+fill the list for every question naming Obsidian), a topic of the agent's own memory that holds
+every word of the question ranks with the best human note, and recency and usage (together at
+most 0.10) reorder near-ties only. `bm25` mode is BM25 alone; `metadata` mode, name matches
+alone. A returned hit is not a use: `get`, `read` and `used` record uses (`usage.py`), so
+asking the same question again returns the same order. `kind` keeps topics, notes or both.
 
 Expired topics (retention by `updated`: session 14 days, project 90 days; the types user and
 feedback never expire; people's notes never expire) and forgotten ones (in `.trash/`) are never
 returned. Related notes (typed links and the `## See Also` links that accepted edges render) of
 the direct hits are appended one level deep, at most `RELATED_PER_HIT` per hit and
 `RELATED_TOTAL` in all, marked `related`. Each hit says whether the index entry is `fresh`: the
-file's size and mtime still equal what the index recorded (one `stat` per hit).
-
-Counting recalls is the caller's job (the facade records each returned id in the usage log);
-this module only reads the counts it is given.
+file's size and mtime still equal what the index recorded (one `stat` per hit). A topic's
+snippet is its latest observation, read from its file by the topic reader (`topics.py`).
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from vaultmem.errors import ConfigError, QueryError
 from vaultmem.files.names import TRASH
@@ -41,20 +46,27 @@ from vaultmem.memory import topics
 from vaultmem.memory.secrets import SecretPattern, redact
 from vaultmem.models import SCOPES
 from vaultmem.search.query import SNIPPET_CHARS, SearchFilters, search
-from vaultmem.search.tokenizer import is_stopword
+from vaultmem.search.tokenizer import is_stopword, tokenize
+from vaultmem.storage import recall_queries as q
 from vaultmem.storage.store import Connection
 
 Mode = Literal["hybrid", "bm25", "metadata"]
 Sort = Literal["score", "recency", "usage"]
+Kind = Literal["all", "topics", "notes"]
+Matched = Literal["metadata", "bm25", "topic", "related"]
 MODES: tuple[Mode, ...] = ("hybrid", "bm25", "metadata")
 SORTS: tuple[Sort, ...] = ("score", "recency", "usage")
+KINDS: tuple[Kind, ...] = ("all", "topics", "notes")
 
-WEIGHT_RELEVANCE = 0.60
-WEIGHT_RECENCY = 0.25
-WEIGHT_USAGE = 0.15
+WEIGHT_RELEVANCE = 0.90
+WEIGHT_RECENCY = 0.05
+WEIGHT_USAGE = 0.05
+NAME_WEIGHT = 0.5
 RECENCY_HALF_LIFE_DAYS = 30.0
 USAGE_SATURATION = 20
 METADATA_STRENGTH = {"key": 1.0, "title": 1.0, "alias": 0.9, "tag": 0.7}
+PART_OF_WORD_MIN = 4
+POOL_EXTRA = 10
 
 RELATED_PER_HIT = 2
 RELATED_TOTAL = 5
@@ -112,7 +124,7 @@ class RecallHit:
     updated: str | None
     fresh: bool
     related: bool
-    matched: Literal["metadata", "bm25", "related"]
+    matched: Matched
     related_to: str | None = None
 
 
@@ -134,14 +146,7 @@ class NoteInfo:
     mtime_ns: int
 
 
-_INFO_SQL = """
-SELECT id, coalesce(frontmatter->>'key', regexp_extract(path, '([^/]*)\\.md$', 1)) AS key,
-       path, title, scope, scope_id, type, managed, updated, size, mtime_ns
-FROM notes
-"""
-
-
-def _info(row: Sequence[Any]) -> NoteInfo:
+def _info(row: q.InfoRow) -> NoteInfo:
     id_, key, path, title, scope, scope_id, type_, managed, updated, size, mtime_ns = row
     return NoteInfo(
         id_,
@@ -160,17 +165,12 @@ def _info(row: Sequence[Any]) -> NoteInfo:
 
 
 def note_infos(con: Connection, ids: Iterable[str]) -> dict[str, NoteInfo]:
-    wanted = list(dict.fromkeys(ids))
-    if not wanted:
-        return {}
-    rows = con.execute(_INFO_SQL + "WHERE id IN (SELECT unnest($1::VARCHAR[]))", [wanted])
-    return {r[0]: _info(r) for r in rows.fetchall()}
+    return {info.id: info for info in map(_info, q.info_rows(con, ids))}
 
 
 def scope_infos(con: Connection, scopes: Sequence[ScopeSpec]) -> list[NoteInfo]:
     """Every note of the given scopes (all scopes when empty), in path order."""
-    rows = [_info(r) for r in con.execute(_INFO_SQL + "ORDER BY path").fetchall()]
-    return [r for r in rows if in_scopes(r, scopes)]
+    return [i for i in map(_info, q.all_info_rows(con)) if in_scopes(i, scopes)]
 
 
 def in_scopes(info: NoteInfo, scopes: Sequence[ScopeSpec]) -> bool:
@@ -219,31 +219,37 @@ def recency(info: NoteInfo, now: datetime) -> float:
     return float(0.5 ** (days / RECENCY_HALF_LIFE_DAYS))
 
 
-def usage_weight(count: int) -> float:
-    return min(1.0, math.log1p(max(count, 0)) / math.log1p(USAGE_SATURATION))
+def usage_weight(uses: float) -> float:
+    """Decayed uses as 0..1: saturates at `USAGE_SATURATION`."""
+    return min(1.0, math.log1p(max(uses, 0.0)) / math.log1p(USAGE_SATURATION))
 
 
-def blended(relevance: float, info: NoteInfo, now: datetime, count: int) -> float:
+def blended(relevance: float, info: NoteInfo, now: datetime, uses: float) -> float:
     return (
         WEIGHT_RELEVANCE * relevance
         + WEIGHT_RECENCY * recency(info, now)
-        + WEIGHT_USAGE * usage_weight(count)
+        + WEIGHT_USAGE * usage_weight(uses)
     )
 
 
 _WORD = re.compile(r"[^\W_]+(?:[-_'][^\W_]+)*", re.UNICODE)
+_PART = re.compile(r"[^\W_]+", re.UNICODE)
 _OPERATOR = re.compile(r"^-?(tag|path|type):", re.I)
 
 
-def metadata_candidates(query: str) -> list[str]:
-    """Lower-cased words of the question (stop words dropped) and runs of them joined by a
-    hyphen or a space, so that both `release-process` and `Release process` match."""
-    words = [
+def _question_words(query: str) -> list[str]:
+    return [
         w.casefold()
         for part in query.split()
         if not _OPERATOR.match(part)
         for w in _WORD.findall(part)
     ]
+
+
+def metadata_candidates(query: str) -> list[str]:
+    """Lower-cased words of the question (stop words dropped) and runs of them joined by a
+    hyphen or a space, so that both `release-process` and `Release process` match."""
+    words = _question_words(query)
     out = {w for w in words if not is_stopword(w)}
     for n in range(2, min(_MAX_NGRAM, len(words)) + 1):
         for i in range(len(words) - n + 1):
@@ -253,35 +259,69 @@ def metadata_candidates(query: str) -> list[str]:
     return sorted(out)
 
 
+def _content_parts(text: str) -> list[str]:
+    return [p for p in _PART.findall(text.casefold()) if not is_stopword(p)]
+
+
 def metadata_matches(con: Connection, query: str) -> dict[str, float]:
-    """note id → strength of its best key/title/alias/tag match with the question."""
-    candidates = metadata_candidates(query)
-    if not candidates:
-        return {}
-    rows = con.execute(
-        """
-        WITH c AS (SELECT unnest($1::VARCHAR[]) AS word)
-        SELECT id, 'key' FROM notes WHERE lower(coalesce(frontmatter->>'key',
-            regexp_extract(path, '([^/]*)\\.md$', 1))) IN (SELECT word FROM c)
-        UNION ALL SELECT id, 'title' FROM notes WHERE lower(title) IN (SELECT word FROM c)
-        UNION ALL SELECT note_id, 'alias' FROM aliases WHERE alias_key IN (SELECT word FROM c)
-        UNION ALL SELECT note_id, 'tag' FROM tags WHERE tag IN (SELECT word FROM c)
-        """,
-        [candidates],
-    ).fetchall()
+    """note id → its best name match: the field's strength times the share of the question's
+    words (stop words aside) the matched name covers."""
+    asked = len(set(_content_parts(" ".join(_question_words(query))))) or 1
     strength: dict[str, float] = {}
-    for note_id, field in rows:
-        strength[note_id] = max(strength.get(note_id, 0.0), METADATA_STRENGTH[field])
+    for note_id, field, matched in q.name_matches(con, metadata_candidates(query)):
+        share = min(1.0, len(set(_content_parts(matched))) / asked)
+        strength[note_id] = max(strength.get(note_id, 0.0), METADATA_STRENGTH[field] * share)
     return strength
 
 
+def query_terms(query: str) -> list[str]:
+    """The question's search terms (the tokenizer's), or none when it uses search operators,
+    `"phrases"` or exclusions: then topics enter through BM25 only."""
+    if any(_OPERATOR.match(p) or p.startswith("-") for p in query.split()) or '"' in query:
+        return []
+    return list(dict.fromkeys(tokenize(query)))
+
+
+def coverage(terms: Sequence[str], text_terms: set[str]) -> float:
+    """The share of `terms` found in `text_terms`, a term of `PART_OF_WORD_MIN` letters or more
+    also inside a longer word (`test` in `pytest`): agents write tool names, people ask in words."""
+    if not terms:
+        return 0.0
+    found = sum(
+        1
+        for t in terms
+        if t in text_terms or (len(t) >= PART_OF_WORD_MIN and any(t in word for word in text_terms))
+    )
+    return found / len(terms)
+
+
+def topic_coverage(con: Connection, query: str) -> dict[str, float]:
+    """topic id → coverage of the question's terms, for each topic holding any of them."""
+    terms = query_terms(query)
+    if not terms:
+        return {}
+    out: dict[str, float] = {}
+    for note_id, text in q.topic_texts(con):
+        share = coverage(terms, set(tokenize(text)))
+        if share > 0:
+            out[note_id] = share
+    return out
+
+
 def _bm25(
-    con: Connection, query: str, *, pool: int, k1: float, b: float, required: bool
+    con: Connection,
+    query: str,
+    *,
+    pool: int,
+    k1: float,
+    b: float,
+    required: bool,
+    filters: SearchFilters,
 ) -> dict[str, tuple[float, str]]:
     """note id → (BM25 score, snippet). A question without searchable words gives nothing
     in hybrid mode (metadata may still match) and a `QueryError` in bm25 mode."""
     try:
-        hits = search(con, query, SearchFilters(), limit=pool, k1=k1, b=b)
+        hits = search(con, query, filters, limit=pool, k1=k1, b=b)
     except QueryError:
         if required:
             raise
@@ -298,10 +338,11 @@ def recall(
     scopes: Sequence[ScopeSpec] = (),
     mode: Mode = "hybrid",
     sort: Sort = "score",
+    kind: Kind = "all",
     limit: int = 10,
     include_related: bool = False,
     now: datetime | None = None,
-    usage_counts: Mapping[str, int] | None = None,
+    usage_counts: Mapping[str, float] | None = None,
     k1: float = 1.2,
     b: float = 0.75,
     patterns: Sequence[SecretPattern] = (),
@@ -312,49 +353,80 @@ def recall(
         raise ConfigError(f"Unknown recall mode {mode!r}.", hint=f"Use one of {', '.join(MODES)}.")
     if sort not in SORTS:
         raise ConfigError(f"Unknown recall sort {sort!r}.", hint=f"Use one of {', '.join(SORTS)}.")
+    if kind not in KINDS:
+        raise ConfigError(f"Unknown recall kind {kind!r}.", hint=f"Use one of {', '.join(KINDS)}.")
     now = now or datetime.now(UTC)
     counts = usage_counts or {}
     meta = metadata_matches(con, query) if mode != "bm25" else {}
-    # Scope, expiry and trash are filtered after ranking, so ask BM25 for a generous pool.
+    # Expiry, trash and a second scope are filtered after ranking, so BM25 returns a pool
+    # larger than the limit; not much larger: each hit costs a snippet, most of search's time.
+    only = scopes[0] if len(scopes) == 1 else ScopeSpec("")
+    filters = SearchFilters(
+        scope=only.scope or None,
+        scope_id=only.scope_id,
+        folder=managed_folder if kind == "topics" else None,
+    )
     bm25 = (
-        _bm25(con, query, pool=limit * 5 + 50, k1=k1, b=b, required=mode == "bm25")
+        _bm25(
+            con,
+            query,
+            pool=limit * 2 + POOL_EXTRA,
+            k1=k1,
+            b=b,
+            required=mode == "bm25",
+            filters=filters,
+        )
         if mode != "metadata"
         else {}
     )
-    infos = note_infos(con, [*meta, *bm25])
+    cover = topic_coverage(con, query) if mode == "hybrid" and kind != "notes" else {}
+    infos = note_infos(con, [*meta, *bm25, *cover])
 
     def keep(note_id: str) -> bool:
         info = infos.get(note_id)
         return (
-            info is not None and in_scopes(info, scopes) and recallable(info, now, managed_folder)
+            info is not None
+            and (kind == "all" or info.managed == (kind == "topics"))
+            and in_scopes(info, scopes)
+            and recallable(info, now, managed_folder)
         )
 
     best = max((s for nid, (s, _) in bm25.items() if keep(nid)), default=0.0) or 1.0
 
     def relevance(note_id: str) -> float:
-        return max(meta.get(note_id, 0.0), bm25.get(note_id, (0.0, ""))[0] / best)
+        lexical = bm25.get(note_id, (0.0, ""))[0] / best
+        named = min(1.0, lexical + NAME_WEIGHT * meta.get(note_id, 0.0))
+        if mode == "metadata":
+            named = meta.get(note_id, 0.0)
+        return max(named, cover.get(note_id, 0.0)) if infos[note_id].managed else named
 
-    def score(note_id: str) -> float:
-        return blended(relevance(note_id), infos[note_id], now, counts.get(note_id, 0))
-
-    meta_ids = sorted((n for n in meta if keep(n)), key=lambda n: (-score(n), infos[n].path))
-    bm25_ids = sorted(
-        (n for n in bm25 if keep(n) and n not in meta), key=lambda n: (-score(n), infos[n].path)
-    )
-    chosen = (meta_ids + bm25_ids)[:limit]
+    scores = {
+        n: blended(relevance(n), infos[n], now, counts.get(n, 0.0))
+        for n in dict.fromkeys([*meta, *bm25, *cover])
+        if keep(n)
+    }
+    chosen = sorted(scores, key=lambda n: (-scores[n], infos[n].path))[:limit]
     if sort == "recency":
         chosen.sort(key=lambda n: (-infos[n].updated_at.timestamp(), infos[n].path))
     elif sort == "usage":
-        chosen.sort(key=lambda n: (-counts.get(n, 0), -score(n), infos[n].path))
+        chosen.sort(key=lambda n: (-counts.get(n, 0.0), -scores[n], infos[n].path))
 
-    snippets = latest_contents(con, [n for n in chosen if not bm25.get(n, (0, ""))[1]])
+    contents = latest_contents(
+        con, root, [n for n in chosen if infos[n].managed or not bm25.get(n, (0, ""))[1]]
+    )
+
+    def matched(note_id: str) -> Matched:
+        if note_id in meta:
+            return "metadata"
+        return "bm25" if note_id in bm25 else "topic"
+
     hits = [
         _hit(
             infos[n],
             root,
-            score(n),
-            safe_snippet((bm25[n][1] if n in bm25 else "") or snippets.get(n, ""), patterns),
-            "metadata" if n in meta else "bm25",
+            scores[n],
+            safe_snippet(contents.get(n) or (bm25[n][1] if n in bm25 else ""), patterns),
+            matched(n),
         )
         for n in chosen
     ]
@@ -382,7 +454,7 @@ def _hit(
     root: Path,
     score: float,
     snippet: str,
-    matched: Literal["metadata", "bm25", "related"],
+    matched: Matched,
     related_to: str | None = None,
 ) -> RecallHit:
     return RecallHit(
@@ -407,26 +479,8 @@ def _hit(
 def related_targets(con: Connection, ids: Sequence[str]) -> dict[str, list[str]]:
     """source id → ids of the notes it relates to: typed links (frontmatter properties and
     inline fields) and the links under its `## See Also` heading, in link order."""
-    if not ids:
-        return {}
-    rows = con.execute(
-        """
-        WITH see_also AS (
-            SELECT note_id, min(line) AS line FROM headings
-            WHERE lower(text) = 'see also' AND note_id IN (SELECT unnest($1::VARCHAR[]))
-            GROUP BY note_id
-        )
-        SELECT l.source_id, l.target_id FROM links l LEFT JOIN see_also s
-            ON s.note_id = l.source_id
-        WHERE l.source_id IN (SELECT unnest($1::VARCHAR[])) AND l.target_id IS NOT NULL
-          AND l.target_id <> l.source_id AND NOT l.embed
-          AND (l.relation IS NOT NULL OR (s.line IS NOT NULL AND l.line > s.line))
-        ORDER BY l.source_id, l.ord
-        """,
-        [list(ids)],
-    ).fetchall()
     out: dict[str, list[str]] = {}
-    for source, target in rows:
+    for source, target in q.related_pairs(con, ids):
         targets = out.setdefault(source, [])
         if target not in targets:
             targets.append(target)
@@ -441,7 +495,7 @@ def _related_hits(
     managed_folder: str,
     scopes: Sequence[ScopeSpec],
     now: datetime,
-    counts: Mapping[str, int],
+    counts: Mapping[str, float],
     patterns: Sequence[SecretPattern],
 ) -> list[RecallHit]:
     targets = related_targets(con, [h.id for h in hits])
@@ -466,12 +520,12 @@ def _related_hits(
                 break
         if len(picked) == RELATED_TOTAL:
             break
-    contents = latest_contents(con, [t for t, _ in picked])
+    contents = latest_contents(con, root, [t for t, _ in picked])
     return [
         _hit(
             infos[t],
             root,
-            blended(0.0, infos[t], now, counts.get(t, 0)),
+            blended(0.0, infos[t], now, counts.get(t, 0.0)),
             safe_snippet(contents.get(t, ""), patterns),
             "related",
             related_to=source,
@@ -480,50 +534,34 @@ def _related_hits(
     ]
 
 
-_TIMESTAMP_HEADING = re.compile(r"^\d{4}-\d{2}-\d{2}(?:[T ][0-9:.]+)?(?:Z|[+-]\d{2}:?\d{2})?\b")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s")
-_SUPERSEDED = re.compile(r"^> Superseded by \S+\s*$", re.M)
-_MARK_LINE = re.compile(r"^(?:> Supersedes \S+|<!-- /?vaultmem:[\w-]+ -->)\s*$", re.M)
 
 
-def _without_marks(text: str) -> str:
-    """A section's text without the lines vaultmem adds (correction marks, See Also markers)."""
-    return _MARK_LINE.sub("", text)
-
-
-def latest_contents(con: Connection, ids: Sequence[str]) -> dict[str, str]:
-    """What a note says now, on one line: a topic's latest observation (the section under the
-    newest timestamp heading that is not marked superseded); for any other note its title and
-    the first sentence of its first non-empty section."""
+def latest_contents(con: Connection, root: Path, ids: Sequence[str]) -> dict[str, str]:
+    """What a note says now, on one line: a topic's latest observation that no correction
+    replaced (its file read by the topic reader); for any other note, or a topic without one,
+    its title and the first sentence of its first non-empty section."""
     if not ids:
         return {}
-    rows = con.execute(
-        "SELECT d.note_id, d.ord, d.heading, d.text, n.managed, n.title FROM documents d "
-        "JOIN notes n ON n.id = d.note_id WHERE d.ord > 0 "
-        "AND d.note_id IN (SELECT unnest($1::VARCHAR[])) ORDER BY d.note_id, d.ord",
-        [list(ids)],
-    ).fetchall()
-    sections: dict[str, list[tuple[str | None, str]]] = {}
-    kinds: dict[str, tuple[bool, str]] = {}
-    for note_id, _, heading, text, managed, title in rows:
-        sections.setdefault(note_id, []).append((heading, text))
-        kinds[note_id] = (bool(managed), title)
+    infos = note_infos(con, ids)
     out: dict[str, str] = {}
-    for note_id, parts in sections.items():
-        managed, title = kinds[note_id]
-        observations = [
-            (stamp[0], text)
-            for heading, text in parts
-            if heading
-            and (stamp := _TIMESTAMP_HEADING.match(heading.strip()))
-            and not _SUPERSEDED.search(text)
-            and _without_marks(text).strip()
-        ]
-        if managed and observations:
-            out[note_id] = one_line(_without_marks(max(observations, key=lambda o: o[0])[1]))
+    for note_id, info in infos.items():
+        if not info.managed:
             continue
-        body = next((b for h, t in parts if h != "See Also" and (b := plain_text(t))), "")
-        out[note_id] = first_sentence(body) or (title if not managed else "")
+        try:
+            text = (root / info.path).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        latest = topics.read_topic(info.path, text).latest
+        if latest and (line := one_line(latest)):
+            out[note_id] = line
+    sections: dict[str, list[tuple[str | None, str]]] = {}
+    for note_id, heading, text in q.section_rows(con, [i for i in ids if i not in out]):
+        sections.setdefault(note_id, []).append((heading, text))
+    for note_id, parts in sections.items():
+        info = infos[note_id]
+        body = next((b for h, t in parts if h != topics.SEE_ALSO and (b := plain_text(t))), "")
+        out[note_id] = first_sentence(body) or (info.title if not info.managed else "")
     return out
 
 

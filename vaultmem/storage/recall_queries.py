@@ -1,0 +1,105 @@
+"""The SQL behind recall and the context block: note facts, name matches, topic texts, related
+notes and section texts. Each function is one statement over the index and returns plain rows;
+the ranking that uses them lives in `memory/recall.py`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from vaultmem.storage.store import Connection
+
+# A topic's key is its frontmatter `key`; any other note's is its file name.
+_KEY = "coalesce(frontmatter->>'key', regexp_extract(path, '([^/]*)\\.md$', 1))"
+
+_INFO_SQL = f"""
+SELECT id, {_KEY} AS key, path, title, scope, scope_id, type, managed, updated, size, mtime_ns
+FROM notes
+"""
+
+InfoRow = tuple[Any, ...]
+"""(id, key, path, title, scope, scope_id, type, managed, updated, size, mtime_ns)"""
+
+
+def info_rows(con: Connection, ids: Iterable[str]) -> list[InfoRow]:
+    """The info row of each given note id that is in the index."""
+    wanted = list(dict.fromkeys(ids))
+    if not wanted:
+        return []
+    sql = _INFO_SQL + "WHERE id IN (SELECT unnest($1::VARCHAR[]))"
+    return [tuple(r) for r in con.execute(sql, [wanted]).fetchall()]
+
+
+def all_info_rows(con: Connection, *, managed_only: bool = False) -> list[InfoRow]:
+    """Every note's info row (only topics when `managed_only`), in path order."""
+    where = "WHERE managed " if managed_only else ""
+    return [tuple(r) for r in con.execute(_INFO_SQL + where + "ORDER BY path").fetchall()]
+
+
+def name_matches(con: Connection, candidates: Sequence[str]) -> list[tuple[str, str, str]]:
+    """(note id, field, matched candidate) for each note whose key, title, alias or tag equals
+    one of the lower-cased candidates."""
+    if not candidates:
+        return []
+    rows = con.execute(
+        f"""
+        WITH c AS (SELECT unnest($1::VARCHAR[]) AS word)
+        SELECT id, 'key', lower({_KEY}) FROM notes WHERE lower({_KEY}) IN (SELECT word FROM c)
+        UNION ALL SELECT id, 'title', lower(title) FROM notes
+            WHERE lower(title) IN (SELECT word FROM c)
+        UNION ALL SELECT note_id, 'alias', alias_key FROM aliases
+            WHERE alias_key IN (SELECT word FROM c)
+        UNION ALL SELECT note_id, 'tag', tag FROM tags WHERE tag IN (SELECT word FROM c)
+        """,
+        [list(candidates)],
+    ).fetchall()
+    return [(r[0], r[1], r[2]) for r in rows]
+
+
+def topic_texts(con: Connection) -> list[tuple[str, str]]:
+    """(note id, every heading and section text joined) of each topic in the managed folder."""
+    rows = con.execute(
+        """
+        SELECT d.note_id, string_agg(coalesce(d.heading, '') || ' ' || d.text, ' ' ORDER BY d.ord)
+        FROM documents d WHERE d.note_id IN (SELECT id FROM notes WHERE managed)
+        GROUP BY d.note_id ORDER BY d.note_id
+        """
+    ).fetchall()
+    return [(r[0], r[1] or "") for r in rows]
+
+
+def related_pairs(con: Connection, ids: Sequence[str]) -> list[tuple[str, str]]:
+    """(source id, target id) of typed links and links under a `## See Also` heading of the
+    given notes, in link order."""
+    if not ids:
+        return []
+    rows = con.execute(
+        """
+        WITH see_also AS (
+            SELECT note_id, min(line) AS line FROM headings
+            WHERE lower(text) = 'see also' AND note_id IN (SELECT unnest($1::VARCHAR[]))
+            GROUP BY note_id
+        )
+        SELECT l.source_id, l.target_id FROM links l LEFT JOIN see_also s
+            ON s.note_id = l.source_id
+        WHERE l.source_id IN (SELECT unnest($1::VARCHAR[])) AND l.target_id IS NOT NULL
+          AND l.target_id <> l.source_id AND NOT l.embed
+          AND (l.relation IS NOT NULL OR (s.line IS NOT NULL AND l.line > s.line))
+        ORDER BY l.source_id, l.ord
+        """,
+        [list(ids)],
+    ).fetchall()
+    return [(r[0], r[1]) for r in rows]
+
+
+def section_rows(con: Connection, ids: Sequence[str]) -> list[tuple[str, str | None, str]]:
+    """(note id, heading, text) of every section (ord > 0) of the given notes, in order."""
+    if not ids:
+        return []
+    rows = con.execute(
+        "SELECT note_id, ord, heading, text FROM documents "
+        "WHERE note_id IN (SELECT unnest($1::VARCHAR[])) ORDER BY note_id, ord",
+        [list(ids)],
+    ).fetchall()
+    return [(r[0], r[2], r[3]) for r in rows if r[1] > 0]
