@@ -59,7 +59,31 @@ def vaultmem_rank(root: Path, questions: Sequence[Question], k: int = 10) -> lis
     return [[hit.path for hit in vault.search(q.q, limit=k)] for q in questions]
 
 
-def run_set(name: str) -> dict[str, Any]:
+def sweep_rank(
+    root: Path, questions: Sequence[Question], whole_weight: float, k: int = 10
+) -> list[list[str]]:
+    """`search.search` with another weight of the whole-note score (for `--sweep`)."""
+    from vaultmem.search import query
+    from vaultmem.storage import store
+    from vaultmem.vault import Vault
+
+    config = Vault(root).config
+    with store.reading(config.index_path) as con:
+        return [
+            [
+                hit.path
+                for hit in query.search(
+                    con, q.q, limit=k, k1=config.bm25_k1, b=config.bm25_b, whole_weight=whole_weight
+                )
+            ]
+            for q in questions
+        ]
+
+
+SWEEP = (0.0, 0.5, 1.0, 2.0, 4.0, 8.0, 100.0)
+
+
+def run_set(name: str, do_sweep: bool = False) -> dict[str, Any]:
     questions = load_questions(QUESTIONS_DIR / f"{name}.jsonl")
     root = prepared_vault(name)
     ours = vaultmem_rank(root, questions)
@@ -72,6 +96,9 @@ def run_set(name: str) -> dict[str, Any]:
             "vaultmem": metrics([ours[i] for i in idx], sub),
             "fts5": metrics([base[i] for i in idx], sub),
         }
+    sweep = {
+        str(w): metrics(sweep_rank(root, questions, w), questions) for w in (SWEEP if do_sweep else ())
+    }
     misses = [
         {"q": q.q, "expected": q.expected, "got": r[:3], "fts5": b[:3]}
         for q, r, b in zip(questions, ours, base, strict=True)
@@ -84,6 +111,7 @@ def run_set(name: str) -> dict[str, Any]:
         "fts5": metrics(base, questions),
         "kinds": kinds,
         "misses": misses,
+        "sweep": sweep,
     }
 
 
@@ -102,9 +130,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--set", action="append", default=[], help="a question set name")
     parser.add_argument("--kinds", action="store_true", help="a row per kind of question")
     parser.add_argument("--misses", action="store_true", help="list questions not at rank 1")
+    parser.add_argument(
+        "--sweep", action="store_true", help="also rank with other weights of the whole note"
+    )
     args = parser.parse_args(argv)
     names = args.set or question_sets()
-    results = [run_set(name) for name in names if vault_for(name).exists()]
+    results = [run_set(name, args.sweep) for name in names if vault_for(name).exists()]
     if args.json:
         print(json.dumps({"benchmark": NAME, "sets": results}))
         return 0
@@ -115,6 +146,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.kinds:
             for kind, m in res["kinds"].items():
                 print(_row(f"  {res['set']} · {kind}", m["vaultmem"], m["fts5"]))
+    for res in results:
+        for weight, m in res["sweep"].items():
+            print(_row(f"  {res['set']} · whole-note weight {weight}", m, res["fts5"]))
     if args.misses:
         for res in results:
             for miss in res["misses"]:

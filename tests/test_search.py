@@ -11,6 +11,7 @@ import tempfile
 from collections import Counter
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -21,8 +22,9 @@ from vaultmem.config import FolderMapping
 from vaultmem.errors import QueryError
 from vaultmem.note.parse import parse_note
 from vaultmem.search.documents import FIELD_WEIGHTS, note_documents
-from vaultmem.search.query import SearchFilters, SearchHit, document_scores, parse_query, snippet
-from vaultmem.search.tokenizer import tokenize
+from vaultmem.search.query import SearchFilters, SearchHit, parse_query, snippet
+from vaultmem.storage.search_queries import WHOLE_NOTE, document_scores
+from vaultmem.search.tokenizer import fold, tokenize
 from vaultmem.storage import store
 from vaultmem.vault import Vault
 
@@ -74,6 +76,29 @@ QUERIES = [
 
 def textbook_scores(root: Path, query: str) -> dict[tuple[str, int], float]:
     """BM25 for every document, from the notes' text: nothing read from the index."""
+    return bm25(textbook_documents(root), list(dict.fromkeys(tokenize(query))))
+
+
+@pytest.fixture(scope="module")
+def corpus_vault(tmp_path_factory: pytest.TempPathFactory) -> Vault:
+    return make_vault(tmp_path_factory.mktemp("corpus") / "vault", CORPUS)
+
+
+@pytest.mark.parametrize("query", QUERIES)
+def test_sql_scores_equal_textbook_bm25(corpus_vault: Vault, query: str) -> None:
+    expected = textbook_scores(corpus_vault.root, query)
+    assert expected, "every query must match something"
+    with store.reading(corpus_vault.config.index_path) as con:
+        paths = dict(con.execute("SELECT id, path FROM notes").fetchall())
+        rows = document_scores(con, list(parse_query(query).terms), k1=K1, b=B)
+    got = {(paths[note_id], ord_): score for note_id, ord_, score in rows}
+    assert got.keys() == expected.keys()
+    for key, score in expected.items():
+        assert got[key] == pytest.approx(score, abs=1e-9, rel=0), key
+
+
+def textbook_documents(root: Path) -> dict[tuple[str, int], tuple[int, Counter[str]]]:
+    """(path, ord) -> (length, field-weighted term counts), from the notes' text."""
     docs: dict[tuple[str, int], tuple[int, Counter[str]]] = {}
     for rel in CORPUS:
         note = parse_note(rel, (root / rel).read_bytes()).note
@@ -95,52 +120,51 @@ def textbook_scores(root: Path, query: str) -> dict[tuple[str, int], float]:
                 for token in tokens:
                     weighted[token] += FIELD_WEIGHTS[name]
             docs[(rel, doc.ord)] = (sum(len(t) for t in fields.values()), weighted)
-    n = len(docs)
-    avgdl = sum(length for length, _ in docs.values()) / n
-    terms = list(dict.fromkeys(tokenize(query)))
-    df = {t: sum(1 for _, w in docs.values() if w[t] > 0) for t in terms}
-    scores: dict[tuple[str, int], float] = {}
-    for key, (length, weighted) in docs.items():
+    return docs
+
+
+def bm25(units: dict[Any, tuple[int, Counter[str]]], terms: list[str]) -> dict[Any, float]:
+    """Textbook BM25 of every unit (document or note) matching any term."""
+    n = len(units)
+    avgdl = sum(length for length, _ in units.values()) / n
+    df = {t: sum(1 for _, w in units.values() if w[t] > 0) for t in terms}
+    out = {}
+    for key, (length, weighted) in units.items():
         matched = [t for t in terms if weighted[t] > 0]
-        if not matched:
-            continue
-        total = 0.0
-        for t in matched:
-            idf = math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5))
-            tf = weighted[t]
-            total += idf * tf * (K1 + 1) / (tf + K1 * (1 - B + B * length / avgdl))
-        scores[key] = total
-    return scores
+        if matched:
+            out[key] = sum(
+                math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5))
+                * weighted[t]
+                * (K1 + 1)
+                / (weighted[t] + K1 * (1 - B + B * length / avgdl))
+                for t in matched
+            )
+    return out
 
 
-@pytest.fixture(scope="module")
-def corpus_vault(tmp_path_factory: pytest.TempPathFactory) -> Vault:
-    return make_vault(tmp_path_factory.mktemp("corpus") / "vault", CORPUS)
-
-
-@pytest.mark.parametrize("query", QUERIES)
-def test_sql_scores_equal_textbook_bm25(corpus_vault: Vault, query: str) -> None:
-    expected = textbook_scores(corpus_vault.root, query)
-    assert expected, "every query must match something"
-    with store.reading(corpus_vault.config.index_path) as con:
-        paths = dict(con.execute("SELECT id, path FROM notes").fetchall())
-        rows = document_scores(con, list(parse_query(query).terms), k1=K1, b=B)
-    got = {(paths[note_id], ord_): score for note_id, ord_, score in rows}
-    assert got.keys() == expected.keys()
-    for key, score in expected.items():
-        assert got[key] == pytest.approx(score, abs=1e-9, rel=0), key
-
-
-def test_note_score_is_its_best_section(corpus_vault: Vault) -> None:
-    hits = corpus_vault.search("flaky lock test")
-    with store.reading(corpus_vault.config.index_path) as con:
-        rows = document_scores(con, ["flaky", "lock", "test"], k1=K1, b=B)
-    best: dict[str, float] = {}
-    for note_id, _, score in rows:
-        best[note_id] = max(best.get(note_id, 0.0), score)
-    assert [h.note_id for h in hits] == sorted(best, key=lambda n: -best[n])
+def test_note_score_is_section_plus_title_plus_whole_note(corpus_vault: Vault) -> None:
+    """score = best section + title document + WHOLE_NOTE · BM25 of the whole note, where the
+    whole note's statistics are over notes (N notes, df in notes, mean note length)."""
+    query = "duckdb lock test tables"
+    terms = list(dict.fromkeys(tokenize(query)))
+    docs = textbook_documents(corpus_vault.root)
+    per_doc = bm25(docs, terms)
+    notes: dict[str, tuple[int, Counter[str]]] = {}
+    for (path, _), (length, weighted) in docs.items():
+        old_length, old = notes.get(path, (0, Counter()))
+        notes[path] = (old_length + length, old + weighted)
+    whole = bm25(notes, terms)
+    expected = {}
+    for path, whole_score in whole.items():
+        section = max((s for (p, o), s in per_doc.items() if p == path and o > 0), default=0.0)
+        title = per_doc.get((path, 0), 0.0)
+        expected[path] = section + title + WHOLE_NOTE * whole_score
+    hits = corpus_vault.search(query, limit=20)
+    assert {h.path for h in hits} == expected.keys()
     for hit in hits:
-        assert hit.score == pytest.approx(best[hit.note_id], abs=1e-6)
+        assert hit.score == pytest.approx(expected[hit.path], abs=1e-5), hit.path
+        assert hit.score_parts["whole"] == pytest.approx(whole[hit.path], abs=1e-5)
+    assert [h.path for h in hits] == sorted(expected, key=lambda p: (-expected[p], p))
 
 
 # -- (b) operators, filters, grouping, snippets, errors --------------------------------------
@@ -240,7 +264,11 @@ def test_results_grouped_by_note_best_section_first(filter_vault: Vault) -> None
     assert storage.line == 11  # the heading's line
     scores = [s["score"] for s in storage.sections]
     assert scores == sorted(scores, reverse=True)
-    assert storage.score == scores[0]
+    parts = storage.score_parts
+    assert scores[0] == parts["section"]
+    assert storage.score == pytest.approx(
+        parts["section"] + parts["title"] + WHOLE_NOTE * parts["whole"], abs=1e-5
+    )
     assert (storage.scope, storage.scope_id, storage.title) == ("global", None, "Storage")
 
 
@@ -250,10 +278,10 @@ def test_snippet_marks_matched_words(filter_vault: Vault) -> None:
     assert "**" not in snippet("nothing here", {"lock"})
     # The matched part of an identifier is marked; plural forms match their singular.
     assert snippet("call TestPagerOrder now", {"pager"}) == "call Test**Pager**Order now"
-    assert snippet("call TestPagerOrder now", {"testpagerorder", "pager"}) == (
+    assert snippet("call TestPagerOrder now", {fold("testpagerorder"), "pager"}) == (
         "call **TestPagerOrder** now"
     )
-    assert snippet("two migrations ran", {"migration"}) == "two **migrations** ran"
+    assert snippet("two migrations ran", {fold("migration")}) == "two **migrations** ran"
 
 
 def test_title_match_shows_a_section_with_text(corpus_vault: Vault) -> None:

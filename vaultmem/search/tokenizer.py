@@ -45,8 +45,11 @@ import unicodedata
 from collections.abc import Callable
 
 __all__ = [
+    "DEFAULT_LANGUAGE",
+    "LANGUAGES",
     "STOPWORDS",
     "TOKENIZER_VERSION",
+    "analyzer",
     "fold",
     "is_stopword",
     "query_terms",
@@ -54,7 +57,17 @@ __all__ = [
     "word_spans",
 ]
 
-TOKENIZER_VERSION = 1
+TOKENIZER_VERSION = 2
+
+LANGUAGES: tuple[str, ...] = (
+    "none", "arabic", "armenian", "basque", "catalan", "czech", "danish", "dutch", "english",
+    "finnish", "french", "german", "greek", "hindi", "hungarian", "indonesian", "irish",
+    "italian", "lithuanian", "nepali", "norwegian", "porter", "portuguese", "romanian",
+    "russian", "serbian", "spanish", "swedish", "tamil", "turkish", "yiddish",
+)  # fmt: skip
+"""Stemmer languages (`[search] language` in config.toml): PyStemmer's Snowball stemmers;
+`none` turns stemming off. The default is `english`."""
+DEFAULT_LANGUAGE = "english"
 
 _STOPWORD_LIST = """
     a about above after again against all am an and any are as at be because been before being
@@ -120,35 +133,34 @@ _DROP = str.maketrans("", "", _IGNORABLE + "'\u2019\u02bc")
 _PIECE_SEPS = "_-./\u2010\u2011"
 
 
-def _stem(word: str) -> str:
-    """S-stemmer on a case-folded word: fold plural endings onto one key per singular/plural.
+@functools.cache
+def _snowball(language: str) -> Callable[[str], str]:
+    """The Snowball stemmer of `language` (PyStemmer, C); imported on first use."""
+    import Stemmer  # PyStemmer: ~2 ms to import, kept off the import path of `vaultmem version`
 
-    The key need not be a word: after removing the plural `s`, a final `e` behind a sibilant is
-    dropped too, so `case`/`cases` -> `cas` and `status`/`statuses` -> `status` agree.
+    try:
+        return Stemmer.Stemmer(language).stemWord  # type: ignore[no-any-return]
+    except KeyError:
+        raise ValueError(
+            f"unknown stemmer language {language!r}; have {', '.join(LANGUAGES)}"
+        ) from None
+
+
+def _stemmer(language: str) -> Callable[[str], str]:
+    """A stem function for the case-folded words of `language` (`none`: no stemming).
+
+    Words holding a digit are never stemmed (`v1.2`, `abc1`, `2026s`): they are names.
     """
-    n = len(word)
-    if n <= 3 or not word[-1].isalpha():
-        return word
-    if word[-1] == "s":
-        if word.endswith(("ss", "us", "is")):  # class, status, analysis: not plurals
+    if language == "none":
+        return lambda word: word
+    snowball = _snowball(language)
+
+    def stem(word: str) -> str:
+        if len(word) <= 3 or not word.isalpha():
             return word
-        if word.endswith("sses"):
-            return word[:-2]
-        if word.endswith("yses"):  # analyses -> analysis
-            return word[:-2] + "is"
-        if word.endswith("ies") and n > 4 and word[-4] not in "aeiou":
-            return word[:-3] + "y"  # queries -> query (but ties, pies keep their e)
-        word = word[:-1]
-    elif word.endswith("ie") and n > 4:
-        return word[:-2] + "y"  # cookie -> cooky, like cookies
-    # A sibilant plural takes -es (boxes, statuses, cases); drop that e on both forms.
-    if (
-        len(word) >= 4
-        and word[-1] == "e"
-        and (word[-2] in "sxz" or word.endswith(("ch", "sh"), 0, -1))
-    ):
-        return word[:-1]
-    return word
+        return snowball(word)
+
+    return stem
 
 
 def _normalise(word: str) -> str:
@@ -177,7 +189,16 @@ def _camel_split(piece: str) -> list[tuple[int, int]]:
         ):
             bounds.append(i)
     bounds.append(len(piece))
-    return list(itertools.pairwise(bounds))
+    parts = list(itertools.pairwise(bounds))
+    if len(parts) == 2 and all(_is_capitalised(piece[s:e]) for s, e in parts):
+        # Two capitalised words run together are a name (GitHub, JavaScript, YouTube), not an
+        # identifier: their parts would be noise (`git` in every note with a GitHub link).
+        return [(0, len(piece))]
+    return parts
+
+
+def _is_capitalised(word: str) -> bool:
+    return len(word) > 1 and word[0].isupper() and word[1:].islower()
 
 
 _SIMPLE = re.compile("[A-Za-z]?[a-z0-9]*")
@@ -294,7 +315,15 @@ def _bigrams(run: str) -> list[Span]:
     return [(i, i + 2, norm[i : i + 2]) for i in range(len(norm) - 1)]
 
 
-_DEFAULT = _Analyzer(_stem)
+@functools.cache
+def analyzer(language: str = DEFAULT_LANGUAGE) -> _Analyzer:
+    """The analysis pipeline stemming with `language` (one instance per language)."""
+    if language not in LANGUAGES:
+        raise ValueError(f"unknown stemmer language {language!r}; have {', '.join(LANGUAGES)}")
+    return _Analyzer(_stemmer(language))
+
+
+_DEFAULT = analyzer()
 
 
 def fold(word: str) -> str:
