@@ -60,9 +60,9 @@ def vaultmem_rank(root: Path, questions: Sequence[Question], k: int = 10) -> lis
 
 
 def sweep_rank(
-    root: Path, questions: Sequence[Question], whole_weight: float, k: int = 10
+    root: Path, questions: Sequence[Question], weights: tuple[float, float], k: int = 10
 ) -> list[list[str]]:
-    """`search.search` with another weight of the whole-note score (for `--sweep`)."""
+    """`search.search` with other weights of the title document and the whole note."""
     from vaultmem.search import query
     from vaultmem.storage import store
     from vaultmem.vault import Vault
@@ -73,14 +73,21 @@ def sweep_rank(
             [
                 hit.path
                 for hit in query.search(
-                    con, q.q, limit=k, k1=config.bm25_k1, b=config.bm25_b, whole_weight=whole_weight
+                    con,
+                    q.q,
+                    limit=k,
+                    k1=config.bm25_k1,
+                    b=config.bm25_b,
+                    title_weight=weights[0],
+                    whole_weight=weights[1],
                 )
             ]
             for q in questions
         ]
 
 
-SWEEP = (0.0, 0.5, 1.0, 2.0, 4.0, 8.0, 100.0)
+SWEEP = [(t, w) for t in (0.0, 0.5, 1.0) for w in (1.0, 2.0, 4.0, 100.0)]
+"""(title document weight, whole-note weight) pairs tried by `--sweep`."""
 
 
 def run_set(name: str, do_sweep: bool = False) -> dict[str, Any]:
@@ -97,7 +104,8 @@ def run_set(name: str, do_sweep: bool = False) -> dict[str, Any]:
             "fts5": metrics([base[i] for i in idx], sub),
         }
     sweep = {
-        str(w): metrics(sweep_rank(root, questions, w), questions) for w in (SWEEP if do_sweep else ())
+        f"title {w[0]}, whole {w[1]}": metrics(sweep_rank(root, questions, w), questions)
+        for w in (SWEEP if do_sweep else ())
     }
     misses = [
         {"q": q.q, "expected": q.expected, "got": r[:3], "fts5": b[:3]}
@@ -139,7 +147,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.json:
         print(json.dumps({"benchmark": NAME, "sets": results}))
         return 0
-    print("| question set | questions | vaultmem r@1 / r@5 / MRR@10 | FTS5 r@1 / r@5 / MRR@10 | above FTS5 on all three |")
+    print(
+        "| question set | questions | vaultmem r@1 / r@5 / MRR@10 | FTS5 r@1 / r@5 / MRR@10 | above FTS5 on all three |"
+    )
     print("|---|---|---|---|---|")
     for res in results:
         print(_row(res["set"], res["vaultmem"], res["fts5"]))
@@ -148,7 +158,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(_row(f"  {res['set']} · {kind}", m["vaultmem"], m["fts5"]))
     for res in results:
         for weight, m in res["sweep"].items():
-            print(_row(f"  {res['set']} · whole-note weight {weight}", m, res["fts5"]))
+            print(_row(f"  {res['set']} · {weight}", m, res["fts5"]))
     if args.misses:
         for res in results:
             for miss in res["misses"]:

@@ -189,6 +189,7 @@ def search(
     k1: float = 1.2,
     b: float = 0.75,
     whole_weight: float = queries.WHOLE_NOTE,
+    title_weight: float = queries.TITLE_DOCUMENT,
 ) -> list[SearchHit]:
     """Run a query; results grouped by note, best first."""
     query = parse_query(text)
@@ -212,6 +213,7 @@ def search(
         limit=limit,
         notes=notes,
         whole_weight=whole_weight,
+        title_weight=title_weight,
         excluded=query.excluded,
         only=only,
     )

@@ -25,7 +25,8 @@ from typing import Any
 from vaultmem.search.documents import FIELD_WEIGHTS
 from vaultmem.storage.store import Connection
 
-WHOLE_NOTE = 2.0
+WHOLE_NOTE = 1.0
+TITLE_DOCUMENT = 0.0
 """Weight of the whole-note BM25 in a note's score (measured: benchmarks/bench_retrieval)."""
 
 
@@ -113,7 +114,7 @@ per_note AS (
 ),
 ranked AS (
     SELECT pn.note_id, pn.section, pn.title, wh.score AS whole,
-           pn.section + pn.title + $whole_weight * wh.score AS score
+           pn.section + $title_weight * pn.title + $whole_weight * wh.score AS score
     FROM per_note pn JOIN whole wh USING (note_id) {post}
     ORDER BY score DESC, note_id LIMIT $limit
 )
@@ -192,6 +193,7 @@ def note_scores(
     notes: NoteFilter = NoteFilter(),
     weights: list[float] | None = None,
     whole_weight: float = WHOLE_NOTE,
+    title_weight: float = TITLE_DOCUMENT,
     excluded: tuple[str, ...] = (),
     only: list[str] | None = None,
 ) -> list[RankedNote]:
@@ -201,7 +203,8 @@ def note_scores(
     Neither changes the statistics (the filters in `notes` do).
     """
     post = []
-    bound = {**_bound(terms, weights, k1, b, notes), "limit": limit, "whole_weight": whole_weight}
+    bound = {**_bound(terms, weights, k1, b, notes), "limit": limit}
+    bound.update(whole_weight=whole_weight, title_weight=title_weight)
     if excluded:
         post.append(
             "note_id NOT IN (SELECT x.note_id FROM postings x "
