@@ -128,7 +128,8 @@ def _row(label: str, ours: dict[str, float], base: dict[str, float]) -> str:
         return f"{m['r@1']:.2f} / {m['r@5']:.2f} / {m['mrr@10']:.2f}"
 
     wins = all(ours[k] > base[k] for k in ("r@1", "r@5", "mrr@10"))
-    return f"| {label} | {ours['questions']:.0f} | {cells(ours)} | {cells(base)} | {'yes' if wins else 'no'} |"
+    n = f"{ours['questions']:.0f}"
+    return f"| {label} | {n} | {cells(ours)} | {cells(base)} | {'yes' if wins else 'no'} |"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -148,7 +149,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(json.dumps({"benchmark": NAME, "sets": results}))
         return 0
     print(
-        "| question set | questions | vaultmem r@1 / r@5 / MRR@10 | FTS5 r@1 / r@5 / MRR@10 | above FTS5 on all three |"
+        "| question set | questions | vaultmem r@1 / r@5 / MRR@10 | FTS5 r@1 / r@5 / MRR@10 "
+        "| above FTS5 on all three |"
     )
     print("|---|---|---|---|---|")
     for res in results:

@@ -80,11 +80,73 @@ def metrics(rankings: Sequence[Sequence[str]], questions: Sequence[Question]) ->
     return {"r@1": r1 / n, "r@5": r5 / n, "mrr@10": rr / n, "questions": len(questions)}
 
 
-_STOP = set(
-    """a about an and are as at be but by can could did do does doing for from had has have how
-    i if in into is it its me my no not of on or our should so than that the their them then
-    there these they this to was we were what when where which who why will with would you
-    your""".split()
+_STOP = frozenset(
+    [
+        "a",
+        "about",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "but",
+        "by",
+        "can",
+        "could",
+        "did",
+        "do",
+        "does",
+        "doing",
+        "for",
+        "from",
+        "had",
+        "has",
+        "have",
+        "how",
+        "i",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "me",
+        "my",
+        "no",
+        "not",
+        "of",
+        "on",
+        "or",
+        "our",
+        "should",
+        "so",
+        "than",
+        "that",
+        "the",
+        "their",
+        "them",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "to",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "why",
+        "will",
+        "with",
+        "would",
+        "you",
+        "your",
+    ]
 )
 
 

@@ -17,12 +17,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from benchmarks.retrieval import QUESTIONS_DIR, Question, fts5_rank, load_questions, metrics
 from vaultmem.adapters.cli import main
 from vaultmem.config import FolderMapping
 from vaultmem.errors import QueryError
 from vaultmem.note.parse import parse_note
 from vaultmem.search.documents import FIELD_WEIGHTS, note_documents
-from benchmarks.retrieval import QUESTIONS_DIR, Question, fts5_rank, load_questions, metrics
 from vaultmem.search.query import (
     SearchFilters,
     SearchHit,
@@ -32,9 +32,9 @@ from vaultmem.search.query import (
     parse_query,
     snippet,
 )
-from vaultmem.storage.search_queries import TITLE_DOCUMENT, WHOLE_NOTE, document_scores
 from vaultmem.search.tokenizer import fold, tokenize
 from vaultmem.storage import store
+from vaultmem.storage.search_queries import TITLE_DOCUMENT, WHOLE_NOTE, document_scores
 from vaultmem.vault import Vault
 
 K1, B = 1.2, 0.75
@@ -456,7 +456,7 @@ def test_misspelt_terms_expand_to_the_nearest_index_terms(corpus_vault: Vault) -
         assert expand_terms(con, ["tokeniz"]) == ["tokeniz"]  # in the index
         # Short words and words with digits are never expanded; far-off words stay as typed.
         assert expand_terms(con, ["lok", "v1.3", "zzzzzzzz"]) == ["lok", "v1.3", "zzzzzzzz"]
-    assert [h.path for h in corpus_vault.search("duckbd")][0] == "DuckDB.md"
+    assert corpus_vault.search("duckbd")[0].path == "DuckDB.md"
     assert max_edits("abc") == 0 and max_edits("abcd") == 1 and max_edits("abcdefgh") == 2
 
 

@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 
 from vaultmem.search.tokenizer import (
     STOPWORDS,
-    analyzer,
     TOKENIZER_VERSION,
+    analyzer,
     fold,
     is_stopword,
     query_terms,
