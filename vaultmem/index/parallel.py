@@ -6,9 +6,10 @@ calling process: starting workers costs more than it saves. Workers come from a 
 that preloads the parser, so no DuckDB state or threads are ever forked.
 
 Postings are most of the index's rows (~2M for 10,000 notes), so they never travel back as
-Python objects: each chunk writes its postings straight to a TSV file (`term, note number,
-ord, field, tf`; the note number is the note's position in the batch, because ids are assigned
-only after every note is parsed) and the store loads all files with DuckDB's CSV reader.
+Python objects: each chunk writes its postings straight to a TSV file
+(`search.documents.postings_lines`; the note number is the note's position in the batch,
+because ids are assigned only after every note is parsed) and the store loads all files with
+DuckDB's CSV reader.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import multiprocessing
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import replace
@@ -26,7 +27,7 @@ from pathlib import Path
 
 from vaultmem.models import ParsedNote
 from vaultmem.note.parse import parse_note
-from vaultmem.search.documents import SearchDocument, note_documents
+from vaultmem.search.documents import SearchDocument, note_documents, postings_lines
 
 Analysed = tuple[ParsedNote, list[SearchDocument]]
 Progress = Callable[[int, int], None]
@@ -41,16 +42,6 @@ def analyse_note(path: str, data: bytes, max_bytes: int) -> Analysed:
     """Parse a note and cut it into search documents: all the CPU work one note needs."""
     parsed = parse_note(path, data, max_bytes=max_bytes)
     return parsed, note_documents(parsed.note)
-
-
-def postings_lines(number: int, documents: Sequence[SearchDocument]) -> Iterator[str]:
-    """A note's postings as TSV lines `term, note number, ord, field, tf` (`_load_postings`).
-
-    Terms never hold white space (a tokenizer property), so the TSV needs no quoting.
-    """
-    for doc in documents:
-        for term, field, tf in doc.terms:
-            yield f"{term}\t{number}\t{doc.ord}\t{field}\t{tf}\n"
 
 
 def _analyse_chunk(

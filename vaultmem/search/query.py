@@ -131,20 +131,29 @@ def max_edits(term: str) -> int:
     return 1 if len(term) <= 7 else 2
 
 
-def expand_terms(con: Connection, terms: list[str]) -> list[str]:
-    """The query's terms with those the index lacks replaced by their nearest index terms,
-    plus the joined form of adjacent terms the index holds as one word (`stat block` ->
-    `statblock`). A term without a near neighbour stays: it matches nothing, harmlessly."""
-    joined = [a + b for a, b in itertools.pairwise(terms)]
-    known = queries.known_terms(con, [*terms, *joined])
+def joined_terms(terms: list[str]) -> list[str]:
+    """Adjacent query terms written together (`stat block` -> `statblock`): looked for too,
+    so split compounds find the note that writes them as one word."""
+    return [a + b for a, b in itertools.pairwise(terms) if a + b not in terms]
+
+
+def expand_terms(
+    con: Connection, terms: list[str], found: frozenset[str] | None = None
+) -> list[str]:
+    """The query's terms with those the index lacks replaced by their nearest index terms.
+
+    `found` holds terms known to be in the index (a ranking's matched terms): only the others
+    are looked up. A term without a near neighbour stays: it matches nothing, harmlessly.
+    """
+    unsure = [t for t in terms if max_edits(t) and (found is None or t not in found)]
+    known = queries.known_terms(con, unsure) if unsure else {}
     out: dict[str, None] = {}
     for term in terms:
-        edits = max_edits(term)
-        if term in known or not edits:
+        if term not in unsure or term in known:
             out[term] = None
-            continue
-        out.update(dict.fromkeys(queries.nearest_terms(con, term, edits, FUZZY_LIMIT) or [term]))
-    out.update(dict.fromkeys(t for t in joined if t in known))
+        else:
+            nearest = queries.nearest_terms(con, term, max_edits(term), FUZZY_LIMIT)
+            out.update(dict.fromkeys(nearest or [term]))
     return list(out)
 
 
@@ -199,30 +208,40 @@ def search(
             hint='Add a distinctive word, e.g. vaultmem search "duckdb lock".',
         )
     notes = note_filter(query, filters)
-    terms = expand_terms(con, list(query.terms))
+    words = list(query.terms)
     only = None
     if query.phrases:
-        only = _phrase_notes(con, terms, query.phrases, k1=k1, b=b, notes=notes)
+        only = _phrase_notes(con, query.phrases, k1=k1, b=b, notes=notes)
         if not only:
             return []
-    ranked = queries.note_scores(
-        con,
-        terms,
-        k1=k1,
-        b=b,
-        limit=limit,
-        notes=notes,
-        whole_weight=whole_weight,
-        title_weight=title_weight,
-        excluded=query.excluded,
-        only=only,
-    )
-    return _hits(con, ranked, set(terms))
+    joined = joined_terms(words)
+
+    def rank(terms: list[str]) -> list[queries.RankedNote]:
+        return queries.note_scores(
+            con,
+            [*terms, *joined],
+            k1=k1,
+            b=b,
+            limit=limit,
+            notes=notes,
+            whole_weight=whole_weight,
+            title_weight=title_weight,
+            excluded=query.excluded,
+            only=only,
+        )
+
+    ranked = rank(words)
+    # Typos: a query whose every word matched (the usual case) costs no further statement.
+    found = ranked[0].matched if ranked else frozenset()
+    if any(max_edits(t) and t not in found for t in words):
+        expanded = expand_terms(con, words, found)
+        if expanded != words:
+            words, ranked = expanded, rank(expanded)
+    return _hits(con, ranked, {*words, *joined})
 
 
 def _phrase_notes(
     con: Connection,
-    terms: list[str],
     phrases: tuple[tuple[str, ...], ...],
     **scoring: Any,
 ) -> list[str]:
@@ -253,11 +272,10 @@ def _hits(con: Connection, ranked: list[queries.RankedNote], wanted: set[str]) -
     if not ranked:
         return []
     note_ids = [note.note_id for note in ranked]
-    notes = queries.note_rows(con, note_ids)
     sections = queries.note_sections(con, note_ids)
     hits = []
     for note in ranked:
-        _, path, title, scope, scope_id = notes[note.note_id]
+        _, path, title, scope, scope_id = note.note
         heading, line, text = _shown_section(note.documents, sections.get(note.note_id, {}))
         hits.append(
             SearchHit(

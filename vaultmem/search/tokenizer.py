@@ -228,6 +228,7 @@ class _Analyzer:
         self._stem = stem
         self.fold: Callable[[str], str] = functools.lru_cache(maxsize=1 << 16)(self._fold)
         self._memo = _Memo(self._word_terms)
+        self._span_memo: dict[str, tuple[Span, ...]] = {}
 
     def _fold(self, word: str) -> str:
         return self._stem(_normalise(word))
@@ -247,9 +248,15 @@ class _Analyzer:
 
     def spans(self, text: str) -> list[Span]:
         out: list[Span] = []
+        memo = self._span_memo
+        if len(memo) > _MEMO_LIMIT:
+            memo.clear()
         for m in _WORD.finditer(text):
-            base = m.start()
-            out += [(base + s, base + e, t) for s, e, t in self.word(m.group())]
+            base, raw = m.start(), m.group()
+            spans = memo.get(raw)
+            if spans is None:  # snippets tokenize hit sections on every query: memoize words
+                spans = memo[raw] = tuple(self.word(raw))
+            out += [(base + s, base + e, t) for s, e, t in spans]
         return out
 
     def word(self, raw: str) -> list[Span]:

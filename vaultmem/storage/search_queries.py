@@ -22,7 +22,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from vaultmem.search.documents import FIELD_WEIGHTS
 from vaultmem.storage.store import Connection
 
 WHOLE_NOTE = 1.0
@@ -42,18 +41,11 @@ class NoteFilter:
         return self.where != "true"
 
 
-# Weights as DOUBLE literals: DuckDB would otherwise multiply in DECIMAL.
-_WEIGHT_CASE = (
-    "CASE p.field "
-    + " ".join(f"WHEN '{name}' THEN {weight!r}::DOUBLE" for name, weight in FIELD_WEIGHTS.items())
-    + " ELSE 1.0::DOUBLE END"
-)
-
-_STATS_ALL = """st AS (SELECT s.documents::DOUBLE AS n,
-                   s.total_length::DOUBLE / greatest(s.documents, 1) AS avgdl,
-                   (SELECT count(*) FROM notes)::DOUBLE AS nn,
-                   s.total_length::DOUBLE / greatest((SELECT count(*) FROM notes), 1) AS avgnl
-            FROM search_stats s)"""
+_STATS_ALL = """st AS (SELECT documents::DOUBLE AS n,
+                   total_length::DOUBLE / greatest(documents, 1) AS avgdl,
+                   notes::DOUBLE AS nn,
+                   total_length::DOUBLE / greatest(notes, 1) AS avgnl
+            FROM search_stats)"""
 _STATS_KEPT = """st AS (SELECT count(*)::DOUBLE AS n,
                    coalesce(sum(d.length), 0)::DOUBLE / greatest(count(*), 1) AS avgdl,
                    count(DISTINCT d.note_id)::DOUBLE AS nn,
@@ -61,28 +53,27 @@ _STATS_KEPT = """st AS (SELECT count(*)::DOUBLE AS n,
                        / greatest(count(DISTINCT d.note_id), 1) AS avgnl
             FROM documents d SEMI JOIN kept_notes k ON k.id = d.note_id)"""
 
-# Every document of the kept notes matching a query term, scored; and per note the same
-# terms scored over the whole note. The `term IN (...)` literal list lets DuckDB prune the
-# term-sorted postings.
-_SCORED = f"""
-WITH {{kept_notes}}{{stats}},
+# Every document of the kept notes matching a query term, scored. Only the query terms'
+# postings are read: each row carries its field-weighted tf and both lengths. The literal
+# `term IN (...)` list lets DuckDB skip the row groups of other terms (postings are sorted).
+_SCORED = """
+WITH {kept_notes}{stats},
 q AS (SELECT unnest($terms::VARCHAR[]) AS term, unnest($weights::DOUBLE[]) AS qw),
-p AS (SELECT p.term, p.note_id, p.ord, sum(p.tf * {_WEIGHT_CASE}) AS tf
-      FROM postings p {{semi}} WHERE p.term IN ({{terms}}) GROUP BY ALL),
-df AS (SELECT term, count(*)::DOUBLE AS df, count(DISTINCT note_id)::DOUBLE AS ndf
+p AS (SELECT p.term, p.note_key, p.note_id, p.ord, p.tf, p.length, p.note_length
+      FROM postings p {semi} WHERE p.term IN ({terms})),
+df AS (SELECT term, count(*)::DOUBLE AS df, count(DISTINCT note_key)::DOUBLE AS ndf
        FROM p GROUP BY term),
-w AS (SELECT q.term, q.qw, df.ndf,
+w AS (SELECT q.term, q.qw,
              ln(1 + (st.n - df.df + 0.5) / (df.df + 0.5)) AS idf,
              ln(1 + (st.nn - df.ndf + 0.5) / (df.ndf + 0.5)) AS nidf
       FROM q JOIN df USING (term), st),
 docs AS (
-    SELECT p.note_id, p.ord,
+    SELECT p.note_key, p.ord, any_value(p.note_id) AS note_id,
            sum(w.qw * w.idf * p.tf * ($k1 + 1)
-               / (p.tf + $k1 * (1 - $b + $b * d.length / st.avgdl))) AS score,
+               / (p.tf + $k1 * (1 - $b + $b * p.length / st.avgdl))) AS score,
            list(p.term) AS terms
-    FROM p JOIN w USING (term)
-    JOIN documents d ON d.note_id = p.note_id AND d.ord = p.ord, st
-    GROUP BY p.note_id, p.ord
+    FROM p JOIN w USING (term), st
+    GROUP BY p.note_key, p.ord
 )
 """
 
@@ -93,38 +84,43 @@ WHERE len(list_intersect(terms, $needed::VARCHAR[])) = len($needed::VARCHAR[])
 ORDER BY score DESC, note_id, ord"""
 )
 
+# Notes: best section + title document + whole note (tf summed over the note's documents).
 _NOTES_SQL = (
     _SCORED
     + """,
-ntf AS (SELECT note_id, term, sum(tf) AS tf FROM p GROUP BY ALL),
-nl AS (SELECT note_id, sum(length)::DOUBLE AS length FROM documents
-       WHERE note_id IN (SELECT DISTINCT note_id FROM p) GROUP BY note_id),
 whole AS (
-    SELECT ntf.note_id,
-           sum(w.qw * w.nidf * ntf.tf * ($k1 + 1)
-               / (ntf.tf + $k1 * (1 - $b + $b * nl.length / st.avgnl))) AS score
-    FROM ntf JOIN w USING (term) JOIN nl USING (note_id), st
-    GROUP BY ntf.note_id
+    SELECT t.note_key,
+           sum(w.qw * w.nidf * t.tf * ($k1 + 1)
+               / (t.tf + $k1 * (1 - $b + $b * t.note_length / st.avgnl))) AS score
+    FROM (SELECT note_key, term, sum(tf) AS tf, any_value(note_length) AS note_length
+          FROM p GROUP BY note_key, term) t
+    JOIN w USING (term), st
+    GROUP BY t.note_key
 ),
 per_note AS (
-    SELECT note_id,
+    SELECT note_key, any_value(note_id) AS note_id,
            coalesce(max(score) FILTER (WHERE ord > 0), 0) AS section,
-           coalesce(max(score) FILTER (WHERE ord = 0), 0) AS title
-    FROM docs GROUP BY note_id
+           coalesce(max(score) FILTER (WHERE ord = 0), 0) AS title,
+           list(ord ORDER BY score DESC, ord)[1:5] AS ords,
+           list(score ORDER BY score DESC, ord)[1:5] AS scores
+    FROM docs GROUP BY note_key
 ),
 ranked AS (
-    SELECT pn.note_id, pn.section, pn.title, wh.score AS whole,
+    SELECT pn.*, wh.score AS whole,
            pn.section + $title_weight * pn.title + $whole_weight * wh.score AS score
-    FROM per_note pn JOIN whole wh USING (note_id) {post}
+    FROM per_note pn JOIN whole wh USING (note_key) {post}
     ORDER BY score DESC, note_id LIMIT $limit
 )
-SELECT r.note_id, r.score, r.section, r.title, r.whole,
-       list(d.ord ORDER BY d.score DESC, d.ord)[1:5] AS ords,
-       list(d.score ORDER BY d.score DESC, d.ord)[1:5] AS scores
-FROM ranked r JOIN docs d USING (note_id)
-GROUP BY ALL ORDER BY r.score DESC, r.note_id
+SELECT r.note_id, r.score, r.section, r.title, r.whole, r.ords, r.scores,
+       n.path, n.title, n.scope, n.scope_id, (SELECT list(term) FROM df) AS matched
+FROM ranked r JOIN notes n ON n.id = r.note_id
+ORDER BY r.score DESC, r.note_id
 """
 )
+
+
+NoteRow = tuple[str, str, str, str, str | None]
+"""id, path, title, scope, scope_id."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +133,9 @@ class RankedNote:
     title: float
     whole: float
     documents: list[tuple[int, float]]
+    note: NoteRow
+    matched: frozenset[str]
+    """The query terms found in the kept notes (the same for every note of one ranking)."""
 
 
 def _sql(template: str, notes: NoteFilter, n_terms: int, post: str = "") -> str:
@@ -207,7 +206,7 @@ def note_scores(
     bound.update(whole_weight=whole_weight, title_weight=title_weight)
     if excluded:
         post.append(
-            "note_id NOT IN (SELECT x.note_id FROM postings x "
+            "note_key NOT IN (SELECT x.note_key FROM postings x "
             "WHERE x.term IN (SELECT unnest($excluded::VARCHAR[])))"
         )
         bound["excluded"] = list(excluded)
@@ -224,6 +223,8 @@ def note_scores(
             float(r[3]),
             float(r[4]),
             [(int(o), float(s)) for o, s in zip(r[5], r[6], strict=True)],
+            (r[0], r[7], r[8], r[9], r[10]),
+            frozenset(r[11]),
         )
         for r in rows
     ]
@@ -256,20 +257,8 @@ def nearest_terms(con: Connection, term: str, max_distance: int, limit: int) -> 
     return [r[0] for r in rows]
 
 
-NoteRow = tuple[str, str, str, str, str | None]
-"""id, path, title, scope, scope_id."""
 Section = tuple[str | None, int, str]
 """A section's heading, first line and text."""
-
-
-def note_rows(con: Connection, note_ids: list[str]) -> dict[str, NoteRow]:
-    """The notes' identity columns. A literal IN-list, so DuckDB uses the ART index."""
-    rows = con.execute(
-        "SELECT id, path, title, scope, scope_id FROM notes "
-        f"WHERE id IN ({', '.join('?' * len(note_ids))})",
-        note_ids,
-    ).fetchall()
-    return {r[0]: r for r in rows}
 
 
 def note_sections(con: Connection, note_ids: list[str]) -> dict[str, dict[int, Section]]:
