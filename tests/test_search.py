@@ -471,8 +471,7 @@ def test_adjacent_terms_also_match_their_joined_form(tmp_path: Path) -> None:
             "Both.md": "# Notes\n\nA stat, a block.\n",
         },
     )
-    with store.reading(vault.config.index_path) as con:
-        assert joined_terms(tokenize("stat blocks")) == [fold("statblocks")]
+    assert joined_terms(tokenize("stat blocks")) == [fold("statblocks")]
     assert vault.search("stat blocks")[0].path == "Statblocks.md"
 
 
