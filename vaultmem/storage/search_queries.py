@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from vaultmem.search.documents import note_key
 from vaultmem.storage.store import Connection
 
 WHOLE_NOTE = 1.0
@@ -56,22 +57,24 @@ _STATS_KEPT = """st AS (SELECT count(*)::DOUBLE AS n,
 # Every document of the kept notes matching a query term, scored. Only the query terms'
 # postings are read: each row carries its field-weighted tf and both lengths. The literal
 # `term IN (...)` list lets DuckDB skip the row groups of other terms (postings are sorted).
+# Grouping is on the integer note key; string ids are fetched for the final rows only.
 _SCORED = """
 WITH {kept_notes}{stats},
 q AS (SELECT unnest($terms::VARCHAR[]) AS term, unnest($weights::DOUBLE[]) AS qw),
 p AS (SELECT p.term, p.note_key, p.note_id, p.ord, p.tf, p.length, p.note_length
       FROM postings p {semi} WHERE p.term IN ({terms})),
-df AS (SELECT term, count(*)::DOUBLE AS df, count(DISTINCT note_key)::DOUBLE AS ndf
-       FROM p GROUP BY term),
+nt AS (SELECT note_key, term, sum(tf) AS tf, any_value(note_length) AS note_length
+       FROM p GROUP BY note_key, term),
+ddf AS (SELECT term, count(*)::DOUBLE AS df FROM p GROUP BY term),
+ndf AS (SELECT term, count(*)::DOUBLE AS ndf FROM nt GROUP BY term),
 w AS (SELECT q.term, q.qw,
-             ln(1 + (st.n - df.df + 0.5) / (df.df + 0.5)) AS idf,
-             ln(1 + (st.nn - df.ndf + 0.5) / (df.ndf + 0.5)) AS nidf
-      FROM q JOIN df USING (term), st),
+             ln(1 + (st.n - ddf.df + 0.5) / (ddf.df + 0.5)) AS idf,
+             ln(1 + (st.nn - ndf.ndf + 0.5) / (ndf.ndf + 0.5)) AS nidf
+      FROM q JOIN ddf USING (term) JOIN ndf USING (term), st),
 docs AS (
-    SELECT p.note_key, p.ord, any_value(p.note_id) AS note_id,
+    SELECT p.note_key, p.ord,
            sum(w.qw * w.idf * p.tf * ($k1 + 1)
-               / (p.tf + $k1 * (1 - $b + $b * p.length / st.avgdl))) AS score,
-           list(p.term) AS terms
+               / (p.tf + $k1 * (1 - $b + $b * p.length / st.avgdl))) AS score{doc_extra}
     FROM p JOIN w USING (term), st
     GROUP BY p.note_key, p.ord
 )
@@ -80,41 +83,46 @@ docs AS (
 _DOCUMENTS_SQL = (
     _SCORED
     + """SELECT note_id, ord, score FROM docs
-WHERE len(list_intersect(terms, $needed::VARCHAR[])) = len($needed::VARCHAR[])
+WHERE needed = len($needed::VARCHAR[])
 ORDER BY score DESC, note_id, ord"""
 )
+_DOCUMENTS_EXTRA = """, any_value(p.note_id) AS note_id,
+           count(*) FILTER (WHERE list_contains($needed::VARCHAR[], p.term)) AS needed"""
 
 # Notes: best section + title document + whole note (tf summed over the note's documents).
 _NOTES_SQL = (
     _SCORED
     + """,
 whole AS (
-    SELECT t.note_key,
-           sum(w.qw * w.nidf * t.tf * ($k1 + 1)
-               / (t.tf + $k1 * (1 - $b + $b * t.note_length / st.avgnl))) AS score
-    FROM (SELECT note_key, term, sum(tf) AS tf, any_value(note_length) AS note_length
-          FROM p GROUP BY note_key, term) t
-    JOIN w USING (term), st
-    GROUP BY t.note_key
+    SELECT nt.note_key,
+           sum(w.qw * w.nidf * nt.tf * ($k1 + 1)
+               / (nt.tf + $k1 * (1 - $b + $b * nt.note_length / st.avgnl))) AS score
+    FROM nt JOIN w USING (term), st
+    GROUP BY nt.note_key
 ),
 per_note AS (
-    SELECT note_key, any_value(note_id) AS note_id,
+    SELECT note_key,
            coalesce(max(score) FILTER (WHERE ord > 0), 0) AS section,
-           coalesce(max(score) FILTER (WHERE ord = 0), 0) AS title,
-           list(ord ORDER BY score DESC, ord)[1:5] AS ords,
-           list(score ORDER BY score DESC, ord)[1:5] AS scores
+           coalesce(max(score) FILTER (WHERE ord = 0), 0) AS title
     FROM docs GROUP BY note_key
 ),
 ranked AS (
-    SELECT pn.*, wh.score AS whole,
+    SELECT pn.note_key, pn.section, pn.title, wh.score AS whole,
            pn.section + $title_weight * pn.title + $whole_weight * wh.score AS score
     FROM per_note pn JOIN whole wh USING (note_key) {post}
-    ORDER BY score DESC, note_id LIMIT $limit
-)
-SELECT r.note_id, r.score, r.section, r.title, r.whole, r.ords, r.scores,
-       n.path, n.title, n.scope, n.scope_id, (SELECT list(term) FROM df) AS matched
-FROM ranked r JOIN notes n ON n.id = r.note_id
-ORDER BY r.score DESC, r.note_id
+    ORDER BY score DESC, note_key LIMIT $limit
+),
+best AS (
+    SELECT d.note_key, list(d.ord ORDER BY d.score DESC, d.ord)[1:5] AS ords,
+           list(d.score ORDER BY d.score DESC, d.ord)[1:5] AS scores
+    FROM docs d SEMI JOIN ranked r USING (note_key) GROUP BY d.note_key
+),
+ids AS (SELECT DISTINCT p.note_key, p.note_id FROM p SEMI JOIN ranked r USING (note_key))
+SELECT ids.note_id, r.score, r.section, r.title, r.whole, best.ords, best.scores,
+       n.path, n.title, n.scope, n.scope_id, (SELECT list(term) FROM ddf) AS matched
+FROM ranked r JOIN best USING (note_key) JOIN ids USING (note_key)
+JOIN notes n ON n.id = ids.note_id
+ORDER BY r.score DESC, r.note_key
 """
 )
 
@@ -138,18 +146,20 @@ class RankedNote:
     """The query terms found in the kept notes (the same for every note of one ranking)."""
 
 
-def _sql(template: str, notes: NoteFilter, n_terms: int, post: str = "") -> str:
-    terms = ", ".join(f"$t{i}" for i in range(n_terms))
+def _sql(template: str, notes: NoteFilter, n_terms: int, post: str = "", extra: str = "") -> str:
+    parts = {
+        "terms": ", ".join(f"$t{i}" for i in range(n_terms)),
+        "post": post,
+        "doc_extra": extra,
+        "kept_notes": "",
+        "stats": _STATS_ALL,
+        "semi": "",
+    }
     if notes.active:
-        kept = f"kept_notes AS (SELECT n.id FROM notes n WHERE {notes.where}), "
-        return template.format(
-            kept_notes=kept,
-            stats=_STATS_KEPT,
-            semi="SEMI JOIN kept_notes k ON k.id = p.note_id",
-            terms=terms,
-            post=post,
-        )
-    return template.format(kept_notes="", stats=_STATS_ALL, semi="", terms=terms, post=post)
+        parts["kept_notes"] = f"kept_notes AS (SELECT n.id FROM notes n WHERE {notes.where}), "
+        parts["stats"] = _STATS_KEPT
+        parts["semi"] = "SEMI JOIN kept_notes k ON k.id = p.note_id"
+    return template.format(**parts)
 
 
 def _bound(
@@ -178,7 +188,8 @@ def document_scores(
     """(note_id, ord, bm25) of every document of the kept notes matching any term, best first;
     `needed` terms must all occur in a returned document."""
     bound = {**_bound(terms, weights, k1, b, notes), "needed": list(needed)}
-    rows = con.execute(_sql(_DOCUMENTS_SQL, notes, len(terms)), bound).fetchall()
+    sql = _sql(_DOCUMENTS_SQL, notes, len(terms), extra=_DOCUMENTS_EXTRA)
+    rows = con.execute(sql, bound).fetchall()
     return [(r[0], int(r[1]), float(r[2])) for r in rows]
 
 
@@ -211,8 +222,8 @@ def note_scores(
         )
         bound["excluded"] = list(excluded)
     if only is not None:
-        post.append("note_id IN (SELECT unnest($only::VARCHAR[]))")
-        bound["only"] = only
+        post.append("note_key IN (SELECT unnest($only::BIGINT[]))")
+        bound["only"] = [note_key(i) for i in only]
     where = f"WHERE {' AND '.join(post)}" if post else ""
     rows = con.execute(_sql(_NOTES_SQL, notes, len(terms), where), bound).fetchall()
     return [
