@@ -497,3 +497,41 @@ def test_statistics_are_those_of_the_filtered_notes(corpus_vault: Vault) -> None
     assert any(abs(vault_wide[k] - got[k]) > 1e-6 for k in got)
     hits = corpus_vault.search(query, SearchFilters(folder="Search"))
     assert {h.path for h in hits} == {k[0] for k in expected}
+
+
+def test_stemmer_language_comes_from_config(tmp_path: Path) -> None:
+    """`[search] language = "french"`: notes and queries use the French stemmer, the index
+    records it, and changing it rebuilds the index."""
+    root = tmp_path / "vault"
+    vault = make_vault(root, {"Chevaux.md": "# Écurie\n\nLes chevaux mangent.\n"})
+    assert vault.search("cheval") == []  # English keeps `chevaux` whole
+    config = vault.config.config_path
+    config.write_text(
+        config.read_text(encoding="utf-8").replace("[search]\n", '[search]\nlanguage = "french"\n'),
+        encoding="utf-8",
+    )
+    vault = Vault(root)
+    assert vault.config.search_language == "french"
+    vault.reconcile()
+    assert [h.path for h in vault.search("cheval")] == ["Chevaux.md"]
+    with store.reading(vault.config.index_path) as con:
+        meta = dict(con.execute("SELECT key, value FROM meta").fetchall())
+        assert meta["tokenizer_version"].endswith("-french")
+        # Without the language given, search reads it from the index.
+        from vaultmem.search.query import search
+
+        assert [h.path for h in search(con, "cheval")] == ["Chevaux.md"]
+
+
+def test_unknown_stemmer_language_is_a_config_error(tmp_path: Path) -> None:
+    from vaultmem.errors import ConfigError
+
+    root = tmp_path / "vault"
+    vault = make_vault(root, {})
+    config = vault.config.config_path
+    config.write_text(
+        config.read_text(encoding="utf-8").replace("[search]\n", '[search]\nlanguage = "elvish"\n'),
+        encoding="utf-8",
+    )
+    with pytest.raises(ConfigError, match="elvish"):
+        Vault(root)

@@ -196,6 +196,7 @@ class Vault:
                 limit=limit,
                 k1=self.config.bm25_k1,
                 b=self.config.bm25_b,
+                language=self.config.search_language,
             )
 
     def sql(self, query: str, *, limit: int = 1000) -> SqlResult:

@@ -28,6 +28,7 @@ from pathlib import Path
 from vaultmem.models import ParsedNote
 from vaultmem.note.parse import parse_note
 from vaultmem.search.documents import SearchDocument, note_documents, postings_lines
+from vaultmem.search.tokenizer import DEFAULT_LANGUAGE
 
 Analysed = tuple[ParsedNote, list[SearchDocument]]
 Progress = Callable[[int, int], None]
@@ -38,20 +39,26 @@ PARALLEL_MIN_BYTES = 1_500_000
 _CHUNK_BYTES = 400_000
 
 
-def analyse_note(path: str, data: bytes, max_bytes: int) -> Analysed:
+def analyse_note(
+    path: str, data: bytes, max_bytes: int, language: str = DEFAULT_LANGUAGE
+) -> Analysed:
     """Parse a note and cut it into search documents: all the CPU work one note needs."""
     parsed = parse_note(path, data, max_bytes=max_bytes)
-    return parsed, note_documents(parsed.note)
+    return parsed, note_documents(parsed.note, language)
 
 
 def _analyse_chunk(
-    first: int, items: Sequence[tuple[str, bytes]], max_bytes: int, postings_path: str
+    first: int,
+    items: Sequence[tuple[str, bytes]],
+    max_bytes: int,
+    postings_path: str,
+    language: str = DEFAULT_LANGUAGE,
 ) -> list[Analysed]:
     """Analyse notes `first`, `first + 1`, …; write their postings to `postings_path`."""
     out: list[Analysed] = []
     lines: list[str] = []
     for number, (path, data) in enumerate(items, start=first):
-        parsed, documents = analyse_note(path, data, max_bytes)
+        parsed, documents = analyse_note(path, data, max_bytes, language)
         lines.extend(postings_lines(number, documents))
         out.append((parsed, [replace(doc, terms=()) for doc in documents]))
     with open(postings_path, "w", encoding="utf-8", newline="\n") as handle:
@@ -112,6 +119,7 @@ def analyse_all(
     *,
     max_bytes: int,
     progress: Progress | None = None,
+    language: str = DEFAULT_LANGUAGE,
 ) -> tuple[list[Analysed], list[Path]]:
     """Analyse (path, bytes) pairs, in order, two processes when the batch is large.
 
@@ -122,13 +130,13 @@ def analyse_all(
     files = [postings_dir / f"postings-{i:05d}.tsv" for i in range(len(chunks))]
     if worker_count() >= 2 and sum(len(data) for _, data in items) >= PARALLEL_MIN_BYTES:
         try:
-            return _analyse_in_pool(chunks, files, max_bytes, progress, len(items)), files
+            return _analyse_in_pool(chunks, files, max_bytes, progress, len(items), language), files
         except BrokenProcessPool:
             pass  # workers could not start (e.g. `__main__` is stdin, which forkserver
             # cannot re-import): parsing here is slower but gives the same result
     results: list[Analysed] = []
     for (first, chunk), file in zip(chunks, files, strict=True):
-        results.extend(_analyse_chunk(first, chunk, max_bytes, str(file)))
+        results.extend(_analyse_chunk(first, chunk, max_bytes, str(file), language))
         if progress:
             progress(len(results), len(items))
     return results, files
@@ -140,6 +148,7 @@ def _analyse_in_pool(
     max_bytes: int,
     progress: Progress | None,
     total: int,
+    language: str,
 ) -> list[Analysed]:
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(["vaultmem.note.parse"])
@@ -156,6 +165,7 @@ def _analyse_in_pool(
             [chunk for _, chunk in chunks],
             repeat(max_bytes),
             [str(f) for f in files],
+            repeat(language),
         ):
             results.extend(chunk)
             if progress:

@@ -82,7 +82,7 @@ def index_versions(config: Config) -> dict[str, str]:
     )
     return {
         "parser_version": str(PARSER_VERSION),
-        "tokenizer_version": str(TOKENIZER_VERSION),
+        "tokenizer_version": f"{TOKENIZER_VERSION}-{config.search_language}",
         "vaultmem_version": __version__,
         "config_digest": hashlib.blake2b(shape.encode(), digest_size=8).hexdigest(),
     }
@@ -318,6 +318,7 @@ class _Run:
             postings_dir,
             max_bytes=config.max_note_bytes,
             progress=self.progress,
+            language=config.search_language,
         )
         parsed = {result.note.path: result for result, _ in analysed}
         documents = {result.note.path: docs for result, docs in analysed}

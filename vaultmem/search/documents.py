@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from vaultmem.models import Note
-from vaultmem.search.tokenizer import tokenize
+from vaultmem.search.tokenizer import DEFAULT_LANGUAGE, analyzer
 
 Field = str
 FIELD_WEIGHTS: dict[Field, float] = {
@@ -42,8 +42,10 @@ class SearchDocument:
     terms: tuple[tuple[str, Field, int], ...]
 
 
-def note_documents(note: Note) -> list[SearchDocument]:
-    """The note-level document followed by one document per non-empty section."""
+def note_documents(note: Note, language: str = DEFAULT_LANGUAGE) -> list[SearchDocument]:
+    """The note-level document followed by one document per non-empty section, its words
+    stemmed for `language` (`[search] language`)."""
+    tokenize = analyzer(language).tokenize
     docs = []
     fields: list[tuple[Field, list[str]]] = [
         ("title", tokenize(note.title)),

@@ -21,7 +21,7 @@ from datetime import datetime
 from typing import Any
 
 from vaultmem.errors import QueryError
-from vaultmem.search.tokenizer import tokenize, word_spans
+from vaultmem.search.tokenizer import DEFAULT_LANGUAGE, analyzer
 from vaultmem.storage import search_queries as queries
 from vaultmem.storage.store import Connection
 
@@ -75,8 +75,9 @@ class SearchHit:
 _OPERATOR = re.compile(r"^(tag|path|type):(.+)$", re.I)
 
 
-def parse_query(text: str) -> ParsedQuery:
+def parse_query(text: str, language: str = DEFAULT_LANGUAGE) -> ParsedQuery:
     """Split a query into words, "phrases", -exclusions and tag:/path:/type: operators."""
+    tokenize = analyzer(language).tokenize
     try:
         parts = shlex.split(text, posix=True)
     except ValueError:  # an unbalanced quote: treat the quote as an ordinary character
@@ -199,9 +200,15 @@ def search(
     b: float = 0.75,
     whole_weight: float = queries.WHOLE_NOTE,
     title_weight: float = queries.TITLE_DOCUMENT,
+    language: str | None = None,
 ) -> list[SearchHit]:
-    """Run a query; results grouped by note, best first."""
-    query = parse_query(text)
+    """Run a query; results grouped by note, best first.
+
+    `language` is the stemmer the index was built with (`[search] language`); None reads it
+    from the index, one more small statement.
+    """
+    language = language or queries.index_language(con)
+    query = parse_query(text, language)
     if not query.terms:
         raise QueryError(
             f"The query {text!r} has no searchable words (empty, or only stop words).",
@@ -211,7 +218,7 @@ def search(
     words = list(query.terms)
     only = None
     if query.phrases:
-        only = _phrase_notes(con, query.phrases, k1=k1, b=b, notes=notes)
+        only = _phrase_notes(con, query.phrases, language, k1=k1, b=b, notes=notes)
         if not only:
             return []
     joined = joined_terms(words)
@@ -237,12 +244,13 @@ def search(
         expanded = expand_terms(con, words, found)
         if expanded != words:
             words, ranked = expanded, rank(expanded)
-    return _hits(con, ranked, {*words, *joined})
+    return _hits(con, ranked, {*words, *joined}, language)
 
 
 def _phrase_notes(
     con: Connection,
     phrases: tuple[tuple[str, ...], ...],
+    language: str,
     **scoring: Any,
 ) -> list[str]:
     """Notes with a document holding every phrase as consecutive terms.
@@ -257,7 +265,7 @@ def _phrase_notes(
     texts = queries.document_texts(con, [(note_id, ord_) for note_id, ord_, _ in rows])
     found: dict[str, None] = {}
     for note_id, ord_, _ in rows:
-        fields = [tokenize(part) for part in texts.get((note_id, ord_), ())]
+        fields = [analyzer(language).tokenize(part) for part in texts.get((note_id, ord_), ())]
         if all(any(_has_phrase(tokens, p) for tokens in fields) for p in phrases):
             found[note_id] = None
     return list(found)
@@ -268,7 +276,9 @@ def _has_phrase(tokens: list[str], phrase: tuple[str, ...]) -> bool:
     return any(tuple(tokens[i : i + n]) == phrase for i in range(len(tokens) - n + 1))
 
 
-def _hits(con: Connection, ranked: list[queries.RankedNote], wanted: set[str]) -> list[SearchHit]:
+def _hits(
+    con: Connection, ranked: list[queries.RankedNote], wanted: set[str], language: str
+) -> list[SearchHit]:
     if not ranked:
         return []
     note_ids = [note.note_id for note in ranked]
@@ -287,7 +297,7 @@ def _hits(con: Connection, ranked: list[queries.RankedNote], wanted: set[str]) -
                 heading=heading,
                 line=line,
                 score=round(note.score, 6),
-                snippet=snippet(text, wanted),
+                snippet=snippet(text, wanted, language=language),
                 sections=tuple({"ord": o, "score": round(s, 6)} for o, s in note.documents[:5]),
                 score_parts={
                     "section": round(note.section, 6),
@@ -317,13 +327,16 @@ def _shown_section(
     return sections[min(sections)] if sections else (None, 1, "")
 
 
-def snippet(text: str, terms: set[str], width: int = SNIPPET_CHARS) -> str:
+def snippet(
+    text: str, terms: set[str], width: int = SNIPPET_CHARS, language: str = DEFAULT_LANGUAGE
+) -> str:
     """The densest window of `text` around matched words, each marked `**like this**`.
 
     Only the first SNIPPET_SCAN_CHARS are tokenized when a match lies there (the usual case):
     tokenizing whole long sections for every hit was a quarter of a query's time.
     """
     head = text[:SNIPPET_SCAN_CHARS]
+    word_spans = analyzer(language).spans
     spans = [(start, end) for start, end, term in word_spans(head) if term in terms]
     if not spans and len(text) > len(head):
         spans = [(start, end) for start, end, term in word_spans(text) if term in terms]

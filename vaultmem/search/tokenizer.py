@@ -44,6 +44,8 @@ import re
 import unicodedata
 from collections.abc import Callable
 
+from vaultmem.config import DEFAULT_SEARCH_LANGUAGE, SEARCH_LANGUAGES
+
 __all__ = [
     "DEFAULT_LANGUAGE",
     "LANGUAGES",
@@ -59,15 +61,10 @@ __all__ = [
 
 TOKENIZER_VERSION = 2
 
-LANGUAGES: tuple[str, ...] = (
-    "none", "arabic", "armenian", "basque", "catalan", "czech", "danish", "dutch", "english",
-    "finnish", "french", "german", "greek", "hindi", "hungarian", "indonesian", "irish",
-    "italian", "lithuanian", "nepali", "norwegian", "porter", "portuguese", "romanian",
-    "russian", "serbian", "spanish", "swedish", "tamil", "turkish", "yiddish",
-)  # fmt: skip
+LANGUAGES = SEARCH_LANGUAGES
 """Stemmer languages (`[search] language` in config.toml): PyStemmer's Snowball stemmers;
-`none` turns stemming off. The default is `english`."""
-DEFAULT_LANGUAGE = "english"
+`none` turns stemming off."""
+DEFAULT_LANGUAGE = DEFAULT_SEARCH_LANGUAGE
 
 _STOPWORD_LIST = """
     a about above after again against all am an and any are as at be because been before being

@@ -241,6 +241,13 @@ def note_scores(
     ]
 
 
+def index_language(con: Connection) -> str:
+    """The stemmer language the index was built with (`meta.tokenizer_version` = `N-language`)."""
+    row = con.execute("SELECT value FROM meta WHERE key = 'tokenizer_version'").fetchone()
+    version = str(row[0]) if row else ""
+    return version.partition("-")[2] or "english"
+
+
 def known_terms(con: Connection, terms: list[str]) -> dict[str, int]:
     """df of those of `terms` the index holds."""
     if not terms:
