@@ -289,7 +289,6 @@ def _suggestions(
         WITH tt AS (
             SELECT DISTINCT p.term, p.note_id FROM postings p
             WHERE p.note_id IN (SELECT unnest($1::VARCHAR[]))
-              AND p.field IN ('body', 'title', 'tag')
               AND length(p.term) >= 3 AND NOT regexp_full_match(p.term, '[0-9]+')
         ), rare AS (SELECT term FROM terms WHERE df <= $2)
         SELECT a.note_id, b.note_id, count(*) AS shared, list(a.term ORDER BY a.term)
