@@ -461,6 +461,17 @@ def test_misspelt_terms_expand_to_the_nearest_index_terms(corpus_vault: Vault) -
     assert max_edits("abc") == 0 and max_edits("abcd") == 1 and max_edits("abcdefgh") == 2
 
 
+def test_a_misspelt_word_stands_for_one_index_term(tmp_path: Path) -> None:
+    vault = make_vault(
+        tmp_path / "vault",
+        {
+            "Release checklist.md": "# Release checklist\n\nSteps to release a version.\n",
+            "Git.md": "# Git\n\nRebase often. Related: rebasing, relations.\n",
+        },
+    )
+    assert [h.path for h in vault.search("relase")] == ["Release checklist.md"]
+
+
 def test_adjacent_terms_also_match_their_joined_form(tmp_path: Path) -> None:
     vault = make_vault(
         tmp_path / "vault",
