@@ -1,19 +1,47 @@
-"""Retrieval quality: question sets and r@1 / r@5 / MRR@10 over rankings of note paths.
+"""Retrieval quality: question sets, the metrics, and a SQLite FTS5 baseline (shared library).
 
 A question set is `benchmarks/questions/<set>.jsonl`, one JSON object per line:
-`{"q": "question", "expected": ["vault/relative/path.md", ...], "kind": "..."}`. A ranking is
-the list of note paths an engine returned for a question, best first. A question counts as
-found at rank k when any expected path is among the first k results.
+`{"q": "...", "expected": ["note/path.md", ...], "kind": "keyword|paraphrase|synonym|typo|..."}`.
+Any expected note in the ranking counts as a hit. Lines starting with `//` are comments. Which
+vault a set runs on is in `VAULTS` (paths relative to the repository root, so the same table
+works here and in CI, where the shared folder is `../shared`).
 
-(Minimal version written on the `recall` branch; the `search` branch owns the full one.)
+Metrics: r@1 and r@5 (share of questions with an expected note in the first 1 / 5 results) and
+MRR@10 (mean of 1/rank of the first expected note, 0 beyond rank 10).
+
+The baseline is what a careful person builds in 30 lines with the standard library: SQLite FTS5
+with the porter stemmer over whole notes, the file stem as a title column weighted 5×, the
+question's non-stop words OR-ed, ranked by `bm25()`.
 """
 
 from __future__ import annotations
 
 import json
+import re
+import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+QUESTIONS_DIR = Path(__file__).resolve().parent / "questions"
+
+VAULTS: dict[str, Path] = {
+    "example-vault": REPO / "example-vault",
+    "dwarvesf-brain": REPO.parent / "shared" / "vaults" / "dwarvesf-brain",
+}
+"""Question set name -> vault folder. `../shared` is the shared folder next to the repository
+(its worktrees live one level deeper, so the lookup also tries the grandparent)."""
+
+
+def vault_for(name: str) -> Path:
+    """The vault a question set runs on; tries `../shared` and `../../shared` (worktrees)."""
+    path = VAULTS[name]
+    if not path.exists() and "shared" in path.parts:
+        alt = REPO.parent.parent / path.relative_to(REPO.parent)
+        if alt.exists():
+            return alt
+    return path
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,25 +52,119 @@ class Question:
 
 
 def load_questions(path: str | Path) -> list[Question]:
-    questions = []
+    """Read a `.jsonl` question set; `//` lines and blank lines are skipped."""
+    out = []
     for line in Path(path).read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            row = json.loads(line)
-            questions.append(Question(row["q"], list(row["expected"]), row.get("kind", "")))
-    return questions
+        if line.strip() and not line.lstrip().startswith("//"):
+            obj = json.loads(line)
+            out.append(Question(obj["q"], list(obj["expected"]), obj.get("kind", "keyword")))
+    return out
 
 
-def _rank(ranking: Sequence[str], expected: Sequence[str]) -> int | None:
-    wanted = set(expected)
-    return next((i for i, path in enumerate(ranking, 1) if path in wanted), None)
+def question_sets() -> list[str]:
+    """Names of the question sets, sorted."""
+    return sorted(p.stem for p in QUESTIONS_DIR.glob("*.jsonl"))
 
 
 def metrics(rankings: Sequence[Sequence[str]], questions: Sequence[Question]) -> dict[str, float]:
-    """r@1, r@5 and MRR@10 of rankings (one per question, same order)."""
-    ranks = [_rank(r, q.expected) for r, q in zip(rankings, questions, strict=True)]
-    n = len(ranks) or 1
-    return {
-        "r@1": sum(1 for r in ranks if r is not None and r <= 1) / n,
-        "r@5": sum(1 for r in ranks if r is not None and r <= 5) / n,
-        "mrr@10": sum(1 / r for r in ranks if r is not None and r <= 10) / n,
-    }
+    """r@1, r@5 and MRR@10 of rankings (note paths, best first), one per question."""
+    r1 = r5 = rr = 0.0
+    for ranking, question in zip(rankings, questions, strict=True):
+        expected = set(question.expected)
+        rank = next((i for i, p in enumerate(ranking[:10], 1) if p in expected), None)
+        if rank is not None:
+            r1 += rank == 1
+            r5 += rank <= 5
+            rr += 1 / rank
+    n = max(len(questions), 1)
+    return {"r@1": r1 / n, "r@5": r5 / n, "mrr@10": rr / n, "questions": len(questions)}
+
+
+_STOP = frozenset(
+    [
+        "a",
+        "about",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "but",
+        "by",
+        "can",
+        "could",
+        "did",
+        "do",
+        "does",
+        "doing",
+        "for",
+        "from",
+        "had",
+        "has",
+        "have",
+        "how",
+        "i",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "me",
+        "my",
+        "no",
+        "not",
+        "of",
+        "on",
+        "or",
+        "our",
+        "should",
+        "so",
+        "than",
+        "that",
+        "the",
+        "their",
+        "them",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "to",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "why",
+        "will",
+        "with",
+        "would",
+        "you",
+        "your",
+    ]
+)
+
+
+def fts5_rank(vault_root: Path, questions: Sequence[Question], k: int = 10) -> list[list[str]]:
+    """The baseline: FTS5 (porter) over whole notes, title = file stem weighted 5×, OR query."""
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE VIRTUAL TABLE n USING fts5(path UNINDEXED, title, body, tokenize=porter)")
+    for file in sorted(vault_root.rglob("*.md")):
+        rel = file.relative_to(vault_root).as_posix()
+        if not any(part.startswith(".") for part in file.relative_to(vault_root).parts):
+            body = file.read_text(encoding="utf-8", errors="replace")
+            db.execute("INSERT INTO n VALUES (?, ?, ?)", (rel, file.stem, body))
+    out = []
+    for question in questions:
+        words = [w for w in re.findall(r"\w+", question.q.lower()) if w not in _STOP]
+        match = " OR ".join(f'"{w}"' for w in words) or '""'
+        rows = db.execute(
+            "SELECT path FROM n WHERE n MATCH ? ORDER BY bm25(n, 0, 5.0, 1.0) LIMIT ?", (match, k)
+        ).fetchall()
+        out.append([r[0] for r in rows])
+    return out

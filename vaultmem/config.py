@@ -54,7 +54,15 @@ _Fail = Callable[[str, str], ConfigError]
 _PATTERN_NAME_RE = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
 
 _TOP_KEYS = ("managed_folder", "max_note_bytes", "exclude", "search", "mappings", "secrets")
-_SEARCH_KEYS = ("k1", "b")
+_SEARCH_KEYS = ("k1", "b", "language")
+DEFAULT_SEARCH_LANGUAGE = "english"
+SEARCH_LANGUAGES: tuple[str, ...] = (
+    "none", "arabic", "armenian", "basque", "catalan", "czech", "danish", "dutch", "english",
+    "finnish", "french", "german", "greek", "hindi", "hungarian", "indonesian", "irish",
+    "italian", "lithuanian", "nepali", "norwegian", "porter", "portuguese", "romanian",
+    "russian", "serbian", "spanish", "swedish", "tamil", "turkish", "yiddish",
+)  # fmt: skip
+"""Stemmers for `[search] language` (PyStemmer's Snowball stemmers; `none`: no stemming)."""
 _MAPPING_KEYS = ("folder", "scope", "scope_id")
 _SECRETS_KEYS = ("patterns",)
 _PATTERN_KEYS = ("name", "regex")
@@ -85,6 +93,7 @@ class Config:
     max_note_bytes: int = DEFAULT_MAX_NOTE_BYTES
     bm25_k1: float = DEFAULT_BM25_K1
     bm25_b: float = DEFAULT_BM25_B
+    search_language: str = DEFAULT_SEARCH_LANGUAGE
     secret_patterns: tuple[tuple[str, str], ...] = ()
     obsidian_exclude: tuple[str, ...] = ()
 
@@ -325,6 +334,11 @@ def _validate(
     b = _number(search.get("b", DEFAULT_BM25_B), "search.b", fail)
     if not 0 <= b <= 1:
         raise fail("search.b", f"must be between 0 and 1, got {b}")
+    language = search.get("language", DEFAULT_SEARCH_LANGUAGE)
+    if language not in SEARCH_LANGUAGES:
+        raise fail(
+            "search.language", f"must be one of {', '.join(SEARCH_LANGUAGES)}, got {language!r}"
+        )
 
     mappings = _mappings(root, raw.get("mappings", []), fail)
     if not any(_is_within(managed, m.folder) for m in mappings):
@@ -344,6 +358,7 @@ def _validate(
         max_note_bytes=max_bytes,
         bm25_k1=k1,
         bm25_b=b,
+        search_language=language,
         secret_patterns=secrets,
         obsidian_exclude=obsidian_exclude,
     )
@@ -515,6 +530,8 @@ def render_config(config: Config) -> str:
         f"k1 = {_toml_float(config.bm25_k1)}",
         f"b = {_toml_float(config.bm25_b)}",
     ]
+    if config.search_language != DEFAULT_SEARCH_LANGUAGE:
+        lines.append(f"language = {_toml_str(config.search_language)}")
     for mapping in config.mappings:
         lines += ["", "[[mappings]]", f"folder = {_toml_str(mapping.folder)}"]
         lines.append(f"scope = {_toml_str(mapping.scope)}")

@@ -15,7 +15,7 @@ import threading
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vaultmem.config import Config, FolderMapping, find_vault, init_vault, load_config
 from vaultmem.errors import InvalidArgumentError, NotFoundError, VaultNotFoundError
@@ -23,20 +23,21 @@ from vaultmem.index import catalog, graph, reading
 from vaultmem.index import status as index_status
 from vaultmem.index.catalog import NoteDetail, NoteRef, SqlResult, Status
 from vaultmem.index.preview import ParsedView, preview
-from vaultmem.index.reconcile import Progress, ReconcileReport, reconcile
-from vaultmem.index.watch import Emit
-from vaultmem.index.watch import watch as watch_vault
 from vaultmem.memory import context as context_block
 from vaultmem.memory import identity, relations, usage
 from vaultmem.memory import recall as recall_op
 from vaultmem.memory import topic_store as memory
 from vaultmem.memory.secrets import SecretPattern, compile_patterns, redact
-from vaultmem.okf import export as okf_export
-from vaultmem.okf import ingest as okf_ingest
-from vaultmem.okf import validate as okf_validate
 from vaultmem.search import query as search
 from vaultmem.search.query import SearchFilters, SearchHit
 from vaultmem.storage import store
+
+if TYPE_CHECKING:  # imported where used: a CLI search need not load reconcile, watch or OKF
+    from vaultmem.index.reconcile import Progress, ReconcileReport
+    from vaultmem.index.watch import Emit
+    from vaultmem.okf import export as okf_export
+    from vaultmem.okf import ingest as okf_ingest
+    from vaultmem.okf import validate as okf_validate
 
 
 class Vault:
@@ -81,6 +82,8 @@ class Vault:
         progress: Progress | None = None,
         lock_timeout_s: float = 30.0,
     ) -> ReconcileReport:
+        from vaultmem.index.reconcile import reconcile
+
         return reconcile(
             self.config,
             rebuild=rebuild,
@@ -98,6 +101,8 @@ class Vault:
         stop: threading.Event | None = None,
     ) -> None:
         """Keep the index following the vault until `stop` is set (docs/watch.md)."""
+        from vaultmem.index.watch import watch as watch_vault
+
         watch_vault(self.root, debounce_ms=debounce_ms, sweep_s=sweep_s, emit=emit, stop=stop)
 
     # -- reading the index ----------------------------------------------------------------
@@ -155,6 +160,7 @@ class Vault:
                 limit=limit,
                 k1=self.config.bm25_k1,
                 b=self.config.bm25_b,
+                language=self.config.search_language,
             )
         patterns = compile_patterns(self.config.secret_patterns)
         return [_redact_hit(hit, patterns) for hit in hits]
@@ -393,6 +399,8 @@ class Vault:
         """Write managed topics and/or a mapped folder's notes as an OKF v0.2 bundle."""
         if format not in ("dir", "tar.gz", "zip"):
             raise InvalidArgumentError(f"--format {format!r}: choose dir, tar.gz or zip.")
+        from vaultmem.okf import export as okf_export
+
         return okf_export.export_bundle(
             self.config,
             Path(out),
@@ -415,6 +423,8 @@ class Vault:
         dry_run: bool = False,
     ) -> okf_ingest.ImportReport:
         """Import an OKF bundle (folder, .tar.gz or .zip) as topics of one scope."""
+        from vaultmem.okf import ingest as okf_ingest
+
         return okf_ingest.import_bundle(
             self.config,
             Path(source),
@@ -430,6 +440,8 @@ class Vault:
         root = Path(bundle)
         if not root.is_dir():
             raise NotFoundError(f"{root} is not a folder.", hint="Pass an exported bundle folder.")
+        from vaultmem.okf import validate as okf_validate
+
         return okf_validate.validate_bundle(root)
 
     def _relative(self, note_path: str | Path) -> str:

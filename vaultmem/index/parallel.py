@@ -6,9 +6,10 @@ calling process: starting workers costs more than it saves. Workers come from a 
 that preloads the parser, so no DuckDB state or threads are ever forked.
 
 Postings are most of the index's rows (~2M for 10,000 notes), so they never travel back as
-Python objects: each chunk writes its postings straight to a TSV file (`term, note number,
-ord, field, tf`; the note number is the note's position in the batch, because ids are assigned
-only after every note is parsed) and the store loads all files with DuckDB's CSV reader.
+Python objects: each chunk writes its postings straight to a TSV file
+(`search.documents.postings_lines`; the note number is the note's position in the batch,
+because ids are assigned only after every note is parsed) and the store loads all files with
+DuckDB's CSV reader.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import multiprocessing
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import replace
@@ -26,7 +27,8 @@ from pathlib import Path
 
 from vaultmem.models import ParsedNote
 from vaultmem.note.parse import parse_note
-from vaultmem.search.documents import SearchDocument, note_documents
+from vaultmem.search.documents import SearchDocument, note_documents, postings_lines
+from vaultmem.search.tokenizer import DEFAULT_LANGUAGE
 
 Analysed = tuple[ParsedNote, list[SearchDocument]]
 Progress = Callable[[int, int], None]
@@ -37,30 +39,26 @@ PARALLEL_MIN_BYTES = 1_500_000
 _CHUNK_BYTES = 400_000
 
 
-def analyse_note(path: str, data: bytes, max_bytes: int) -> Analysed:
+def analyse_note(
+    path: str, data: bytes, max_bytes: int, language: str = DEFAULT_LANGUAGE
+) -> Analysed:
     """Parse a note and cut it into search documents: all the CPU work one note needs."""
     parsed = parse_note(path, data, max_bytes=max_bytes)
-    return parsed, note_documents(parsed.note)
-
-
-def postings_lines(number: int, documents: Sequence[SearchDocument]) -> Iterator[str]:
-    """A note's postings as TSV lines `term, note number, ord, field, tf` (`_load_postings`).
-
-    Terms never hold white space (a tokenizer property), so the TSV needs no quoting.
-    """
-    for doc in documents:
-        for term, field, tf in doc.terms:
-            yield f"{term}\t{number}\t{doc.ord}\t{field}\t{tf}\n"
+    return parsed, note_documents(parsed.note, language)
 
 
 def _analyse_chunk(
-    first: int, items: Sequence[tuple[str, bytes]], max_bytes: int, postings_path: str
+    first: int,
+    items: Sequence[tuple[str, bytes]],
+    max_bytes: int,
+    postings_path: str,
+    language: str = DEFAULT_LANGUAGE,
 ) -> list[Analysed]:
     """Analyse notes `first`, `first + 1`, …; write their postings to `postings_path`."""
     out: list[Analysed] = []
     lines: list[str] = []
     for number, (path, data) in enumerate(items, start=first):
-        parsed, documents = analyse_note(path, data, max_bytes)
+        parsed, documents = analyse_note(path, data, max_bytes, language)
         lines.extend(postings_lines(number, documents))
         out.append((parsed, [replace(doc, terms=()) for doc in documents]))
     with open(postings_path, "w", encoding="utf-8", newline="\n") as handle:
@@ -121,6 +119,7 @@ def analyse_all(
     *,
     max_bytes: int,
     progress: Progress | None = None,
+    language: str = DEFAULT_LANGUAGE,
 ) -> tuple[list[Analysed], list[Path]]:
     """Analyse (path, bytes) pairs, in order, two processes when the batch is large.
 
@@ -131,13 +130,13 @@ def analyse_all(
     files = [postings_dir / f"postings-{i:05d}.tsv" for i in range(len(chunks))]
     if worker_count() >= 2 and sum(len(data) for _, data in items) >= PARALLEL_MIN_BYTES:
         try:
-            return _analyse_in_pool(chunks, files, max_bytes, progress, len(items)), files
+            return _analyse_in_pool(chunks, files, max_bytes, progress, len(items), language), files
         except BrokenProcessPool:
             pass  # workers could not start (e.g. `__main__` is stdin, which forkserver
             # cannot re-import): parsing here is slower but gives the same result
     results: list[Analysed] = []
     for (first, chunk), file in zip(chunks, files, strict=True):
-        results.extend(_analyse_chunk(first, chunk, max_bytes, str(file)))
+        results.extend(_analyse_chunk(first, chunk, max_bytes, str(file), language))
         if progress:
             progress(len(results), len(items))
     return results, files
@@ -149,6 +148,7 @@ def _analyse_in_pool(
     max_bytes: int,
     progress: Progress | None,
     total: int,
+    language: str,
 ) -> list[Analysed]:
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(["vaultmem.note.parse"])
@@ -165,6 +165,7 @@ def _analyse_in_pool(
             [chunk for _, chunk in chunks],
             repeat(max_bytes),
             [str(f) for f in files],
+            repeat(language),
         ):
             results.extend(chunk)
             if progress:

@@ -56,7 +56,7 @@ from vaultmem.models import Block, Heading, Link, ParsedNote, Problem
 from vaultmem.note.links import LinkResolver, file_name_key, resolve_link
 from vaultmem.note.parse import PARSER_VERSION
 from vaultmem.search.tokenizer import TOKENIZER_VERSION
-from vaultmem.storage import store
+from vaultmem.storage import search_rows, store
 from vaultmem.storage.rows import NOTE_TABLES, NoteBatches, NoteRecord
 
 Progress = Callable[[int, int], None]
@@ -82,7 +82,7 @@ def index_versions(config: Config) -> dict[str, str]:
     )
     return {
         "parser_version": str(PARSER_VERSION),
-        "tokenizer_version": str(TOKENIZER_VERSION),
+        "tokenizer_version": f"{TOKENIZER_VERSION}-{config.search_language}",
         "vaultmem_version": __version__,
         "config_digest": hashlib.blake2b(shape.encode(), digest_size=8).hexdigest(),
     }
@@ -318,6 +318,7 @@ class _Run:
             postings_dir,
             max_bytes=config.max_note_bytes,
             progress=self.progress,
+            language=config.search_language,
         )
         parsed = {result.note.path: result for result, _ in analysed}
         documents = {result.note.path: docs for result, docs in analysed}
@@ -410,7 +411,9 @@ class _Run:
                 for problem in scan_problems:
                     batches.add_problem(problem)
 
-            removed_df = _document_frequencies(con, removed_ids) if not create else Counter()
+            removed_df = (
+                search_rows.document_frequencies(con, removed_ids) if not create else Counter()
+            )
             for table in NOTE_TABLES:
                 column = (
                     "id" if table == "notes" else "source_id" if table == "links" else "note_id"
@@ -430,14 +433,14 @@ class _Run:
             )
             for batch in batches.tables.values():
                 store.load(con, batch)
-            added_df = _load_postings(
+            added_df = search_rows.load_postings(
                 con, postings_files, [ids[result.note.path] for result, _ in analysed], create
             )
             if create:
-                _recount_terms(con, None)
+                search_rows.recount_terms(con, None)
             else:
                 added_df.subtract(removed_df)
-                _recount_terms(con, added_df)
+                search_rows.recount_terms(con, added_df)
             if touched:
                 touch = store.Batch(
                     "t", ["path", "size", "mtime_ns"], ["VARCHAR", "BIGINT", "BIGINT"]
@@ -509,6 +512,7 @@ class _Run:
         con.execute(
             f"UPDATE links SET target_id = m.new FROM {mapping} WHERE target_id = m.old", [old, new]
         )
+        search_rows.rekey_postings(con, new)
 
     def _reresolve(
         self,
@@ -616,88 +620,3 @@ class _HeadingsCache:
         }
         for path in wanted:
             self.cache[path] = found.get(path, ([], [])) if path in known else None
-
-
-def _document_frequencies(con: store.Connection, note_ids: set[str]) -> Counter[str]:
-    """For each term, in how many of these notes' documents it occurs (before they go)."""
-    if not note_ids:
-        return Counter()
-    rows = con.execute(
-        "SELECT term, count(*) FROM (SELECT DISTINCT term, note_id, ord FROM postings "
-        "WHERE note_id IN (SELECT unnest($1::VARCHAR[]))) GROUP BY term",
-        [sorted(note_ids)],
-    ).fetchall()
-    return Counter({term: int(n) for term, n in rows})
-
-
-def _load_postings(
-    con: store.Connection, files: list[Path], note_ids: list[str], create: bool
-) -> Counter[str]:
-    """Load the workers' postings files; return, per term, how many new documents hold it.
-
-    The files number notes by their position in the batch; a join maps numbers to ids. A
-    fresh index stores postings sorted by term, so zone maps skip other terms' row groups.
-    """
-    files = [f for f in files if f.stat().st_size]
-    if not files:
-        return Counter()
-    con.execute(
-        "CREATE TEMP TABLE staged_postings AS SELECT * FROM read_csv($1, delim='\t', "
-        "header=false, quote='', escape='', columns={'term': 'VARCHAR', 'number': 'INTEGER', "
-        "'ord': 'INTEGER', 'field': 'VARCHAR', 'tf': 'INTEGER'})",
-        [[str(f) for f in files]],
-    )
-    con.execute(
-        "CREATE TEMP TABLE note_numbers AS SELECT unnest($1::VARCHAR[]) AS note_id, "
-        "unnest($2::INTEGER[]) AS number",
-        [note_ids, list(range(len(note_ids)))],
-    )
-    order = " ORDER BY s.term, m.note_id, s.ord" if create else ""
-    con.execute(
-        "INSERT INTO postings SELECT s.term, m.note_id, s.ord, s.field, s.tf "
-        f"FROM staged_postings s JOIN note_numbers m USING (number){order}"
-    )
-    added: Counter[str] = Counter()
-    if not create:
-        rows = con.execute(
-            "SELECT term, count(*) FROM (SELECT DISTINCT term, number, ord FROM staged_postings) "
-            "GROUP BY term"
-        ).fetchall()
-        added.update({term: int(n) for term, n in rows})
-    con.execute("DROP TABLE staged_postings")
-    con.execute("DROP TABLE note_numbers")
-    return added
-
-
-def _recount_terms(con: store.Connection, delta: Counter[str] | None) -> None:
-    """Keep `terms.df` and `search_stats` exactly what a rebuild computes.
-
-    `delta` None counts everything (a fresh build). Otherwise it holds, per term, the documents
-    added minus the documents removed that contain it; applying it touches only those terms,
-    so a one-note edit costs in proportion to that note, not to the vault.
-    """
-    if delta is None:
-        con.execute("DELETE FROM terms")
-        con.execute(
-            "INSERT INTO terms SELECT term, count(*)::INTEGER FROM "
-            "(SELECT DISTINCT term, note_id, ord FROM postings) GROUP BY term ORDER BY term"
-        )
-    else:
-        moved = sorted((term, n) for term, n in delta.items() if n)
-        if moved:
-            con.execute(
-                "CREATE TEMP TABLE df_delta AS SELECT unnest($1::VARCHAR[]) AS term, "
-                "unnest($2::INTEGER[]) AS d",
-                [[t for t, _ in moved], [n for _, n in moved]],
-            )
-            con.execute(
-                "UPDATE terms SET df = terms.df + x.d FROM df_delta x WHERE terms.term = x.term"
-            )
-            con.execute(
-                "INSERT INTO terms SELECT x.term, x.d FROM df_delta x "
-                "ANTI JOIN terms t ON t.term = x.term"
-            )
-            con.execute("DELETE FROM terms WHERE df <= 0")
-            con.execute("DROP TABLE df_delta")
-    con.execute("DELETE FROM search_stats")
-    con.execute("INSERT INTO search_stats SELECT count(*), coalesce(sum(length), 0) FROM documents")

@@ -9,11 +9,13 @@ frequencies per field; the index stores them as postings.
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from vaultmem.models import Note
-from vaultmem.search.tokenizer import tokenize
+from vaultmem.search.tokenizer import DEFAULT_LANGUAGE, analyzer
 
 Field = str
 FIELD_WEIGHTS: dict[Field, float] = {
@@ -24,7 +26,8 @@ FIELD_WEIGHTS: dict[Field, float] = {
     "body": 1.0,
 }
 """How much one occurrence counts, per field: title and aliases above headings above tags above
-body. BM25 sees the weighted sum of a term's frequencies in a document (a BM25F-style blend)."""
+body. BM25 sees the weighted sum of a term's frequencies in a document (a BM25F-style blend).
+The index stores these sums (`postings.tf`): bump TOKENIZER_VERSION when changing a weight."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,8 +42,10 @@ class SearchDocument:
     terms: tuple[tuple[str, Field, int], ...]
 
 
-def note_documents(note: Note) -> list[SearchDocument]:
-    """The note-level document followed by one document per non-empty section."""
+def note_documents(note: Note, language: str = DEFAULT_LANGUAGE) -> list[SearchDocument]:
+    """The note-level document followed by one document per non-empty section, its words
+    stemmed for `language` (`[search] language`)."""
+    tokenize = analyzer(language).tokenize
     docs = []
     fields: list[tuple[Field, list[str]]] = [
         ("title", tokenize(note.title)),
@@ -71,3 +76,26 @@ def _document(
     return SearchDocument(
         ord_, heading, line, text, sum(len(terms) for _, terms in fields), triples
     )
+
+
+def note_key(note_id: str) -> int:
+    """The integer key of a note in `postings`: 63 bits of BLAKE2b of its id (stable)."""
+    digest = hashlib.blake2b(note_id.encode("utf-8"), digest_size=8).digest()
+    return int.from_bytes(digest, "big") >> 1
+
+
+def postings_lines(number: int, documents: Sequence[SearchDocument]) -> Iterator[str]:
+    """A note's postings as TSV lines `term, note number, ord, tf, length, note length`
+    (loaded by `storage.search_rows.load_postings`).
+
+    `tf` is the field-weighted frequency (Σ weight(field) · occurrences); weights are
+    multiples of 0.5, so the sums are exact in binary floating point. Terms never hold white
+    space (a tokenizer property), so the TSV needs no quoting.
+    """
+    note_length = sum(doc.length for doc in documents)
+    for doc in documents:
+        weighted: dict[str, float] = {}
+        for term, field, tf in doc.terms:
+            weighted[term] = weighted.get(term, 0.0) + FIELD_WEIGHTS[field] * tf
+        for term, tf_w in weighted.items():
+            yield f"{term}\t{number}\t{doc.ord}\t{tf_w!r}\t{doc.length}\t{note_length}\n"

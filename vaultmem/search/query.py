@@ -1,20 +1,19 @@
 """BM25 search over the index's own tables, with Obsidian-like query operators.
 
-Scoring happens in one SQL statement at query time from `postings`, `documents`, `terms` and
-`search_stats`: storing tf and lengths (not precomputed weights) means a one-note edit touches
-only that note's rows and the frequencies of its terms, and incremental equals rebuild.
+A query is parsed (words, "phrases", -exclusions, tag:/path:/type: operators), its terms the
+index does not hold are replaced by their nearest index terms (typos), adjacent terms the index
+holds joined are added (`stat blocks` finds `statblocks`), and notes are ranked by
 
-    score(d) = Σ_t idf(t) · tf'(t,d)·(k1+1) / (tf'(t,d) + k1·(1 − b + b·|d|/avgdl))
-    idf(t)   = ln(1 + (N − df(t) + 0.5) / (df(t) + 0.5))
-    tf'(t,d) = Σ_field weight(field) · tf(t, field, d)
+    score(note) = best section's BM25 + title document's BM25 + WHOLE_NOTE · whole note's BM25
 
-A note's score is its best document's; the hit shows that document's heading and a snippet.
-Words are OR-ed (ranking, not filtering), so natural-language questions work; `"phrases"`,
-`-exclusions`, `tag:`, `path:`, `type:` filter.
+with statistics counted over the notes the filters keep (`storage/search_queries.py` holds the
+SQL and the formulas). Words are OR-ed (ranking, not filtering), so natural-language questions
+work; phrases, exclusions and operators filter.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 import shlex
 from dataclasses import dataclass, field
@@ -22,8 +21,8 @@ from datetime import datetime
 from typing import Any
 
 from vaultmem.errors import QueryError
-from vaultmem.search.documents import FIELD_WEIGHTS
-from vaultmem.search.tokenizer import tokenize, word_spans
+from vaultmem.search.tokenizer import DEFAULT_LANGUAGE, analyzer
+from vaultmem.storage import search_queries as queries
 from vaultmem.storage.store import Connection
 
 SNIPPET_CHARS = 240
@@ -69,13 +68,16 @@ class SearchHit:
     score: float
     snippet: str
     sections: tuple[dict[str, Any], ...] = field(default=())
+    score_parts: dict[str, float] = field(default_factory=dict)
+    """The score's parts: best `section`, `title` document, `whole` note (before its weight)."""
 
 
 _OPERATOR = re.compile(r"^(tag|path|type):(.+)$", re.I)
 
 
-def parse_query(text: str) -> ParsedQuery:
+def parse_query(text: str, language: str = DEFAULT_LANGUAGE) -> ParsedQuery:
     """Split a query into words, "phrases", -exclusions and tag:/path:/type: operators."""
+    tokenize = analyzer(language).tokenize
     try:
         parts = shlex.split(text, posix=True)
     except ValueError:  # an unbalanced quote: treat the quote as an ordinary character
@@ -118,111 +120,49 @@ def parse_query(text: str) -> ParsedQuery:
     )
 
 
-# Weights as DOUBLE literals: DuckDB would otherwise multiply in DECIMAL.
-_WEIGHT_CASE = (
-    "CASE p.field "
-    + " ".join(f"WHEN '{name}' THEN {weight!r}::DOUBLE" for name, weight in FIELD_WEIGHTS.items())
-    + " ELSE 1.0::DOUBLE END"
-)
-
-# Every document matching a query term with its BM25 score. Postings are physically sorted by
-# term in a fresh index, so the `term IN (...)` scan reads only the row groups of the query's
-# terms; `documents` is joined for lengths (a scan of three narrow columns).
-_SCORED = f"""
-WITH st AS (SELECT documents::DOUBLE AS n,
-                   total_length::DOUBLE / greatest(documents, 1) AS avgdl FROM search_stats),
-idf AS (SELECT t.term, ln(1 + (st.n - t.df + 0.5) / (t.df + 0.5)) AS idf
-        FROM terms t, st WHERE t.term IN ({{terms}})),
-tfw AS (SELECT p.note_id, p.ord, p.term, sum(p.tf * {_WEIGHT_CASE}) AS tf
-        FROM postings p WHERE p.term IN ({{terms}}) GROUP BY ALL),
-scored AS (
-    SELECT tfw.note_id, tfw.ord,
-           sum(idf.idf * tfw.tf * ($k1 + 1)
-               / (tfw.tf + $k1 * (1 - $b + $b * d.length / st.avgdl))) AS score,
-           count(*) FILTER (WHERE list_contains($needed::VARCHAR[], tfw.term)) AS needed
-    FROM tfw JOIN idf USING (term)
-    JOIN documents d ON d.note_id = tfw.note_id AND d.ord = tfw.ord, st
-    GROUP BY tfw.note_id, tfw.ord
-),
-kept AS (
-    SELECT s.note_id, s.ord, s.score FROM scored s {{join}}
-    WHERE s.needed = len($needed::VARCHAR[]) AND {{filters}}
-)
-"""
-
-_DOCUMENTS_SQL = _SCORED + "SELECT note_id, ord, score FROM kept ORDER BY score DESC, note_id, ord"
-
-# Notes ranked by their best document, cut to the limit inside DuckDB: only the top notes'
-# rows (their five best documents each) come back to Python.
-_NOTES_SQL = (
-    _SCORED
-    + """,
-best AS (SELECT note_id, max(score) AS score FROM kept GROUP BY note_id
-         ORDER BY score DESC, note_id LIMIT $limit)
-SELECT b.note_id, b.score,
-       list(k.ord ORDER BY k.score DESC, k.ord)[1:5] AS ords,
-       list(k.score ORDER BY k.score DESC, k.ord)[1:5] AS scores
-FROM best b JOIN kept k USING (note_id)
-GROUP BY b.note_id, b.score ORDER BY b.score DESC, b.note_id
-"""
-)
-
-Ranked = list[tuple[str, list[tuple[int, float]]]]
-Section = tuple[str | None, int, str]
-"""A section's heading, first line and text."""
-"""Notes, best first, each with its best documents as (ord, score), best first."""
+FUZZY_LIMIT = 1
+"""How many index terms stand in for a query term the index does not hold: the closest, most
+frequent one. With three, `relase` also became `rebas` and `relat` and a note about rebasing
+outranked the release checklist; the question sets scored the same either way."""
 
 
-def _sql(template: str, where: str, n_terms: int) -> str:
-    """The score SQL with its filters, and the terms as a literal IN-list of parameters
-    (`$t0, $t1, …`): DuckDB prunes the term-sorted postings better than with a subquery."""
-    join = "" if where == "true" else "JOIN notes n ON n.id = s.note_id"
-    terms = ", ".join(f"$t{i}" for i in range(n_terms))
-    return template.format(join=join, filters=where, terms=terms)
+def max_edits(term: str) -> int:
+    """Edits allowed when a query term is not in the index: none for short words, numbers and
+    non-alphabetic terms, 1 up to 7 letters, 2 beyond (`corutin` -> `coroutin`)."""
+    if len(term) < 4 or not term.isalpha():
+        return 0
+    return 1 if len(term) <= 7 else 2
 
 
-def _term_params(terms: list[str]) -> dict[str, str]:
-    return {f"t{i}": term for i, term in enumerate(terms)}
+def joined_terms(terms: list[str]) -> list[str]:
+    """Adjacent query terms written together (`stat block` -> `statblock`): looked for too,
+    so split compounds find the note that writes them as one word."""
+    return [a + b for a, b in itertools.pairwise(terms) if a + b not in terms]
 
 
-def document_scores(
-    con: Connection,
-    terms: list[str],
-    *,
-    k1: float,
-    b: float,
-    where: str = "true",
-    params: dict[str, Any] | None = None,
-    needed: tuple[str, ...] = (),
-) -> list[tuple[str, int, float]]:
-    """(note_id, ord, score) of every document matching any term, best first.
+def expand_terms(
+    con: Connection, terms: list[str], found: frozenset[str] | None = None
+) -> list[str]:
+    """The query's terms with those the index lacks replaced by their nearest index terms.
 
-    `where` filters on the note (alias `n`); `needed` terms must all occur in a document.
+    `found` holds terms known to be in the index (a ranking's matched terms): only the others
+    are looked up. A term without a near neighbour stays: it matches nothing, harmlessly.
     """
-    bound = {**_term_params(terms), "k1": k1, "b": b, "needed": list(needed), **(params or {})}
-    rows = con.execute(_sql(_DOCUMENTS_SQL, where, len(terms)), bound).fetchall()
-    return [(r[0], int(r[1]), float(r[2])) for r in rows]
+    unsure = [t for t in terms if max_edits(t) and (found is None or t not in found)]
+    known = queries.known_terms(con, unsure) if unsure else {}
+    out: dict[str, None] = {}
+    for term in terms:
+        if term not in unsure or term in known:
+            out[term] = None
+        else:
+            nearest = queries.nearest_terms(con, term, max_edits(term), FUZZY_LIMIT)
+            out.update(dict.fromkeys(nearest or [term]))
+    return list(out)
 
 
-def note_scores(
-    con: Connection,
-    terms: list[str],
-    *,
-    k1: float,
-    b: float,
-    limit: int,
-    where: str = "true",
-    params: dict[str, Any] | None = None,
-) -> Ranked:
-    """The `limit` best notes (score of their best document), each with its best documents."""
-    bound = {**_term_params(terms), "k1": k1, "b": b, "needed": [], "limit": limit}
-    bound.update(params or {})
-    rows = con.execute(_sql(_NOTES_SQL, where, len(terms)), bound).fetchall()
-    return [(r[0], [(int(o), float(s)) for o, s in zip(r[2], r[3], strict=True)]) for r in rows]
-
-
-def _filters(query: ParsedQuery, filters: SearchFilters) -> tuple[str, dict[str, Any]]:
-    clauses = ["true"]
+def note_filter(query: ParsedQuery, filters: SearchFilters) -> queries.NoteFilter:
+    """The query's operators and the options as one condition on the note (alias `n`)."""
+    clauses: list[str] = []
     params: dict[str, Any] = {}
     if filters.scope:
         clauses.append("n.scope = $scope")
@@ -249,13 +189,7 @@ def _filters(query: ParsedQuery, filters: SearchFilters) -> tuple[str, dict[str,
     if filters.until:
         clauses.append(f"{updated} < $until")
         params["until"] = filters.until.replace(tzinfo=None)
-    if query.excluded:
-        clauses.append(
-            "NOT EXISTS (SELECT 1 FROM postings x WHERE x.note_id = n.id "
-            "AND x.term IN (SELECT unnest($excluded::VARCHAR[])))"
-        )
-        params["excluded"] = list(query.excluded)
-    return " AND ".join(clauses), params
+    return queries.NoteFilter(" AND ".join(clauses) or "true", params)
 
 
 def search(
@@ -266,45 +200,77 @@ def search(
     limit: int = 10,
     k1: float = 1.2,
     b: float = 0.75,
+    whole_weight: float = queries.WHOLE_NOTE,
+    title_weight: float = queries.TITLE_DOCUMENT,
+    language: str | None = None,
 ) -> list[SearchHit]:
-    """Run a query; results grouped by note, best first."""
-    query = parse_query(text)
+    """Run a query; results grouped by note, best first.
+
+    `language` is the stemmer the index was built with (`[search] language`); None reads it
+    from the index, one more small statement.
+    """
+    language = language or queries.index_language(con)
+    query = parse_query(text, language)
     if not query.terms:
         raise QueryError(
             f"The query {text!r} has no searchable words (empty, or only stop words).",
             hint='Add a distinctive word, e.g. vaultmem search "duckdb lock".',
         )
-    where, params = _filters(query, filters)
-    terms = list(query.terms)
+    notes = note_filter(query, filters)
+    words = list(query.terms)
+    only = None
     if query.phrases:
-        ranked = _with_phrases(con, terms, query.phrases, k1=k1, b=b, where=where, params=params)
-    else:
-        ranked = note_scores(con, terms, k1=k1, b=b, limit=limit, where=where, params=params)
-    return _hits(con, ranked[:limit], query)
+        only = _phrase_notes(con, query.phrases, language, k1=k1, b=b, notes=notes)
+        if not only:
+            return []
+    joined = joined_terms(words)
+
+    def rank(terms: list[str]) -> list[queries.RankedNote]:
+        return queries.note_scores(
+            con,
+            [*terms, *joined],
+            k1=k1,
+            b=b,
+            limit=limit,
+            notes=notes,
+            whole_weight=whole_weight,
+            title_weight=title_weight,
+            excluded=query.excluded,
+            only=only,
+        )
+
+    ranked = rank(words)
+    # Typos: a query whose every word matched (the usual case) costs no further statement.
+    found = ranked[0].matched if ranked else frozenset()
+    if any(max_edits(t) and t not in found for t in words):
+        expanded = expand_terms(con, words, found)
+        if expanded != words:
+            words, ranked = expanded, rank(expanded)
+    return _hits(con, ranked, {*words, *joined}, language)
 
 
-def _with_phrases(
+def _phrase_notes(
     con: Connection,
-    terms: list[str],
     phrases: tuple[tuple[str, ...], ...],
+    language: str,
     **scoring: Any,
-) -> Ranked:
-    """Documents holding every phrase as consecutive terms, grouped by note, best first.
+) -> list[str]:
+    """Notes with a document holding every phrase as consecutive terms.
 
     SQL keeps only documents that contain every phrase term; their text is then tokenized
     here to check adjacency, which postings (without positions) cannot tell.
     """
     needed = tuple(dict.fromkeys(t for phrase in phrases for t in phrase))
-    rows = document_scores(con, terms, needed=needed, **scoring)
+    rows = queries.document_scores(con, list(needed), needed=needed, **scoring)
     if not rows:
         return []
-    texts = _texts(con, [(note_id, ord_) for note_id, ord_, _ in rows])
-    ranked: dict[str, list[tuple[int, float]]] = {}
-    for note_id, ord_, score in rows:
-        fields = [tokenize(part) for part in texts.get((note_id, ord_), ())]
+    texts = queries.document_texts(con, [(note_id, ord_) for note_id, ord_, _ in rows])
+    found: dict[str, None] = {}
+    for note_id, ord_, _ in rows:
+        fields = [analyzer(language).tokenize(part) for part in texts.get((note_id, ord_), ())]
         if all(any(_has_phrase(tokens, p) for tokens in fields) for p in phrases):
-            ranked.setdefault(note_id, []).append((ord_, score))
-    return sorted(ranked.items(), key=lambda item: (-item[1][0][1], item[0]))
+            found[note_id] = None
+    return list(found)
 
 
 def _has_phrase(tokens: list[str], phrase: tuple[str, ...]) -> bool:
@@ -312,74 +278,41 @@ def _has_phrase(tokens: list[str], phrase: tuple[str, ...]) -> bool:
     return any(tuple(tokens[i : i + n]) == phrase for i in range(len(tokens) - n + 1))
 
 
-def _texts(con: Connection, keys: list[tuple[str, int]]) -> dict[tuple[str, int], tuple[str, str]]:
-    """Heading and text of documents: a phrase must sit inside one of them."""
-    rows = con.execute(
-        "SELECT d.note_id, d.ord, coalesce(d.heading, ''), d.text FROM documents d "
-        "JOIN (SELECT unnest($1::VARCHAR[]) AS note_id, unnest($2::INTEGER[]) AS ord) k "
-        "USING (note_id, ord)",
-        [[k[0] for k in keys], [k[1] for k in keys]],
-    ).fetchall()
-    return {(r[0], r[1]): (r[2], r[3]) for r in rows}
-
-
-def _hits(con: Connection, ranked: Ranked, query: ParsedQuery) -> list[SearchHit]:
+def _hits(
+    con: Connection, ranked: list[queries.RankedNote], wanted: set[str], language: str
+) -> list[SearchHit]:
     if not ranked:
         return []
-    note_ids = [note_id for note_id, _ in ranked]
-    # Literal IN-lists, so DuckDB uses the ART indexes on notes.id and documents.note_id.
-    in_list = ", ".join("?" * len(note_ids))
-    notes = {
-        r[0]: r
-        for r in con.execute(
-            f"SELECT id, path, title, scope, scope_id FROM notes WHERE id IN ({in_list})",
-            note_ids,
-        ).fetchall()
-    }
-    sections = _sections(con, note_ids)
-    wanted = set(query.terms)
+    note_ids = [note.note_id for note in ranked]
+    sections = queries.note_sections(con, note_ids)
     hits = []
-    for note_id, docs in ranked:
-        _, path, title, scope, scope_id = notes[note_id]
-        heading, line, text = _shown_section(docs, sections.get(note_id, {}))
+    for note in ranked:
+        _, path, title, scope, scope_id = note.note
+        heading, line, text = _shown_section(note.documents, sections.get(note.note_id, {}))
         hits.append(
             SearchHit(
-                note_id=note_id,
+                note_id=note.note_id,
                 path=path,
                 title=title,
                 scope=scope,
                 scope_id=scope_id,
                 heading=heading,
                 line=line,
-                score=round(docs[0][1], 6),
-                snippet=snippet(text, wanted),
-                sections=tuple({"ord": o, "score": round(s, 6)} for o, s in docs[:5]),
+                score=round(note.score, 6),
+                snippet=snippet(text, wanted, language=language),
+                sections=tuple({"ord": o, "score": round(s, 6)} for o, s in note.documents[:5]),
+                score_parts={
+                    "section": round(note.section, 6),
+                    "title": round(note.title, 6),
+                    "whole": round(note.whole, 6),
+                },
             )
         )
     return hits
 
 
-def _sections(con: Connection, note_ids: list[str]) -> dict[str, dict[int, Section]]:
-    """Heading, line and text of every section (ord > 0) of these notes.
-
-    The WHERE clause holds only the note-id IN-list: any further condition (even `ord > 0`)
-    makes DuckDB scan every document's text instead of using the ART index (26 ms vs 4.5 ms
-    at 10,000 notes), so the note-level documents are dropped here.
-    """
-    rows = con.execute(
-        "SELECT note_id, ord, heading, line, text FROM documents "
-        f"WHERE note_id IN ({', '.join('?' * len(note_ids))})",
-        note_ids,
-    ).fetchall()
-    out: dict[str, dict[int, Section]] = {}
-    for note_id, ord_, heading, line, text in rows:
-        if ord_ > 0:
-            out.setdefault(note_id, {})[ord_] = (heading, line, text)
-    return out
-
-
 def _shown_section(
-    docs: list[tuple[int, float]], sections: dict[int, Section]
+    docs: list[tuple[int, float]], sections: dict[int, queries.Section]
 ) -> tuple[str | None, int, str]:
     """The section a hit shows: the best-scoring one with text to quote.
 
@@ -396,13 +329,16 @@ def _shown_section(
     return sections[min(sections)] if sections else (None, 1, "")
 
 
-def snippet(text: str, terms: set[str], width: int = SNIPPET_CHARS) -> str:
+def snippet(
+    text: str, terms: set[str], width: int = SNIPPET_CHARS, language: str = DEFAULT_LANGUAGE
+) -> str:
     """The densest window of `text` around matched words, each marked `**like this**`.
 
     Only the first SNIPPET_SCAN_CHARS are tokenized when a match lies there (the usual case):
     tokenizing whole long sections for every hit was a quarter of a query's time.
     """
     head = text[:SNIPPET_SCAN_CHARS]
+    word_spans = analyzer(language).spans
     spans = [(start, end) for start, end, term in word_spans(head) if term in terms]
     if not spans and len(text) > len(head):
         spans = [(start, end) for start, end, term in word_spans(text) if term in terms]

@@ -44,9 +44,14 @@ import re
 import unicodedata
 from collections.abc import Callable
 
+from vaultmem.config import DEFAULT_SEARCH_LANGUAGE, SEARCH_LANGUAGES
+
 __all__ = [
+    "DEFAULT_LANGUAGE",
+    "LANGUAGES",
     "STOPWORDS",
     "TOKENIZER_VERSION",
+    "analyzer",
     "fold",
     "is_stopword",
     "query_terms",
@@ -54,7 +59,12 @@ __all__ = [
     "word_spans",
 ]
 
-TOKENIZER_VERSION = 1
+TOKENIZER_VERSION = 2
+
+LANGUAGES = SEARCH_LANGUAGES
+"""Stemmer languages (`[search] language` in config.toml): PyStemmer's Snowball stemmers;
+`none` turns stemming off."""
+DEFAULT_LANGUAGE = DEFAULT_SEARCH_LANGUAGE
 
 _STOPWORD_LIST = """
     a about above after again against all am an and any are as at be because been before being
@@ -120,35 +130,35 @@ _DROP = str.maketrans("", "", _IGNORABLE + "'\u2019\u02bc")
 _PIECE_SEPS = "_-./\u2010\u2011"
 
 
-def _stem(word: str) -> str:
-    """S-stemmer on a case-folded word: fold plural endings onto one key per singular/plural.
+@functools.cache
+def _snowball(language: str) -> Callable[[str], str]:
+    """The Snowball stemmer of `language` (PyStemmer, C); imported on first use."""
+    # PyStemmer ships no type hints.
+    import Stemmer  # type: ignore[import-not-found]
 
-    The key need not be a word: after removing the plural `s`, a final `e` behind a sibilant is
-    dropped too, so `case`/`cases` -> `cas` and `status`/`statuses` -> `status` agree.
+    try:
+        return Stemmer.Stemmer(language).stemWord  # type: ignore[no-any-return]
+    except KeyError:
+        raise ValueError(
+            f"unknown stemmer language {language!r}; have {', '.join(LANGUAGES)}"
+        ) from None
+
+
+def _stemmer(language: str) -> Callable[[str], str]:
+    """A stem function for the case-folded words of `language` (`none`: no stemming).
+
+    Words holding a digit are never stemmed (`v1.2`, `abc1`, `2026s`): they are names.
     """
-    n = len(word)
-    if n <= 3 or not word[-1].isalpha():
-        return word
-    if word[-1] == "s":
-        if word.endswith(("ss", "us", "is")):  # class, status, analysis: not plurals
+    if language == "none":
+        return lambda word: word
+    snowball = _snowball(language)
+
+    def stem(word: str) -> str:
+        if len(word) <= 3 or not word.isalpha():
             return word
-        if word.endswith("sses"):
-            return word[:-2]
-        if word.endswith("yses"):  # analyses -> analysis
-            return word[:-2] + "is"
-        if word.endswith("ies") and n > 4 and word[-4] not in "aeiou":
-            return word[:-3] + "y"  # queries -> query (but ties, pies keep their e)
-        word = word[:-1]
-    elif word.endswith("ie") and n > 4:
-        return word[:-2] + "y"  # cookie -> cooky, like cookies
-    # A sibilant plural takes -es (boxes, statuses, cases); drop that e on both forms.
-    if (
-        len(word) >= 4
-        and word[-1] == "e"
-        and (word[-2] in "sxz" or word.endswith(("ch", "sh"), 0, -1))
-    ):
-        return word[:-1]
-    return word
+        return snowball(word)
+
+    return stem
 
 
 def _normalise(word: str) -> str:
@@ -177,7 +187,16 @@ def _camel_split(piece: str) -> list[tuple[int, int]]:
         ):
             bounds.append(i)
     bounds.append(len(piece))
-    return list(itertools.pairwise(bounds))
+    parts = list(itertools.pairwise(bounds))
+    if len(parts) == 2 and all(_is_capitalised(piece[s:e]) for s, e in parts):
+        # Two capitalised words run together are a name (GitHub, JavaScript, YouTube), not an
+        # identifier: their parts would be noise (`git` in every note with a GitHub link).
+        return [(0, len(piece))]
+    return parts
+
+
+def _is_capitalised(word: str) -> bool:
+    return len(word) > 1 and word[0].isupper() and word[1:].islower()
 
 
 _SIMPLE = re.compile("[A-Za-z]?[a-z0-9]*")
@@ -206,6 +225,7 @@ class _Analyzer:
         self._stem = stem
         self.fold: Callable[[str], str] = functools.lru_cache(maxsize=1 << 16)(self._fold)
         self._memo = _Memo(self._word_terms)
+        self._span_memo: dict[str, tuple[Span, ...]] = {}
 
     def _fold(self, word: str) -> str:
         return self._stem(_normalise(word))
@@ -225,9 +245,15 @@ class _Analyzer:
 
     def spans(self, text: str) -> list[Span]:
         out: list[Span] = []
+        memo = self._span_memo
+        if len(memo) > _MEMO_LIMIT:
+            memo.clear()
         for m in _WORD.finditer(text):
-            base = m.start()
-            out += [(base + s, base + e, t) for s, e, t in self.word(m.group())]
+            base, raw = m.start(), m.group()
+            spans = memo.get(raw)
+            if spans is None:  # snippets tokenize hit sections on every query: memoize words
+                spans = memo[raw] = tuple(self.word(raw))
+            out += [(base + s, base + e, t) for s, e, t in spans]
         return out
 
     def word(self, raw: str) -> list[Span]:
@@ -294,7 +320,15 @@ def _bigrams(run: str) -> list[Span]:
     return [(i, i + 2, norm[i : i + 2]) for i in range(len(norm) - 1)]
 
 
-_DEFAULT = _Analyzer(_stem)
+@functools.cache
+def analyzer(language: str = DEFAULT_LANGUAGE) -> _Analyzer:
+    """The analysis pipeline stemming with `language` (one instance per language)."""
+    if language not in LANGUAGES:
+        raise ValueError(f"unknown stemmer language {language!r}; have {', '.join(LANGUAGES)}")
+    return _Analyzer(_stemmer(language))
+
+
+_DEFAULT = analyzer()
 
 
 def fold(word: str) -> str:

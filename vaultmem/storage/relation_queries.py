@@ -70,14 +70,13 @@ def shared_rare_terms(
     con: Connection, note_ids: Sequence[str], *, rare_df: int, min_shared: int, limit: int
 ) -> list[tuple[str, str, int, list[str]]]:
     """Pairs (a < b) of the given notes sharing at least `min_shared` rare terms (document
-    frequency at most `rare_df`) in body, title or tags, ignoring numbers and words under three
+    frequency at most `rare_df`) anywhere in the note, ignoring numbers and words under three
     letters: (a, b, shared count, the shared terms sorted), most shared first."""
     rows = con.execute(
         """
         WITH tt AS (
             SELECT DISTINCT p.term, p.note_id FROM postings p
             WHERE p.note_id IN (SELECT unnest($1::VARCHAR[]))
-              AND p.field IN ('body', 'title', 'tag')
               AND length(p.term) >= 3 AND NOT regexp_full_match(p.term, '[0-9]+')
         ), rare AS (SELECT term FROM terms WHERE df <= $2)
         SELECT a.note_id, b.note_id, count(*) AS shared, list(a.term ORDER BY a.term)

@@ -12,7 +12,7 @@ import re
 import sys
 from dataclasses import dataclass
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 DDL = """
 -- Facts about the index itself: which versions built it. A mismatch means rebuild.
@@ -113,13 +113,15 @@ CREATE TABLE documents (
 -- document's text: an ART index makes them ~6x faster at 10,000 notes.
 CREATE INDEX documents_by_note ON documents (note_id);
 
--- BM25 postings: how often each term occurs in each field of each document.
+-- BM25 postings: one row per term and document, the term's field-weighted frequency with the lengths BM25 needs, so a query reads nothing else. Sorted by term in a fresh index.
 CREATE TABLE postings (
-    term VARCHAR NOT NULL, -- a tokenizer term (docs/search.md): case-folded, plural-folded
+    term VARCHAR NOT NULL, -- a tokenizer term (docs/search.md): case-folded, stemmed
     note_id VARCHAR NOT NULL, -- documents.note_id
+    note_key BIGINT NOT NULL, -- integer key of the note (63 bits of BLAKE2b of note_id), for grouping
     ord INTEGER NOT NULL, -- documents.ord
-    field VARCHAR NOT NULL, -- title, alias, tag, heading or body
-    tf INTEGER NOT NULL -- occurrences of the term in that field of that document
+    tf DOUBLE NOT NULL, -- Σ field weight × occurrences in that field (title 3, alias 3, heading 2, tag 1.5, body 1)
+    length INTEGER NOT NULL, -- documents.length of this document
+    note_length INTEGER NOT NULL -- sum of documents.length over the note: the whole note's BM25 length
 );
 
 -- Document frequency per term: in how many documents the term occurs (any field).
@@ -131,7 +133,8 @@ CREATE TABLE terms (
 -- Collection statistics for BM25, one row, kept equal to what a rebuild computes.
 CREATE TABLE search_stats (
     documents BIGINT NOT NULL, -- number of rows in `documents`
-    total_length BIGINT NOT NULL -- sum of documents.length (average = total_length / documents)
+    notes BIGINT NOT NULL, -- number of notes with documents (N of the whole-note score)
+    total_length BIGINT NOT NULL -- sum of documents.length (averages = total_length / documents or / notes)
 );
 
 -- Trouble with single files: the run carried on without them (or with their metadata only).

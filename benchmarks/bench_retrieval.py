@@ -1,0 +1,173 @@
+"""Retrieval quality: `vaultmem search` against the SQLite FTS5 baseline, same run, every set.
+
+For each question set in `benchmarks/questions/` (see `benchmarks/retrieval.py`), the set's
+vault is copied to `benchmarks/out/retrieval-<set>/` (its `.vaultmem/config.toml` kept when it
+has one, else `Vault.init` maps the whole vault), reconciled, and every question is asked of
+`Vault.search(q, limit=10)` and of `retrieval.fts5_rank`. Prints r@1, r@5 and MRR@10 of both
+per set, and per kind of question with `--kinds`; `--misses` lists the questions vaultmem
+ranks worse than rank 1.
+
+Usage: `python -m benchmarks.bench_retrieval [--quick] [--json] [--set NAME ...] [--kinds]
+[--misses]`. `--quick` is the same run (the sets are small).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # run as a script: make `benchmarks` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.generate_vault import OUT_DIR
+from benchmarks.retrieval import (
+    QUESTIONS_DIR,
+    Question,
+    fts5_rank,
+    load_questions,
+    metrics,
+    question_sets,
+    vault_for,
+)
+
+NAME = "retrieval"
+
+
+def prepared_vault(name: str) -> Path:
+    """A fresh copy of the set's vault with an index built by this vaultmem."""
+    from vaultmem.vault import Vault
+
+    source = vault_for(name)
+    target = OUT_DIR / f"retrieval-{name}"
+    shutil.rmtree(target, ignore_errors=True)
+    shutil.copytree(source, target, ignore=shutil.ignore_patterns("index.duckdb*", ".git"))
+    if not (target / ".vaultmem" / "config.toml").exists():
+        Vault.init(target)
+    Vault(target).reconcile()
+    return target
+
+
+def vaultmem_rank(root: Path, questions: Sequence[Question], k: int = 10) -> list[list[str]]:
+    from vaultmem.vault import Vault
+
+    vault = Vault(root)
+    return [[hit.path for hit in vault.search(q.q, limit=k)] for q in questions]
+
+
+def sweep_rank(
+    root: Path, questions: Sequence[Question], weights: tuple[float, float], k: int = 10
+) -> list[list[str]]:
+    """`search.search` with other weights of the title document and the whole note."""
+    from vaultmem.search import query
+    from vaultmem.storage import store
+    from vaultmem.vault import Vault
+
+    config = Vault(root).config
+    with store.reading(config.index_path) as con:
+        return [
+            [
+                hit.path
+                for hit in query.search(
+                    con,
+                    q.q,
+                    limit=k,
+                    k1=config.bm25_k1,
+                    b=config.bm25_b,
+                    title_weight=weights[0],
+                    whole_weight=weights[1],
+                )
+            ]
+            for q in questions
+        ]
+
+
+SWEEP = [(t, w) for t in (0.0, 0.5, 1.0) for w in (1.0, 2.0, 4.0, 100.0)]
+"""(title document weight, whole-note weight) pairs tried by `--sweep`."""
+
+
+def run_set(name: str, do_sweep: bool = False) -> dict[str, Any]:
+    questions = load_questions(QUESTIONS_DIR / f"{name}.jsonl")
+    root = prepared_vault(name)
+    ours = vaultmem_rank(root, questions)
+    base = fts5_rank(root, questions)
+    kinds: dict[str, Any] = {}
+    for kind in sorted({q.kind for q in questions}):
+        idx = [i for i, q in enumerate(questions) if q.kind == kind]
+        sub = [questions[i] for i in idx]
+        kinds[kind] = {
+            "vaultmem": metrics([ours[i] for i in idx], sub),
+            "fts5": metrics([base[i] for i in idx], sub),
+        }
+    sweep = {
+        f"title {w[0]}, whole {w[1]}": metrics(sweep_rank(root, questions, w), questions)
+        for w in (SWEEP if do_sweep else ())
+    }
+    misses = [
+        {"q": q.q, "expected": q.expected, "got": r[:3], "fts5": b[:3]}
+        for q, r, b in zip(questions, ours, base, strict=True)
+        if not r or r[0] not in q.expected
+    ]
+    return {
+        "set": name,
+        "vault": str(vault_for(name)),
+        "vaultmem": metrics(ours, questions),
+        "fts5": metrics(base, questions),
+        "kinds": kinds,
+        "misses": misses,
+        "sweep": sweep,
+    }
+
+
+def _row(label: str, ours: dict[str, float], base: dict[str, float]) -> str:
+    def cells(m: dict[str, float]) -> str:
+        return f"{m['r@1']:.2f} / {m['r@5']:.2f} / {m['mrr@10']:.2f}"
+
+    wins = all(ours[k] > base[k] for k in ("r@1", "r@5", "mrr@10"))
+    n = f"{ours['questions']:.0f}"
+    return f"| {label} | {n} | {cells(ours)} | {cells(base)} | {'yes' if wins else 'no'} |"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="same run (the sets are small)")
+    parser.add_argument("--json", action="store_true", help="one JSON object on one line")
+    parser.add_argument("--set", action="append", default=[], help="a question set name")
+    parser.add_argument("--kinds", action="store_true", help="a row per kind of question")
+    parser.add_argument("--misses", action="store_true", help="list questions not at rank 1")
+    parser.add_argument(
+        "--sweep", action="store_true", help="also rank with other weights of the whole note"
+    )
+    args = parser.parse_args(argv)
+    names = args.set or question_sets()
+    results = [run_set(name, args.sweep) for name in names if vault_for(name).exists()]
+    if args.json:
+        print(json.dumps({"benchmark": NAME, "sets": results}))
+        return 0
+    print(
+        "| question set | questions | vaultmem r@1 / r@5 / MRR@10 | FTS5 r@1 / r@5 / MRR@10 "
+        "| above FTS5 on all three |"
+    )
+    print("|---|---|---|---|---|")
+    for res in results:
+        print(_row(res["set"], res["vaultmem"], res["fts5"]))
+        if args.kinds:
+            for kind, m in res["kinds"].items():
+                print(_row(f"  {res['set']} · {kind}", m["vaultmem"], m["fts5"]))
+    for res in results:
+        for weight, m in res["sweep"].items():
+            print(_row(f"  {res['set']} · {weight}", m, res["fts5"]))
+    if args.misses:
+        for res in results:
+            for miss in res["misses"]:
+                print(f"[{res['set']}] {miss['q']!r}: want {miss['expected']}")
+                print(f"    got  {miss['got']}\n    fts5 {miss['fts5']}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,311 @@
+"""The search SQL: BM25 scores of documents and notes, fuzzy term lookup, hit assembly reads.
+
+Scores are computed at query time from `postings`, `documents`, `notes` and `search_stats`, so
+a one-note edit touches only that note's rows and incremental equals rebuild. Document
+frequencies are counted from the query terms' own postings (which the score reads anyway),
+restricted to the notes the filters keep: under `--folder`/`--scope`/`tag:`… the statistics
+are those of the filtered collection, so a word common elsewhere but rare here keeps its
+weight. Without filters, N and the average length come from `search_stats` (one row).
+
+    bm25(t,d) = qw(t) · idf(t) · tf'(t,d)·(k1+1) / (tf'(t,d) + k1·(1 − b + b·|d|/avgdl))
+    idf(t)    = ln(1 + (N − df(t) + 0.5) / (df(t) + 0.5))
+    tf'(t,d)  = Σ_field weight(field) · tf(t, field, d)
+
+computed twice: over documents (N documents, df in documents) and over whole notes (a note's
+tf' summed over its documents, |note| = Σ|d|, N notes, df in notes). A note's score is
+
+    score(note) = max_{section d} bm25(d) + bm25(title document) + WHOLE_NOTE · bm25(note)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from vaultmem.search.documents import note_key
+from vaultmem.storage.store import Connection
+
+WHOLE_NOTE = 1.0
+TITLE_DOCUMENT = 0.0
+"""Weight of the whole-note BM25 in a note's score (measured: benchmarks/bench_retrieval)."""
+
+
+@dataclass(frozen=True, slots=True)
+class NoteFilter:
+    """A SQL condition on the note (alias `n`) with its parameters; `true` keeps every note."""
+
+    where: str = "true"
+    params: dict[str, Any] | None = None
+
+    @property
+    def active(self) -> bool:
+        return self.where != "true"
+
+
+_STATS_ALL = """st AS (SELECT documents::DOUBLE AS n,
+                   total_length::DOUBLE / greatest(documents, 1) AS avgdl,
+                   notes::DOUBLE AS nn,
+                   total_length::DOUBLE / greatest(notes, 1) AS avgnl
+            FROM search_stats)"""
+_STATS_KEPT = """st AS (SELECT count(*)::DOUBLE AS n,
+                   coalesce(sum(d.length), 0)::DOUBLE / greatest(count(*), 1) AS avgdl,
+                   count(DISTINCT d.note_id)::DOUBLE AS nn,
+                   coalesce(sum(d.length), 0)::DOUBLE
+                       / greatest(count(DISTINCT d.note_id), 1) AS avgnl
+            FROM documents d SEMI JOIN kept_notes k ON k.id = d.note_id)"""
+
+# Every document of the kept notes matching a query term, scored. Only the query terms'
+# postings are read: each row carries its field-weighted tf and both lengths. The literal
+# `term IN (...)` list lets DuckDB skip the row groups of other terms (postings are sorted).
+# Grouping is on the integer note key; string ids are fetched for the final rows only.
+_SCORED = """
+WITH {kept_notes}{stats},
+q AS (SELECT unnest($terms::VARCHAR[]) AS term, unnest($weights::DOUBLE[]) AS qw),
+p AS (SELECT p.term, p.note_key, p.note_id, p.ord, p.tf, p.length, p.note_length
+      FROM postings p {semi} WHERE p.term IN ({terms})),
+nt AS (SELECT note_key, term, sum(tf) AS tf, any_value(note_length) AS note_length
+       FROM p GROUP BY note_key, term),
+ddf AS (SELECT term, count(*)::DOUBLE AS df FROM p GROUP BY term),
+ndf AS (SELECT term, count(*)::DOUBLE AS ndf FROM nt GROUP BY term),
+w AS (SELECT q.term, q.qw,
+             ln(1 + (st.n - ddf.df + 0.5) / (ddf.df + 0.5)) AS idf,
+             ln(1 + (st.nn - ndf.ndf + 0.5) / (ndf.ndf + 0.5)) AS nidf
+      FROM q JOIN ddf USING (term) JOIN ndf USING (term), st),
+docs AS (
+    SELECT p.note_key, p.ord,
+           sum(w.qw * w.idf * p.tf * ($k1 + 1)
+               / (p.tf + $k1 * (1 - $b + $b * p.length / st.avgdl))) AS score{doc_extra}
+    FROM p JOIN w USING (term), st
+    GROUP BY p.note_key, p.ord
+)
+"""
+
+_DOCUMENTS_SQL = (
+    _SCORED
+    + """SELECT note_id, ord, score FROM docs
+WHERE needed = len($needed::VARCHAR[])
+ORDER BY score DESC, note_id, ord"""
+)
+_DOCUMENTS_EXTRA = """, any_value(p.note_id) AS note_id,
+           count(*) FILTER (WHERE list_contains($needed::VARCHAR[], p.term)) AS needed"""
+
+# Notes: best section + title document + whole note (tf summed over the note's documents).
+_NOTES_SQL = (
+    _SCORED
+    + """,
+whole AS (
+    SELECT nt.note_key,
+           sum(w.qw * w.nidf * nt.tf * ($k1 + 1)
+               / (nt.tf + $k1 * (1 - $b + $b * nt.note_length / st.avgnl))) AS score
+    FROM nt JOIN w USING (term), st
+    GROUP BY nt.note_key
+),
+per_note AS (
+    SELECT note_key,
+           coalesce(max(score) FILTER (WHERE ord > 0), 0) AS section,
+           coalesce(max(score) FILTER (WHERE ord = 0), 0) AS title
+    FROM docs GROUP BY note_key
+),
+ranked AS (
+    SELECT pn.note_key, pn.section, pn.title, wh.score AS whole,
+           pn.section + $title_weight * pn.title + $whole_weight * wh.score AS score
+    FROM per_note pn JOIN whole wh USING (note_key) {post}
+    ORDER BY score DESC, note_key LIMIT $limit
+),
+best AS (
+    SELECT d.note_key, list(d.ord ORDER BY d.score DESC, d.ord)[1:5] AS ords,
+           list(d.score ORDER BY d.score DESC, d.ord)[1:5] AS scores
+    FROM docs d SEMI JOIN ranked r USING (note_key) GROUP BY d.note_key
+),
+ids AS (SELECT DISTINCT p.note_key, p.note_id FROM p SEMI JOIN ranked r USING (note_key))
+SELECT ids.note_id, r.score, r.section, r.title, r.whole, best.ords, best.scores,
+       n.path, n.title, n.scope, n.scope_id, (SELECT list(term) FROM ddf) AS matched
+FROM ranked r JOIN best USING (note_key) JOIN ids USING (note_key)
+JOIN notes n ON n.id = ids.note_id
+ORDER BY r.score DESC, r.note_key
+"""
+)
+
+
+NoteRow = tuple[str, str, str, str, str | None]
+"""id, path, title, scope, scope_id."""
+
+
+@dataclass(frozen=True, slots=True)
+class RankedNote:
+    """A note's score with its parts, and its best documents as (ord, score), best first."""
+
+    note_id: str
+    score: float
+    section: float
+    title: float
+    whole: float
+    documents: list[tuple[int, float]]
+    note: NoteRow
+    matched: frozenset[str]
+    """The query terms found in the kept notes (the same for every note of one ranking)."""
+
+
+def _sql(template: str, notes: NoteFilter, n_terms: int, post: str = "", extra: str = "") -> str:
+    parts = {
+        "terms": ", ".join(f"$t{i}" for i in range(n_terms)),
+        "post": post,
+        "doc_extra": extra,
+        "kept_notes": "",
+        "stats": _STATS_ALL,
+        "semi": "",
+    }
+    if notes.active:
+        parts["kept_notes"] = f"kept_notes AS (SELECT n.id FROM notes n WHERE {notes.where}), "
+        parts["stats"] = _STATS_KEPT
+        parts["semi"] = "SEMI JOIN kept_notes k ON k.id = p.note_id"
+    return template.format(**parts)
+
+
+def _bound(
+    terms: list[str], weights: list[float] | None, k1: float, b: float, notes: NoteFilter
+) -> dict[str, Any]:
+    return {
+        **{f"t{i}": term for i, term in enumerate(terms)},
+        "terms": terms,
+        "weights": weights or [1.0] * len(terms),
+        "k1": k1,
+        "b": b,
+        **(notes.params or {}),
+    }
+
+
+def document_scores(
+    con: Connection,
+    terms: list[str],
+    *,
+    k1: float,
+    b: float,
+    notes: NoteFilter = NoteFilter(),
+    weights: list[float] | None = None,
+    needed: tuple[str, ...] = (),
+) -> list[tuple[str, int, float]]:
+    """(note_id, ord, bm25) of every document of the kept notes matching any term, best first;
+    `needed` terms must all occur in a returned document."""
+    bound = {**_bound(terms, weights, k1, b, notes), "needed": list(needed)}
+    sql = _sql(_DOCUMENTS_SQL, notes, len(terms), extra=_DOCUMENTS_EXTRA)
+    rows = con.execute(sql, bound).fetchall()
+    return [(r[0], int(r[1]), float(r[2])) for r in rows]
+
+
+def note_scores(
+    con: Connection,
+    terms: list[str],
+    *,
+    k1: float,
+    b: float,
+    limit: int,
+    notes: NoteFilter = NoteFilter(),
+    weights: list[float] | None = None,
+    whole_weight: float = WHOLE_NOTE,
+    title_weight: float = TITLE_DOCUMENT,
+    excluded: tuple[str, ...] = (),
+    only: list[str] | None = None,
+) -> list[RankedNote]:
+    """The `limit` best notes by section + title + whole_weight · whole-note score.
+
+    `excluded` drops notes holding any of these terms; `only` keeps just these note ids.
+    Neither changes the statistics (the filters in `notes` do).
+    """
+    post = []
+    bound = {**_bound(terms, weights, k1, b, notes), "limit": limit}
+    bound.update(whole_weight=whole_weight, title_weight=title_weight)
+    if excluded:
+        post.append(
+            "note_key NOT IN (SELECT x.note_key FROM postings x "
+            "WHERE x.term IN (SELECT unnest($excluded::VARCHAR[])))"
+        )
+        bound["excluded"] = list(excluded)
+    if only is not None:
+        post.append("note_key IN (SELECT unnest($only::BIGINT[]))")
+        bound["only"] = [note_key(i) for i in only]
+    where = f"WHERE {' AND '.join(post)}" if post else ""
+    rows = con.execute(_sql(_NOTES_SQL, notes, len(terms), where), bound).fetchall()
+    return [
+        RankedNote(
+            r[0],
+            float(r[1]),
+            float(r[2]),
+            float(r[3]),
+            float(r[4]),
+            [(int(o), float(s)) for o, s in zip(r[5], r[6], strict=True)],
+            (r[0], r[7], r[8], r[9], r[10]),
+            frozenset(r[11]),
+        )
+        for r in rows
+    ]
+
+
+def index_language(con: Connection) -> str:
+    """The stemmer language the index was built with (`meta.tokenizer_version` = `N-language`)."""
+    row = con.execute("SELECT value FROM meta WHERE key = 'tokenizer_version'").fetchone()
+    version = str(row[0]) if row else ""
+    return version.partition("-")[2] or "english"
+
+
+def known_terms(con: Connection, terms: list[str]) -> dict[str, int]:
+    """df of those of `terms` the index holds."""
+    if not terms:
+        return {}
+    marks = ", ".join("?" * len(terms))
+    rows = con.execute(f"SELECT term, df FROM terms WHERE term IN ({marks})", terms).fetchall()
+    return {r[0]: int(r[1]) for r in rows}
+
+
+def nearest_terms(con: Connection, term: str, max_distance: int, limit: int) -> list[str]:
+    """Index terms within `max_distance` edits (Damerau–Levenshtein) of `term`: closest first,
+    then the most frequent. The length check first spares most distance computations."""
+    rows = con.execute(
+        "SELECT term FROM terms WHERE length(term) BETWEEN $lo AND $hi "
+        "AND damerau_levenshtein(term, $term) <= $d "
+        "ORDER BY damerau_levenshtein(term, $term), df DESC, term LIMIT $limit",
+        {
+            "term": term,
+            "lo": len(term) - max_distance,
+            "hi": len(term) + max_distance,
+            "d": max_distance,
+            "limit": limit,
+        },
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
+Section = tuple[str | None, int, str]
+"""A section's heading, first line and text."""
+
+
+def note_sections(con: Connection, note_ids: list[str]) -> dict[str, dict[int, Section]]:
+    """Heading, line and text of every section (ord > 0) of these notes.
+
+    The WHERE clause holds only the note-id IN-list: any further condition (even `ord > 0`)
+    makes DuckDB scan every document's text instead of using the ART index (26 ms vs 4.5 ms
+    at 10,000 notes), so the note-level documents are dropped here.
+    """
+    rows = con.execute(
+        "SELECT note_id, ord, heading, line, text FROM documents "
+        f"WHERE note_id IN ({', '.join('?' * len(note_ids))})",
+        note_ids,
+    ).fetchall()
+    out: dict[str, dict[int, Section]] = {}
+    for note_id, ord_, heading, line, text in rows:
+        if ord_ > 0:
+            out.setdefault(note_id, {})[ord_] = (heading, line, text)
+    return out
+
+
+def document_texts(
+    con: Connection, keys: list[tuple[str, int]]
+) -> dict[tuple[str, int], tuple[str, str]]:
+    """Heading and text of documents, for phrase checks."""
+    rows = con.execute(
+        "SELECT d.note_id, d.ord, coalesce(d.heading, ''), d.text FROM documents d "
+        "JOIN (SELECT unnest($1::VARCHAR[]) AS note_id, unnest($2::INTEGER[]) AS ord) k "
+        "USING (note_id, ord)",
+        [[k[0] for k in keys], [k[1] for k in keys]],
+    ).fetchall()
+    return {(r[0], r[1]): (r[2], r[3]) for r in rows}

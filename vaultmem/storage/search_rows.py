@@ -1,0 +1,118 @@
+"""Loading the BM25 tables: postings from the parse workers' TSV files, `terms` and `search_stats`.
+
+Layout, chosen so a query reads only its terms' postings and nothing else:
+
+- one `postings` row per (term, document) with the **field-weighted** tf already summed
+  (`documents.FIELD_WEIGHTS`; changing a weight changes the tokenizer version, so the index
+  is rebuilt), the document's length and the whole note's length copied in, and an integer
+  `note_key` (63 bits of BLAKE2b of the note id) to group on instead of the string id; the
+  workers write the rows as TSV (`search.documents.postings_lines`);
+- a fresh index writes postings sorted by term, so DuckDB's zone maps skip every row group
+  that cannot hold a query term; a one-note edit appends that note's rows (a small unsorted
+  tail until the next rebuild).
+
+`terms.df` and `search_stats` stay exactly what a rebuild computes: a fresh build counts them,
+an incremental run applies per-term deltas (documents added minus documents removed).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+from vaultmem.search.documents import note_key
+from vaultmem.storage.store import Connection
+
+
+def document_frequencies(con: Connection, note_ids: set[str]) -> Counter[str]:
+    """For each term, in how many of these notes' documents it occurs (before they go)."""
+    if not note_ids:
+        return Counter()
+    rows = con.execute(
+        "SELECT term, count(*) FROM postings "
+        "WHERE note_id IN (SELECT unnest($1::VARCHAR[])) GROUP BY term",
+        [sorted(note_ids)],
+    ).fetchall()
+    return Counter({term: int(n) for term, n in rows})
+
+
+def load_postings(
+    con: Connection, files: list[Path], note_ids: list[str], create: bool
+) -> Counter[str]:
+    """Load the workers' postings files; return, per term, how many new documents hold it.
+
+    The files number notes by their position in the batch; a join maps numbers to ids and keys.
+    """
+    files = [f for f in files if f.stat().st_size]
+    if not files:
+        return Counter()
+    con.execute(
+        "CREATE TEMP TABLE staged_postings AS SELECT * FROM read_csv($1, delim='\t', "
+        "header=false, quote='', escape='', columns={'term': 'VARCHAR', 'number': 'INTEGER', "
+        "'ord': 'INTEGER', 'tf': 'DOUBLE', 'length': 'INTEGER', 'note_length': 'INTEGER'})",
+        [[str(f) for f in files]],
+    )
+    con.execute(
+        "CREATE TEMP TABLE note_numbers AS SELECT unnest($1::VARCHAR[]) AS note_id, "
+        "unnest($2::BIGINT[]) AS note_key, unnest($3::INTEGER[]) AS number",
+        [note_ids, [note_key(i) for i in note_ids], list(range(len(note_ids)))],
+    )
+    order = " ORDER BY s.term, m.note_key, s.ord" if create else ""
+    con.execute(
+        "INSERT INTO postings SELECT s.term, m.note_id, m.note_key, s.ord, s.tf, s.length, "
+        f"s.note_length FROM staged_postings s JOIN note_numbers m USING (number){order}"
+    )
+    added: Counter[str] = Counter()
+    if not create:
+        rows = con.execute("SELECT term, count(*) FROM staged_postings GROUP BY term").fetchall()
+        added.update({term: int(n) for term, n in rows})
+    con.execute("DROP TABLE staged_postings")
+    con.execute("DROP TABLE note_numbers")
+    return added
+
+
+def rekey_postings(con: Connection, note_ids: list[str]) -> None:
+    """Set `postings.note_key` again for notes whose id changed (it derives from the id)."""
+    if note_ids:
+        con.execute(
+            "UPDATE postings SET note_key = m.note_key FROM (SELECT unnest($1::VARCHAR[]) AS id, "
+            "unnest($2::BIGINT[]) AS note_key) m WHERE postings.note_id = m.id",
+            [note_ids, [note_key(i) for i in note_ids]],
+        )
+
+
+def recount_terms(con: Connection, delta: Counter[str] | None) -> None:
+    """Keep `terms.df` and `search_stats` exactly what a rebuild computes.
+
+    `delta` None counts everything (a fresh build). Otherwise it holds, per term, the documents
+    added minus the documents removed that contain it; applying it touches only those terms,
+    so a one-note edit costs in proportion to that note, not to the vault.
+    """
+    if delta is None:
+        con.execute("DELETE FROM terms")
+        con.execute(
+            "INSERT INTO terms SELECT term, count(*)::INTEGER FROM postings "
+            "GROUP BY term ORDER BY term"
+        )
+    else:
+        moved = sorted((term, n) for term, n in delta.items() if n)
+        if moved:
+            con.execute(
+                "CREATE TEMP TABLE df_delta AS SELECT unnest($1::VARCHAR[]) AS term, "
+                "unnest($2::INTEGER[]) AS d",
+                [[t for t, _ in moved], [n for _, n in moved]],
+            )
+            con.execute(
+                "UPDATE terms SET df = terms.df + x.d FROM df_delta x WHERE terms.term = x.term"
+            )
+            con.execute(
+                "INSERT INTO terms SELECT x.term, x.d FROM df_delta x "
+                "ANTI JOIN terms t ON t.term = x.term"
+            )
+            con.execute("DELETE FROM terms WHERE df <= 0")
+            con.execute("DROP TABLE df_delta")
+    con.execute("DELETE FROM search_stats")
+    con.execute(
+        "INSERT INTO search_stats SELECT count(*), count(DISTINCT note_id), "
+        "coalesce(sum(length), 0) FROM documents"
+    )
