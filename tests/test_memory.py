@@ -502,7 +502,9 @@ def test_search_never_returns_a_raw_secret_from_a_persons_note(config: Config) -
     note.write_text(f"# Deploy keys\n\nThe zanzibar deploy token is {token} for now.\n")
     reconcile(config)
     hits = Vault(config.root).search("zanzibar deploy token")
-    assert hits and any("[redacted:github-token]" in h.snippet for h in hits)
+    # The marker's own words may be highlighted (`github-**token**`): the query says "token".
+    assert hits and any("[redacted:github-" in h.snippet for h in hits)
+    assert all(token not in h.snippet for h in hits)
     code, out = _cli(config.root, "search", "zanzibar deploy token")
     assert code == 0 and out["data"] and token not in json.dumps(out)
 
@@ -521,3 +523,21 @@ def test_get_and_show_redact_secrets_a_person_wrote_by_hand(config: Config) -> N
     assert token not in json.dumps(got.to_dict())
     shown = Vault(config.root).show("Creds").note["frontmatter"]
     assert shown == {"password": "[redacted:password-assignment]", "api": "[redacted:github-token]"}
+
+
+def test_a_secret_at_the_snippet_window_edge_leaves_no_visible_part(config: Config) -> None:
+    """The snippet window is cut from the redacted section: cut first and a token split at the
+    window's edge would no longer match its pattern, so its visible half would be shown."""
+    from vaultmem.vault import Vault
+
+    token = "ghp_" + "Kp4Lm8Nq" * 4 + "r2S3"
+    lines = []
+    for pad in range(0, 240, 6):  # the token at every offset around a 240-character window
+        lines.append(f"quokka {'filler ' * (pad // 7)}{token} tail words here")
+    note = config.root / "Knowledge/Edge Keys.md"
+    note.write_text("# Edge keys\n\n" + "\n\n".join(lines) + "\n")
+    reconcile(config)
+    hits = Vault(config.root).search("quokka")
+    assert hits
+    for hit in hits:
+        assert "ghp_" not in hit.snippet and "Kp4Lm8Nq" not in hit.snippet

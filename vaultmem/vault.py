@@ -152,6 +152,7 @@ class Vault:
         """BM25 search over the vault's sections, grouped by note (docs/search.md). Snippets,
         titles and headings come from people's notes, so secrets in them are redacted here, on
         the one path both adapters take."""
+        patterns = compile_patterns(self.config.secret_patterns)
         with store.reading(self.config.index_path) as con:
             hits = search.search(
                 con,
@@ -161,8 +162,8 @@ class Vault:
                 k1=self.config.bm25_k1,
                 b=self.config.bm25_b,
                 language=self.config.search_language,
+                clean=lambda text: redact(text, patterns).text,
             )
-        patterns = compile_patterns(self.config.secret_patterns)
         return [_redact_hit(hit, patterns) for hit in hits]
 
     def sql(

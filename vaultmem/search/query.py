@@ -16,6 +16,7 @@ from __future__ import annotations
 import itertools
 import re
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -203,11 +204,14 @@ def search(
     whole_weight: float = queries.WHOLE_NOTE,
     title_weight: float = queries.TITLE_DOCUMENT,
     language: str | None = None,
+    clean: Callable[[str], str] | None = None,
 ) -> list[SearchHit]:
     """Run a query; results grouped by note, best first.
 
     `language` is the stemmer the index was built with (`[search] language`); None reads it
-    from the index, one more small statement.
+    from the index, one more small statement. `clean` rewrites a section's text before the
+    snippet is cut from it (the facade redacts secrets there: cut first, and a token split at
+    the window's edge would no longer match its pattern).
     """
     language = language or queries.index_language(con)
     query = parse_query(text, language)
@@ -246,7 +250,7 @@ def search(
         expanded = expand_terms(con, words, found)
         if expanded != words:
             words, ranked = expanded, rank(expanded)
-    return _hits(con, ranked, {*words, *joined}, language)
+    return _hits(con, ranked, {*words, *joined}, language, clean)
 
 
 def _phrase_notes(
@@ -279,7 +283,11 @@ def _has_phrase(tokens: list[str], phrase: tuple[str, ...]) -> bool:
 
 
 def _hits(
-    con: Connection, ranked: list[queries.RankedNote], wanted: set[str], language: str
+    con: Connection,
+    ranked: list[queries.RankedNote],
+    wanted: set[str],
+    language: str,
+    clean: Callable[[str], str] | None = None,
 ) -> list[SearchHit]:
     if not ranked:
         return []
@@ -289,6 +297,8 @@ def _hits(
     for note in ranked:
         _, path, title, scope, scope_id = note.note
         heading, line, text = _shown_section(note.documents, sections.get(note.note_id, {}))
+        if clean is not None:
+            text = clean(text)
         hits.append(
             SearchHit(
                 note_id=note.note_id,
