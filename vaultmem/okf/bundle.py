@@ -85,7 +85,7 @@ def name_problem(path: str) -> str | None:
         return "NUL byte in the name"
     if "\\" in path:
         return "backslash in the name (not a bundle path)"
-    if path.startswith("/") or re.match(r"^[A-Za-z]:", path):
+    if path.startswith("/") or re.match(r"^[A-Za-z]:[/\\]", path):
         return "absolute path"
     parts = path.split("/")
     if any(part == ".." for part in parts):
@@ -93,7 +93,10 @@ def name_problem(path: str) -> str | None:
     for part in parts:
         if part in ("", "."):
             continue
-        if _UNPORTABLE.search(part) or _RESERVED.fullmatch(part) or part[-1] in ". ":
+        bad = _UNPORTABLE.search(part)
+        if bad:
+            return f"name {part!r} holds {bad.group()!r}, which Windows does not allow in names"
+        if _RESERVED.fullmatch(part) or part[-1] in ". ":
             return f"name {part!r} is not portable across operating systems"
     if len(path.encode("utf-8")) > 1000:
         return "name too long"
