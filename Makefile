@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench bench-quick docs clean
+.PHONY: demo test lint bench bench-quick bench-100k docs clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -38,6 +38,10 @@ bench: $(STAMP)
 
 bench-quick: $(STAMP)
 	$(BIN)/python -m benchmarks.run --quick
+
+# Issue 14's scale report on 100,000 notes (~400 MB; not in CI): full, no-op, one edit, peak RSS.
+bench-100k: $(STAMP)
+	$(BIN)/python -m benchmarks.run --scale 100000
 
 docs: $(STAMP)
 	$(BIN)/python -m vaultmem.storage.schema > docs/schema.md

@@ -92,10 +92,10 @@ def draw_queries(texts: Sequence[str], seed: int = 0) -> list[str]:
 def bm25_build_phases(root: Path) -> dict[str, float]:
     """The BM25 work of a full build, in one process, apart from the rest of reconcile:
     cutting notes into documents, then writing postings and loading the search tables."""
-    from vaultmem.index import reconcile as rc
     from vaultmem.index.parallel import postings_lines
     from vaultmem.note.parse import parse_note
     from vaultmem.search.documents import note_documents
+    from vaultmem.storage import index_writes as rc
     from vaultmem.storage import store
     from vaultmem.storage.schema import DDL
 
@@ -122,8 +122,9 @@ def bm25_build_phases(root: Path) -> dict[str, float]:
                         documents.add(ids[i], doc.ord, doc.heading, doc.line, doc.length, doc.text)
             con.execute("BEGIN TRANSACTION")
             store.load(con, documents)
-            rc._load_postings(con, [tsv], ids, create=True)
-            rc._recount_terms(con, None)
+            rc.number_notes(con, list(enumerate(ids)))
+            rc.load_postings(con, [tsv], create=True, max_line_bytes=0)
+            rc.recount_terms(con, None)
             con.execute("COMMIT")
             tsv.unlink()
 
@@ -136,9 +137,9 @@ def bm25_build_phases(root: Path) -> dict[str, float]:
 
 def one_note_bm25(index: Path, note_id: str, note: Any) -> float:
     """Seconds for the search-table statements of a one-note change, rolled back."""
-    from vaultmem.index import reconcile as rc
     from vaultmem.index.parallel import postings_lines
     from vaultmem.search.documents import note_documents
+    from vaultmem.storage import index_writes as rc
     from vaultmem.storage import store
 
     con = store.connect(index, read_only=False)
@@ -148,16 +149,17 @@ def one_note_bm25(index: Path, note_id: str, note: Any) -> float:
         docs = note_documents(note)
         tsv.write_text("".join(postings_lines(0, docs)), encoding="utf-8")
         con.execute("BEGIN TRANSACTION")
-        removed = rc._document_frequencies(con, {note_id})
+        removed = rc.document_frequencies(con, {note_id})
         for table in ("documents", "postings"):
             store.delete_where_in(con, table, "note_id", [note_id])
         documents = store.new_batch("documents")
         for doc in docs:
             documents.add(note_id, doc.ord, doc.heading, doc.line, doc.length, doc.text)
         store.load(con, documents)
-        added = rc._load_postings(con, [tsv], [note_id], create=False)
+        rc.number_notes(con, [(0, note_id)])
+        added = rc.load_postings(con, [tsv], create=False, max_line_bytes=0)
         added.subtract(removed)
-        rc._recount_terms(con, added)
+        rc.recount_terms(con, added)
         seconds = time.perf_counter() - start
         con.execute("ROLLBACK")
     finally:

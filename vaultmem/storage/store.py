@@ -27,6 +27,7 @@ from vaultmem.errors import IndexUnavailableError, LockedError
 from vaultmem.storage.schema import DDL, SCHEMA_VERSION, table_docs
 
 _LOCK_MESSAGE = re.compile(r"Could not set lock|Conflicting lock", re.I)
+_PERMISSION = re.compile(r"Permission denied|Read-only file system", re.I)
 _HOLDER = re.compile(r"Conflicting lock is held in (.*?)(?:\. See also|$)")
 
 Connection = duckdb.DuckDBPyConnection
@@ -57,6 +58,12 @@ def connect(
         try:
             return duckdb.connect(str(path), read_only=read_only, config=config)
         except duckdb.Error as error:
+            if _PERMISSION.search(str(error)):
+                raise IndexUnavailableError(
+                    f"Cannot open the index {path}: {error}",
+                    hint=f"Make {path.parent} and the files in it writable for this user "
+                    f"(`chmod -R u+w {path.parent}`), or run vaultmem as their owner.",
+                ) from error
             if not _is_lock_error(error):
                 raise CorruptIndex(str(error)) from error
             if time.monotonic() >= deadline:
