@@ -65,6 +65,8 @@ Mode = Literal["full", "paths", "rebuild"]
 _SCAN_CODES = ("config_folder_missing", "symlink_refused")
 _READ_CODES = ("file_vanished", "file_unstable", "file_unreadable")
 _HEADINGS_BATCH = 5_000
+_DUCKDB_MEMORY_MB = 512
+"""DuckDB's share of a reconcile's memory; loads beyond it spill to the staging folder."""
 
 
 def index_versions(config: Config) -> dict[str, str]:
@@ -167,6 +169,8 @@ class Preparation:
     staged: dict[str, list[Path]]
     postings: list[Path]
     next_number: int
+    spill_dir: Path
+    """Where DuckDB may spill during the load: inside the run's staging folder."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -349,7 +353,7 @@ class _Run:
         ]
         context = Context(self.config, tuple(sorted(survey.files)), str(staging))
         chunks = prepare_all(jobs, context, progress=self.progress) if jobs else []
-        return _collect(chunks, first_number + len(jobs))
+        return _collect(chunks, first_number + len(jobs), staging.parent / "spill")
 
     def complete(
         self,
@@ -373,7 +377,9 @@ class _Run:
             t: [*prep.staged.get(t, []), *more.staged.get(t, [])]
             for t in {*prep.staged, *more.staged}
         }
-        return Preparation(by_path, staged, [*prep.postings, *more.postings], more.next_number)
+        return Preparation(
+            by_path, staged, [*prep.postings, *more.postings], more.next_number, prep.spill_dir
+        )
 
     # -- step 4: outcomes -------------------------------------------------------------------------
 
@@ -490,6 +496,7 @@ class _Run:
         create = state.create
         con = store.connect(index_path, read_only=False)
         try:
+            writes.bound_memory(con, _DUCKDB_MEMORY_MB, prep.spill_dir)
             con.execute("BEGIN TRANSACTION")
             if create:
                 store.create_schema(con, index_versions(config))
@@ -653,7 +660,7 @@ def _no_headings(path: str) -> None:
     return None
 
 
-def _collect(chunks: Sequence[Chunk], next_number: int) -> Preparation:
+def _collect(chunks: Sequence[Chunk], next_number: int, spill_dir: Path) -> Preparation:
     by_path: dict[str, Prepared] = {}
     staged: dict[str, list[Path]] = {}
     postings: list[Path] = []
@@ -664,7 +671,7 @@ def _collect(chunks: Sequence[Chunk], next_number: int) -> Preparation:
             staged.setdefault(table, []).append(path)
         if chunk.postings is not None:
             postings.append(chunk.postings)
-    return Preparation(by_path, staged, postings, next_number)
+    return Preparation(by_path, staged, postings, next_number, spill_dir)
 
 
 def _path(fp: Fingerprint) -> str:
