@@ -250,6 +250,7 @@ class _Run:
     def load_state(self, rebuild: bool) -> State:
         """The index's current contents; an empty `create` state when it must be built anew."""
         path = self.config.index_path
+        self.corrupt = None
         token = _index_token(path)
         empty = State({}, frozenset(), frozenset(), 0, token, create=True)
         if rebuild or not path.exists():
@@ -589,7 +590,7 @@ class _Run:
             problems=problems,
             notes=notes,
             duration_s=time.perf_counter() - self.started,
-            warnings=tuple(self.warnings),
+            warnings=tuple(dict.fromkeys(self.warnings)),
         )
 
     # -- links after the load -----------------------------------------------------------------
