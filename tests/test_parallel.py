@@ -95,3 +95,26 @@ def test_the_pool_and_the_calling_process_stage_the_same_rows(
     alone = assert_equals_rebuild(vault)
     assert pooled == alone
     assert query(vault, "SELECT count(*) FROM links WHERE subpath_found") == [(799,)]
+
+
+def test_staged_rows_keep_their_types(vault: Config) -> None:
+    """Rows travel as JSON Lines: frontmatter must land as a JSON object, not a JSON string,
+    and NULL, booleans and text with tabs, quotes and newlines must survive the trip."""
+    write(
+        vault.root,
+        "A.md",
+        '---\ntitle: "Tab\\there"\ntags: [x]\nflag: true\nnone: null\n---\n# A\n\n'
+        'Text with "quotes", a tab\tand\nnew lines.\n\n![[missing.png]]\n',
+    )
+    reconcile(vault)
+    assert query(vault, "SELECT json_type(frontmatter), title FROM notes") == [
+        ("OBJECT", "Tab\there")
+    ]
+    assert query(vault, "SELECT frontmatter->>'$.flag', frontmatter->'$.none' FROM notes") == [
+        ("true", "null")
+    ]
+    assert query(vault, "SELECT embed, target_path, target_id, subpath_found FROM links") == [
+        (True, None, None, None)
+    ]
+    texts = [t for (t,) in query(vault, "SELECT text FROM documents ORDER BY ord")]
+    assert any('"quotes", a tab\tand\nnew lines.' in t for t in texts)

@@ -140,7 +140,8 @@ def load_staged(con: Connection, files: Mapping[str, Sequence[Path]], max_row_by
             continue
         columns = COLUMNS[table]
         key = NOTE_KEY[table]
-        spec = "{" + ", ".join(f"'{c}': '{t}'" for c, t in columns) + "}"
+        # A JSON column is staged as its text: read as JSON it would come back double-encoded.
+        spec = "{" + ", ".join(f"'{c}': '{_staged_type(t)}'" for c, t in columns) + "}"
         select = ", ".join(
             "m.note_id"
             if c == key
@@ -156,6 +157,10 @@ def load_staged(con: Connection, files: Mapping[str, Sequence[Path]], max_row_by
             f"JOIN note_numbers m ON m.number = s.{key}{target}",
             [paths],
         )
+
+
+def _staged_type(sql_type: str) -> str:
+    return "VARCHAR" if sql_type == "JSON" else sql_type
 
 
 def update_fingerprints(con: Connection, touched: Sequence[tuple[str, int, int]]) -> None:
