@@ -168,9 +168,14 @@ def bench_scale(n: int, source: Path | None = None) -> dict[str, Any]:
         fts5 = run_in_subprocess(
             "benchmarks.bench_reconcile:fts5_entry", [str(vault), str(Path(tmp) / "f.db")], 7200
         ).seconds
-        mistune_s = run_in_subprocess(
-            "benchmarks.bench_reconcile:mistune_entry", [str(vault)], 7200
-        ).result["seconds"]
+        # mistune's pass is the 10,000-note target's yardstick; at 100,000 the target is FTS5.
+        mistune_s = (
+            run_in_subprocess(
+                "benchmarks.bench_reconcile:mistune_entry", [str(vault)], 7200
+            ).result["seconds"]
+            if n <= 20_000
+            else float("nan")
+        )
         full = _cli_tree(vault, "rebuild")
         noop = _cli_tree(vault, "reconcile")
         _edit_one(vault, 0)

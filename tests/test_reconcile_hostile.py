@@ -26,6 +26,8 @@ from vaultmem.index.reconcile import reconcile
 from vaultmem.okf.bundle import name_problem
 from vaultmem.vault import Vault
 
+pytestmark = pytest.mark.timeout(120)  # a hostile input must never hang the suite
+
 
 @pytest.fixture
 def vault(tmp_path: Path) -> Config:
