@@ -122,10 +122,10 @@ def postings_lines(number: int, documents: Sequence[SearchDocument]) -> Iterator
 class _Worker:
     """A process's preparing state: the context and the resolver built from it, once."""
 
-    def __init__(self, context: Context) -> None:
+    def __init__(self, context: Context, resolver: LinkResolver | None = None) -> None:
         self.context = context
         self.config = context.config
-        self.resolver = LinkResolver(context.files)
+        self.resolver = resolver if resolver is not None else LinkResolver(context.files)
 
     def chunk(self, index: int, jobs: Sequence[Job]) -> Chunk:
         rows = StagedRows()
@@ -269,9 +269,17 @@ def worker_count() -> int:
 
 
 def prepare_all(
-    jobs: Sequence[Job], context: Context, *, progress: Progress | None = None
+    jobs: Sequence[Job],
+    context: Context,
+    *,
+    progress: Progress | None = None,
+    resolver: Callable[[], LinkResolver] | None = None,
 ) -> list[Chunk]:
-    """Prepare every job, in a pool when the batch is large; chunk results in job order."""
+    """Prepare every job, in a pool when the batch is large; chunk results in job order.
+
+    `resolver` gives the caller's resolver over `context.files` for work done in this process
+    (building one for 100,000 files is not free; the caller needs it again for the write).
+    """
     chunks = chunk_jobs(jobs)
     results: dict[int, Chunk] = {}
     done = [0]
@@ -289,7 +297,7 @@ def prepare_all(
         with contextlib.suppress(BrokenProcessPool):
             _prepare_in_pool(chunks, context, workers, record)
     if len(results) < len(chunks):
-        worker = _Worker(context)
+        worker = _Worker(context, resolver() if resolver is not None else None)
         for index, chunk in enumerate(chunks):
             if index not in results:
                 record(index, worker.chunk(index, chunk))

@@ -216,6 +216,7 @@ class _Run:
         self.lock_timeout_s = lock_timeout_s
         self.warnings: list[str] = []
         self.corrupt: BaseException | None = None
+        self._resolver: tuple[frozenset[str], LinkResolver] | None = None
         self.started = time.perf_counter()
         self.started_at = datetime.now(UTC).replace(tzinfo=None)
 
@@ -244,6 +245,13 @@ class _Run:
                         f"The index could not be read ({self.corrupt}); moved it to {moved.name}."
                     )
                 return self.write(state, survey, prep, self.outcomes(changes, prep, survey))
+
+    def resolver(self, survey: Survey) -> LinkResolver:
+        """One resolver over the survey's files, built once for the run's in-process work."""
+        cached = self._resolver
+        if cached is None or cached[0] is not survey.files:
+            cached = self._resolver = (survey.files, LinkResolver(survey.files))
+        return cached[1]
 
     # -- step 1: state and survey ---------------------------------------------------------------
 
@@ -353,7 +361,13 @@ class _Run:
             for i, fp in enumerate(todo)
         ]
         context = Context(self.config, tuple(sorted(survey.files)), str(staging))
-        chunks = prepare_all(jobs, context, progress=self.progress) if jobs else []
+        chunks = (
+            prepare_all(
+                jobs, context, progress=self.progress, resolver=lambda: self.resolver(survey)
+            )
+            if jobs
+            else []
+        )
         return _collect(chunks, first_number + len(jobs), staging.parent / "spill")
 
     def complete(
@@ -628,7 +642,7 @@ class _Run:
         rows = writes.links_to_reresolve(con, links.affected_keys, links.changed_targets, fresh)
         if not rows:
             return
-        resolver = LinkResolver(survey.files)
+        resolver = self.resolver(survey)
         resolved = []
         for row in rows:
             link = Link(row[2], row[3], None, False, 0, "wikilink", None, "")
