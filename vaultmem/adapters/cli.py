@@ -22,7 +22,7 @@ import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -36,8 +36,10 @@ from vaultmem.errors import (
     InvalidArgumentError,
     VaultmemError,
 )
-from vaultmem.index.watch import WatchEvent
 from vaultmem.vault import Vault
+
+if TYPE_CHECKING:  # the watcher (and watchfiles) load only for `vaultmem watch`
+    from vaultmem.index.watch import WatchEvent
 
 _SETTINGS: dict[str, Any] = {"help_option_names": ["-h", "--help"]}
 # Typer's help prints an argument's type (`<str>`) next to its metavar (`KEY`), which only

@@ -34,12 +34,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from vaultmem.adapters.output import to_jsonable
 from vaultmem.errors import InvalidArgumentError
-from vaultmem.index.reconcile import Progress
 from vaultmem.vault import Vault
+
+if TYPE_CHECKING:  # a type only: a CLI search need not import reconcile
+    from vaultmem.index.reconcile import Progress
 
 Kind = Literal["str", "int", "float", "bool", "strs", "path", "pairs"]
 UNSET: Any = object()

@@ -41,7 +41,6 @@ from vaultmem.errors import (
     SecretError,
 )
 from vaultmem.files import managed
-from vaultmem.index.reconcile import reconcile
 from vaultmem.memory import secrets, usage
 from vaultmem.memory.identity import check_scope_id, resolve_scope_id
 from vaultmem.memory.topics import (
@@ -324,6 +323,8 @@ def _check_source(source: str | None) -> str | None:
 
 def _index(config: Config, paths: list[str], phases: list[str], what: str) -> None:
     """Update the index for files already published; any failure is a partial write."""
+    from vaultmem.index.reconcile import reconcile  # heavy: imported by writers only
+
     try:
         reconcile(config, paths=paths)
     # The file is already published, so whatever failed (a lock, DuckDB, the disk) the caller
