@@ -245,7 +245,7 @@ def test_index_failure_after_publish_is_a_partial_write(
     def broken(*args: object, **kwargs: object) -> None:
         raise OSError("disk full while writing the index")
 
-    monkeypatch.setattr(memory, "reconcile", broken)
+    monkeypatch.setattr("vaultmem.index.reconcile.reconcile", broken)
     with pytest.raises(PartialWriteError) as info:
         memory.store(config, "half-done", "The observation itself.", **ATLAS)
     error = info.value
