@@ -30,12 +30,12 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make `benchmarks` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.retrieval import Question, load_questions, metrics
+from benchmarks.retrieval import Question, load_questions, metrics, vault_for
 from vaultmem.errors import QueryError
 from vaultmem.vault import Vault
 
 QUESTIONS = Path(__file__).resolve().parent / "questions"
-DEFAULT_VAULT = Path("/work/shared/vaults/dwarvesf-brain")
+DEFAULT_VAULT = vault_for("dwarvesf-brain")
 
 
 def prepare(source: Path, target: Path, topics_file: Path) -> Vault:

@@ -36,7 +36,11 @@ VAULTS: dict[str, Path] = {
 
 def vault_for(name: str) -> Path:
     """The vault a question set runs on; tries `../shared` and `../../shared` (worktrees)."""
-    path = VAULTS[name]
+    # `dwarvesf-brain-mismatch` runs on dwarvesf-brain: a set is named for its vault first.
+    key = max((k for k in VAULTS if name == k or name.startswith(f"{k}-")), key=len, default=None)
+    if key is None:
+        raise KeyError(f"question set {name!r} names no known vault ({', '.join(VAULTS)})")
+    path = VAULTS[key]
     if not path.exists() and "shared" in path.parts:
         alt = REPO.parent.parent / path.relative_to(REPO.parent)
         if alt.exists():
@@ -62,8 +66,10 @@ def load_questions(path: str | Path) -> list[Question]:
 
 
 def question_sets() -> list[str]:
-    """Names of the question sets, sorted."""
-    return sorted(p.stem for p in QUESTIONS_DIR.glob("*.jsonl"))
+    """Names of the search question sets, sorted. A set with a `<set>.topics.jsonl` beside it
+    needs those topics stored first: `benchmarks.bench_recall` runs it, not the search bench."""
+    stems = {p.stem for p in QUESTIONS_DIR.glob("*.jsonl")}
+    return sorted(s for s in stems if not s.endswith(".topics") and f"{s}.topics" not in stems)
 
 
 def metrics(rankings: Sequence[Sequence[str]], questions: Sequence[Question]) -> dict[str, float]:

@@ -26,7 +26,7 @@ from vaultmem.search.tokenizer import (  # private on purpose: variants of the o
     _stem,
 )
 
-DEFAULT_VAULT = Path("/work/shared/vaults/dwarvesf-brain")
+DEFAULT_VAULT = Path(__file__).resolve().parents[1].parent / "shared" / "vaults" / "dwarvesf-brain"
 
 # query -> notes that answer it (path suffixes; any one of them counts as a hit).
 QUERIES: list[tuple[str, tuple[str, ...]]] = [

@@ -16,7 +16,8 @@ from vaultmem.errors import ConfigError, NotFoundError
 from vaultmem.memory import usage
 from vaultmem.vault import Vault
 
-DWARVESF = Path("/work/shared/vaults/dwarvesf-brain")
+DWARVESF = Path(__file__).resolve().parents[1].parent / "shared" / "vaults" / "dwarvesf-brain"
+"""The real vault beside the repository (CI lays `shared/` next to its clone)."""
 NOW = datetime(2026, 11, 29, 12, tzinfo=UTC)
 NOTE = """---
 title: Deploy runbook

@@ -1,7 +1,7 @@
 """Obsidian-flavoured Markdown: one mistune pass that finds headings, block ids, links and tags.
 
 This module owns the body grammar of a note (spec rules 1–5, 9, 12–16 in
-`/work/shared/spec/obsidian.md`). A single module-level mistune 3 instance parses the block
+docs/note-model.md). A single module-level mistune 3 instance parses the block
 structure; custom inline rules recognise wikilinks and embeds, inline `#tags` and math (so
 `$…$` hides tags), and a wrapper around mistune's link closer records Markdown links with
 their source position. mistune tokens carry no line numbers, so a `BlockState` subclass stamps

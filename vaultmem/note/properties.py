@@ -1,6 +1,6 @@
 """Frontmatter: finding the block, loading its YAML safely, and normalising it to JSON values.
 
-This module owns spec rules 8, 10 and 11 (`/work/shared/spec/obsidian.md`). The block is split
+This module owns spec rules 8, 10 and 11 (as listed in docs/note-model.md). The block is split
 by hand rather than with python-frontmatter (docs/note-model.md says why). The YAML is only
 *composed* (libyaml's C parser when available) with YAML 1.2 core schema resolvers, as
 Obsidian reads properties: `NO` and `on` stay text, `1:20` is text, `0x1F` and `0o17` are
