@@ -204,6 +204,13 @@ def scan_vault(config: Config) -> ScanResult:
     ignoring = _unindexed(config)
     ignored_by_obsidian = ignoring.excluded
     mapping_for = config.mapping_for
+
+    def indexed_note(rel: str, name: str) -> bool:
+        """A note file Obsidian's own filters leave in (excluded files stay link targets)."""
+        return is_note_name(name) and not (
+            ignoring.active and ignored_by_obsidian(rel, name, folder=False)
+        )
+
     notes: list[Fingerprint] = []
     files: list[str] = []
     problems: list[Problem] = []
@@ -228,13 +235,7 @@ def scan_vault(config: Config) -> ScanResult:
                         if filtering and excluded(rel, name, folder=False):
                             continue
                         files.append(rel)
-                        if (
-                            mapped
-                            and is_note_name(name)
-                            and not (
-                                ignoring.active and ignored_by_obsidian(rel, name, folder=False)
-                            )
-                        ):
+                        if mapped and indexed_note(rel, name):
                             st = entry.stat(follow_symlinks=False)
                             notes.append(Fingerprint(rel, st.st_size, st.st_mtime_ns))
                     elif entry.is_dir(follow_symlinks=False):
@@ -248,15 +249,9 @@ def scan_vault(config: Config) -> ScanResult:
                         if target is None or (filtering and excluded(rel, name, folder=False)):
                             continue
                         files.append(rel)
-                        if (
-                            mapped
-                            and is_note_name(name)
-                            and not (
-                                ignoring.active and ignored_by_obsidian(rel, name, folder=False)
-                            )
-                        ):
+                        if mapped and indexed_note(rel, name):
                             notes.append(Fingerprint(rel, target.st_size, target.st_mtime_ns))
-                    elif mapped and name.endswith(NOTE_SUFFIX):
+                    elif mapped and is_note_name(name):
                         # A FIFO, socket or device named like a note: reading it could block.
                         kind = _not_regular(entry.stat(follow_symlinks=False).st_mode)
                         problems.append(Problem(rel, "file_unreadable", kind))
