@@ -292,6 +292,10 @@ def test_snippet_marks_matched_words(filter_vault: Vault) -> None:
         "call **TestPagerOrder** now"
     )
     assert snippet("two migrations ran", {fold("migration")}) == "two **migrations** ran"
+    # The note's own bold is dropped, so marks never nest (`****Consistency**:**`).
+    assert snippet("- **Consistency**: reads", {fold("consistency")}) == (
+        "- **Consistency**: reads"
+    )
 
 
 def test_title_match_shows_a_section_with_text(corpus_vault: Vault) -> None:

@@ -345,8 +345,10 @@ def snippet(
     """The densest window of `text` around matched words, each marked `**like this**`.
 
     Only the first SNIPPET_SCAN_CHARS are tokenized when a match lies there (the usual case):
-    tokenizing whole long sections for every hit was a quarter of a query's time.
+    tokenizing whole long sections for every hit was a quarter of a query's time. The note's
+    own `**bold**` markers are dropped first: kept, they would nest with ours (`****x**:**`).
     """
+    text = text.replace("**", "")
     head = text[:SNIPPET_SCAN_CHARS]
     word_spans = analyzer(language).spans
     spans = [(start, end) for start, end, term in word_spans(head) if term in terms]
