@@ -52,7 +52,7 @@ _Fail = Callable[[str, str], ConfigError]
 _PATTERN_NAME_RE = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
 
 _TOP_KEYS = ("managed_folder", "max_note_bytes", "exclude", "search", "mappings", "secrets")
-_SEARCH_KEYS = ("k1", "b")
+_SEARCH_KEYS = ("k1", "b", "semantic")
 _MAPPING_KEYS = ("folder", "scope", "scope_id")
 _SECRETS_KEYS = ("patterns",)
 _PATTERN_KEYS = ("name", "regex")
@@ -83,6 +83,8 @@ class Config:
     max_note_bytes: int = DEFAULT_MAX_NOTE_BYTES
     bm25_k1: float = DEFAULT_BM25_K1
     bm25_b: float = DEFAULT_BM25_B
+    semantic: bool = False
+    """Embed search documents for `--mode vectors|hybrid` (the optional `semantic` extra)."""
     secret_patterns: tuple[tuple[str, str], ...] = ()
     obsidian_exclude: tuple[str, ...] = ()
 
@@ -263,6 +265,9 @@ def _validate(
     b = _number(search.get("b", DEFAULT_BM25_B), "search.b", fail)
     if not 0 <= b <= 1:
         raise fail("search.b", f"must be between 0 and 1, got {b}")
+    semantic = search.get("semantic", False)
+    if not isinstance(semantic, bool):
+        raise fail("search.semantic", f"must be true or false, got {semantic!r}")
 
     mappings = _mappings(root, raw.get("mappings", []), fail)
     if not any(_is_within(managed, m.folder) for m in mappings):
@@ -282,6 +287,7 @@ def _validate(
         max_note_bytes=max_bytes,
         bm25_k1=k1,
         bm25_b=b,
+        semantic=semantic,
         secret_patterns=secrets,
         obsidian_exclude=obsidian_exclude,
     )
@@ -452,6 +458,7 @@ def render_config(config: Config) -> str:
         "[search]",
         f"k1 = {_toml_float(config.bm25_k1)}",
         f"b = {_toml_float(config.bm25_b)}",
+        *(["semantic = true"] if config.semantic else []),
     ]
     for mapping in config.mappings:
         lines += ["", "[[mappings]]", f"folder = {_toml_str(mapping.folder)}"]

@@ -79,6 +79,16 @@ class QueryError(VaultmemError):
     default_hint = "See docs/search.md for the query syntax."
 
 
+class SemanticUnavailableError(VaultmemError):
+    """Vector search was asked for, but semantic recall is off or its package is missing."""
+
+    code = "semantic_unavailable"
+    default_hint = (
+        "Install the extra (pip install 'vaultmem[semantic]'), set `semantic = true` under "
+        "[search] in .vaultmem/config.toml, then run `vaultmem reconcile`."
+    )
+
+
 class PathEscapeError(VaultmemError):
     """A key, scope id or imported name would leave the managed folder."""
 

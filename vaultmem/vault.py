@@ -34,7 +34,7 @@ from vaultmem.note.parse import parse_note
 from vaultmem.okf import export as okf_export
 from vaultmem.okf import ingest as okf_ingest
 from vaultmem.okf import validate as okf_validate
-from vaultmem.search import query as search
+from vaultmem.search import vectors
 from vaultmem.search.query import SearchFilters, SearchHit
 from vaultmem.storage import store
 
@@ -185,14 +185,20 @@ class Vault:
             return graph.unresolved(con, limit=limit)
 
     def search(
-        self, query: str, filters: SearchFilters | None = None, *, limit: int = 10
+        self,
+        query: str,
+        filters: SearchFilters | None = None,
+        *,
+        limit: int = 10,
+        mode: vectors.Mode = "words",
     ) -> list[SearchHit]:
-        """BM25 search over the vault's sections, grouped by note (docs/search.md)."""
+        """Search the vault's sections by words (BM25), vectors or both (docs/search.md)."""
         with store.reading(self.config.index_path) as con:
-            return search.search(
+            return vectors.search(
                 con,
                 query,
                 filters or SearchFilters(),
+                mode=mode,
                 limit=limit,
                 k1=self.config.bm25_k1,
                 b=self.config.bm25_b,

@@ -326,14 +326,18 @@ def search(
     since: Annotated[str | None, typer.Option("--since", help="Updated at or after (ISO).")] = None,
     until: Annotated[str | None, typer.Option("--until", help="Updated before (ISO).")] = None,
     limit: LimitOpt = 10,
+    mode: Annotated[
+        Literal["words", "vectors", "hybrid"],
+        typer.Option("--mode", help="words: BM25; vectors: by meaning; hybrid: both, fused."),
+    ] = "words",
     as_json: JsonOpt = False,
 ) -> None:
-    """BM25 search over every note's sections; results grouped by note, best first."""
+    """Search every note's sections; results grouped by note, best first."""
     v = _vault(vault, as_json)
     filters = SearchFilters(
         scope, scope_id, type_, tag, folder, _when(since, "--since"), _when(until, "--until")
     )
-    hits = v.search(query, filters, limit=limit)
+    hits = v.search(query, filters, limit=limit, mode=mode)
     if as_json:
         return output.emit_json(hits)
     if not hits:

@@ -433,3 +433,9 @@ def _clip(text: str, start: int, width: int) -> str:
         return text
     cut = text.rfind(" ", start, start + width)
     return text[start : cut if cut > start else start + width] + " …"
+
+
+def filter_sql(query: ParsedQuery, filters: SearchFilters) -> tuple[str, dict[str, Any]]:
+    """The WHERE clause on the note (alias `n`) and its parameters for a query's operators and
+    options: vector search (`vectors.py`) filters exactly as BM25 does."""
+    return _filters(query, filters)

@@ -1,0 +1,287 @@
+"""Semantic recall: static embeddings of the search documents, fused with BM25 at query time.
+
+What words cannot find is vocabulary mismatch ("money back" vs a note titled *Refund policy*).
+Each search document (a note's title document and each section, `documents.py`) gets one unit
+vector: the mean of its tokens' static embeddings. A query is embedded the same way and the
+documents closest by cosine are found by brute force in DuckDB (`storage/vector_queries.py`).
+
+The model is wordllama's `l2_supercat` token table (32,000 tokens x 256 dimensions, float16,
+16 MB) with its tokenizer, both shipped inside the `wordllama` wheel. We open those two files
+directly and never import `wordllama` itself: its loader looks for the tokenizer in a folder the
+wheel does not have and then downloads it from a model hub, and it configures the root logger
+at import. So nothing here can touch the network. The files are read with `safetensors` and
+`tokenizers`, the optional `semantic` extra; without it, asking for vectors raises
+`SemanticUnavailableError` with the install command.
+
+Pure parts (no I/O, no numpy): `embedding_text`, `query_text`, `fuse`. The I/O part is
+`Embedder.load` (reads the model files); `Embedder.embed` is numpy arithmetic.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from vaultmem.errors import QueryError, SemanticUnavailableError
+from vaultmem.search import query
+from vaultmem.search.documents import SearchDocument
+from vaultmem.search.query import SearchFilters, SearchHit
+from vaultmem.storage import vector_queries
+from vaultmem.storage.store import Connection
+from vaultmem.storage.vector_queries import Ranked
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+    from tokenizers import Tokenizer
+
+Mode = Literal["words", "vectors", "hybrid"]
+MODES: tuple[Mode, ...] = ("words", "vectors", "hybrid")
+
+MODEL_ID = "wordllama/l2_supercat_256"
+"""Recorded in `meta.embedding_model`; a different model (or semantic off: `none`) rebuilds."""
+DIMENSIONS = 256
+MAX_TOKENS = 512
+"""A section's first 512 tokens stand for it: a mean over more barely moves, and costs time."""
+MAX_CHARS = 4 * MAX_TOKENS
+"""Text cut before tokenizing (a token is ~4 characters): tokenizing whole long sections only
+for truncation to throw most of it away was most of the embedding time."""
+RRF_K = 60
+"""Reciprocal rank fusion's constant: a note at rank r in a ranking earns 1 / (RRF_K + r)."""
+POOL = 50
+"""How many notes each ranking contributes to a fusion (at least; more for a larger limit)."""
+
+_WEIGHTS_FILE = ("weights", "l2_supercat_256.safetensors")
+_TOKENIZER_FILE = ("tokenizers", "l2_supercat_tokenizer_config.json")
+_OPERATOR = re.compile(r"(?:^|\s)(?:-\S+|(?:tag|path|type):\S+)", re.I)
+_CHUNK = 32
+"""Documents pooled per numpy step: the gathered token vectors stay in the CPU cache."""
+
+# -- pure ----------------------------------------------------------------------------------
+
+
+def embedding_text(doc: SearchDocument) -> str:
+    """What a document's vector is made of: its heading and text (title, aliases and tags for
+    the note-level document), cut to MAX_CHARS."""
+    text = f"{doc.heading}\n{doc.text}" if doc.heading else doc.text
+    return text[:MAX_CHARS]
+
+
+def query_text(query: str) -> str:
+    """The words of a query without its operators (`tag:x`, `path:p`, `type:t`, `-excluded`),
+    which filter rather than describe; quotes are dropped."""
+    return " ".join(_OPERATOR.sub(" ", query).replace('"', " ").split())
+
+
+def fuse(
+    rankings: Sequence[Sequence[str]], *, k: int = RRF_K, weights: Sequence[float] | None = None
+) -> list[tuple[str, float]]:
+    """Reciprocal rank fusion: each ranking (ids, best first) gives an id w / (k + rank), rank
+    from 1; ids are returned by the sum, best first, ties by id."""
+    weights = weights or [1.0] * len(rankings)
+    scores: dict[str, float] = {}
+    for ranking, weight in zip(rankings, weights, strict=True):
+        for rank, item in enumerate(ranking, start=1):
+            scores[item] = scores.get(item, 0.0) + weight / (k + rank)
+    return sorted(scores.items(), key=lambda pair: (-pair[1], pair[0]))
+
+
+# -- the model -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Embedder:
+    """A static embedding model: a token table and the tokenizer that indexes it."""
+
+    table: NDArray[np.float32]
+    tokenizer: Tokenizer
+    name: str = MODEL_ID
+
+    @property
+    def dimensions(self) -> int:
+        return int(self.table.shape[1])
+
+    @classmethod
+    def load(cls, dimensions: int = DIMENSIONS) -> Embedder:
+        """Open the model files inside the installed `wordllama` package (no network, ever).
+
+        `dimensions` below 256 keeps the first ones (the table is trained Matryoshka-style
+        for 64 and 128 too); the benchmark compares them."""
+        try:
+            import numpy as np
+            from safetensors.numpy import load_file
+            from tokenizers import Tokenizer
+        except ImportError as error:
+            raise _missing(str(error)) from None
+        try:
+            spec = importlib.util.find_spec("wordllama")
+        except (ImportError, ValueError):
+            spec = None
+        if spec is None or spec.origin is None:
+            raise _missing("the `wordllama` package is not installed")
+        root = Path(spec.origin).parent
+        weights, tokenizer_file = root.joinpath(*_WEIGHTS_FILE), root.joinpath(*_TOKENIZER_FILE)
+        if not weights.is_file() or not tokenizer_file.is_file():
+            raise _missing(f"the `wordllama` package at {root} lacks its model files")
+        table = load_file(str(weights))["embedding.weight"][:, :dimensions]
+        tokenizer = Tokenizer.from_file(str(tokenizer_file))
+        tokenizer.no_padding()
+        tokenizer.enable_truncation(MAX_TOKENS)
+        name = MODEL_ID if dimensions == DIMENSIONS else f"{MODEL_ID}@{dimensions}"
+        return cls(np.ascontiguousarray(table, dtype=np.float32), tokenizer, name)
+
+    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        """One unit vector per text (a row of zeros for a text without tokens)."""
+        import numpy as np
+
+        out = np.zeros((len(texts), self.dimensions), dtype=np.float32)
+        if not texts:
+            return out
+        encoded = self.tokenizer.encode_batch(
+            [t[:MAX_CHARS] for t in texts], add_special_tokens=False
+        )
+        vocabulary = self.table.shape[0]
+        for first in range(0, len(texts), _CHUNK):
+            chunk = encoded[first : first + _CHUNK]
+            lengths = np.fromiter((len(e.ids) for e in chunk), np.int64, len(chunk))
+            if not lengths.any():
+                continue
+            ids = np.fromiter((i for e in chunk for i in e.ids), np.int64, int(lengths.sum()))
+            # Count each (document, token) pair once and gather each token vector once.
+            keys = np.repeat(np.arange(len(chunk), dtype=np.int64), lengths) * vocabulary + ids
+            pairs, counts = np.unique(keys, return_counts=True)
+            rows = self.table[pairs % vocabulary] * counts[:, None].astype(np.float32)
+            owners = pairs // vocabulary
+            present = np.unique(owners)
+            starts = np.searchsorted(owners, present)
+            out[first + present] = np.add.reduceat(rows, starts, axis=0)
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        norms[norms == 0] = 1.0
+        result: NDArray[np.float32] = out / norms
+        return result
+
+
+def _missing(why: str) -> SemanticUnavailableError:
+    return SemanticUnavailableError(
+        f"Semantic recall needs the optional `semantic` extra: {why}.",
+        hint="pip install 'vaultmem[semantic]' (or set `semantic = false` under [search] in "
+        ".vaultmem/config.toml).",
+    )
+
+
+@functools.cache
+def embedder() -> Embedder:
+    """The process's model, loaded once (~0.2 s)."""
+    return Embedder.load()
+
+
+def embed_documents(documents: Sequence[SearchDocument]) -> NDArray[np.float32]:
+    """The reconcile hook: one unit vector per search document, rows in the given order."""
+    return embedder().embed([embedding_text(doc) for doc in documents])
+
+
+def embed_query(query: str) -> list[float]:
+    """A query's unit vector, as the list DuckDB binds to `FLOAT[256]`."""
+    vector: list[Any] = embedder().embed([query_text(query)])[0].tolist()
+    return [float(x) for x in vector]
+
+
+# -- search --------------------------------------------------------------------------------
+
+
+def search(
+    con: Connection,
+    text: str,
+    filters: SearchFilters | None = None,
+    *,
+    mode: Mode = "words",
+    limit: int = 10,
+    k1: float = 1.2,
+    b: float = 0.75,
+) -> list[SearchHit]:
+    """Search by `mode`: words (BM25, `query.search`), vectors (cosine over the document
+    vectors) or hybrid (both rankings fused by reciprocal rank). Filters and operators apply
+    to every mode; `"phrases"` constrain the words ranking only."""
+    if mode not in MODES:
+        raise QueryError(f"Unknown search mode {mode!r}.", hint=f"Use one of {', '.join(MODES)}.")
+    filters = filters or SearchFilters()
+    if mode == "words":
+        return query.search(con, text, filters, limit=limit, k1=k1, b=b)
+    require_vectors(con)
+    if not query_text(text):
+        raise QueryError(
+            f"The query {text!r} has no words to compare by meaning.",
+            hint='Ask in words, e.g. vaultmem search "how do I get my money back" --mode vectors',
+        )
+    parsed = query.parse_query(text)
+    where, params = query.filter_sql(parsed, filters)
+    pool = limit if mode == "vectors" else max(POOL, limit)
+    nearest = vector_queries.nearest_notes(
+        con, embed_query(text), limit=pool, where=where, params=params
+    )
+    if mode == "vectors":
+        return _vector_hits(con, nearest, set(parsed.terms))
+    try:
+        worded = query.search(con, text, filters, limit=pool, k1=k1, b=b)
+    except QueryError:
+        worded = []  # only stop words: the vectors still understand the question
+    fused = fuse([[h.note_id for h in worded], [note_id for note_id, _ in nearest]])[:limit]
+    by_words = {h.note_id: h for h in worded}
+    by_vectors = {
+        h.note_id: h
+        for h in _vector_hits(
+            con,
+            [(n, docs) for n, docs in nearest if n not in by_words and n in dict(fused)],
+            set(parsed.terms),
+        )
+    }
+    hits = []
+    for note_id, score in fused:
+        hit = by_words.get(note_id) or by_vectors[note_id]
+        hits.append(replace(hit, score=round(score, 6)))
+    return hits
+
+
+def require_vectors(con: Connection) -> None:
+    """Fail clearly when the index holds no vectors (semantic recall off for this vault)."""
+    if vector_queries.embedding_model(con) == "none":
+        raise SemanticUnavailableError(
+            "This index has no vectors: semantic recall is off for this vault.",
+            hint="Set `semantic = true` under [search] in .vaultmem/config.toml and run "
+            "`vaultmem reconcile` (needs pip install 'vaultmem[semantic]'); or use --mode words.",
+        )
+
+
+def _vector_hits(con: Connection, ranked: Ranked, terms: set[str]) -> list[SearchHit]:
+    """Hits for notes ranked by vectors: the closest section with text is the one shown."""
+    ids = [note_id for note_id, _ in ranked]
+    cards = vector_queries.note_cards(con, ids)
+    sections = vector_queries.note_sections(con, ids)
+    hits = []
+    for note_id, docs in ranked:
+        path, title, scope, scope_id = cards[note_id]
+        mine = sections.get(note_id, {})
+        shown = next((mine[o] for o, _ in docs if o in mine and mine[o][2].strip()), None)
+        if shown is None:
+            shown = next((mine[o] for o in sorted(mine) if mine[o][2].strip()), (None, 1, ""))
+        heading, line, body = shown
+        hits.append(
+            SearchHit(
+                note_id=note_id,
+                path=path,
+                title=title,
+                scope=scope,
+                scope_id=scope_id,
+                heading=heading,
+                line=line,
+                score=round(docs[0][1], 6),
+                snippet=query.snippet(body, terms),
+                sections=tuple({"ord": o, "score": round(s, 6)} for o, s in docs[:5]),
+            )
+        )
+    return hits

@@ -1,0 +1,116 @@
+"""SQL for the `vectors` table: loading document embeddings and brute-force nearest notes.
+
+Embeddings load through a registered numpy column (one array per row), not a LIST parameter:
+binding 60,000 x 256 floats as Python lists took 20 s, the registered column 0.6 s. Search is
+a full scan with DuckDB's built-in `array_inner_product` (the rows are unit vectors, so it is
+the cosine): no extension, nothing downloaded. benchmarks/bench_semantic.py measures it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from vaultmem.storage.store import Connection
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
+Ranked = list[tuple[str, list[tuple[int, float]]]]
+"""Notes, best first, each with its best documents as (ord, score), best first."""
+
+
+def load_vectors(
+    con: Connection, note_ids: Sequence[str], ords: Sequence[int], matrix: NDArray[np.float32]
+) -> None:
+    """Insert one row per document: `matrix` row i belongs to (note_ids[i], ords[i])."""
+    if not len(note_ids):
+        return
+    import numpy as np
+
+    column = np.empty(len(note_ids), dtype=object)
+    column[:] = list(matrix)
+    con.register(
+        "vectors_staged",
+        {
+            "note_id": np.array(note_ids, dtype=object),
+            "ord": np.array(ords, dtype=np.int32),
+            "embedding": column,
+        },
+    )
+    try:
+        dims = matrix.shape[1]
+        con.execute(
+            "INSERT INTO vectors SELECT note_id, ord, embedding::FLOAT[" + str(int(dims)) + "] "
+            "FROM vectors_staged ORDER BY note_id, ord"
+        )
+    finally:
+        con.unregister("vectors_staged")
+
+
+def embedding_model(con: Connection) -> str:
+    """`meta.embedding_model`: the model that filled `vectors`, or `none`."""
+    row = con.execute("SELECT value FROM meta WHERE key = 'embedding_model'").fetchone()
+    return str(row[0]) if row else "none"
+
+
+_NEAREST_SQL = """
+WITH scored AS (
+    SELECT v.note_id, v.ord, array_inner_product(v.embedding, $q::FLOAT[{dims}]) AS score
+    FROM vectors v {join} WHERE {filters}
+),
+best AS (SELECT note_id, max(score) AS score FROM scored GROUP BY note_id
+         ORDER BY score DESC, note_id LIMIT $limit)
+SELECT b.note_id, b.score,
+       list(s.ord ORDER BY s.score DESC, s.ord)[1:5] AS ords,
+       list(s.score ORDER BY s.score DESC, s.ord)[1:5] AS scores
+FROM best b JOIN scored s USING (note_id)
+GROUP BY b.note_id, b.score ORDER BY b.score DESC, b.note_id
+"""
+
+
+def nearest_notes(
+    con: Connection,
+    vector: Sequence[float],
+    *,
+    limit: int,
+    where: str = "true",
+    params: dict[str, Any] | None = None,
+) -> Ranked:
+    """The `limit` notes whose best document is closest to `vector` (cosine), each with its
+    five closest documents. `where` filters on the note (alias `n`), as in BM25 search."""
+    join = "" if where == "true" else "JOIN notes n ON n.id = v.note_id"
+    sql = _NEAREST_SQL.format(dims=len(vector), join=join, filters=where)
+    rows = con.execute(sql, {"q": list(vector), "limit": limit, **(params or {})}).fetchall()
+    return [(r[0], [(int(o), float(s)) for o, s in zip(r[2], r[3], strict=True)]) for r in rows]
+
+
+def note_cards(con: Connection, note_ids: Sequence[str]) -> dict[str, tuple[str, str, str, Any]]:
+    """id → (path, title, scope, scope_id) of these notes."""
+    if not note_ids:
+        return {}
+    rows = con.execute(
+        f"SELECT id, path, title, scope, scope_id FROM notes WHERE id IN "
+        f"({', '.join('?' * len(note_ids))})",
+        list(note_ids),
+    ).fetchall()
+    return {r[0]: (r[1], r[2], r[3], r[4]) for r in rows}
+
+
+def note_sections(
+    con: Connection, note_ids: Sequence[str]
+) -> dict[str, dict[int, tuple[str | None, int, str]]]:
+    """id → ord → (heading, line, text) of every section (ord > 0) of these notes."""
+    if not note_ids:
+        return {}
+    rows = con.execute(
+        "SELECT note_id, ord, heading, line, text FROM documents "
+        f"WHERE note_id IN ({', '.join('?' * len(note_ids))})",
+        list(note_ids),
+    ).fetchall()
+    out: dict[str, dict[int, tuple[str | None, int, str]]] = {}
+    for note_id, ord_, heading, line, text in rows:
+        if ord_ > 0:
+            out.setdefault(note_id, {})[ord_] = (heading, line, text)
+    return out
