@@ -225,26 +225,40 @@ def search(
         con, embed_query(text), limit=pool, where=where, params=params
     )
     if mode == "vectors":
-        return _vector_hits(con, nearest, set(parsed.terms))
-    try:
-        worded = query.search(con, text, filters, limit=pool, k1=k1, b=b)
-    except QueryError:
-        worded = []  # only stop words: the vectors still understand the question
-    fused = fuse([[h.note_id for h in worded], [note_id for note_id, _ in nearest]])[:limit]
-    by_words = {h.note_id: h for h in worded}
-    by_vectors = {
-        h.note_id: h
-        for h in _vector_hits(
-            con,
-            [(n, docs) for n, docs in nearest if n not in by_words and n in dict(fused)],
-            set(parsed.terms),
-        )
-    }
-    hits = []
-    for note_id, score in fused:
-        hit = by_words.get(note_id) or by_vectors[note_id]
-        hits.append(replace(hit, score=round(score, 6)))
-    return hits
+        return _hits(con, nearest, set(parsed.terms))
+    worded = _word_ranking(con, text, parsed, filters, where, params, pool=pool, k1=k1, b=b)
+    fused = fuse([[note_id for note_id, _ in worded], [note_id for note_id, _ in nearest]])
+    docs = {**dict(nearest), **dict(worded)}  # a note's shown section: its best by words
+    ranked = [(note_id, docs[note_id]) for note_id, _ in fused[:limit]]
+    scores = dict(fused)
+    return [
+        replace(hit, score=round(scores[hit.note_id], 6))
+        for hit in _hits(con, ranked, set(parsed.terms))
+    ]
+
+
+def _word_ranking(
+    con: Connection,
+    text: str,
+    parsed: query.ParsedQuery,
+    filters: SearchFilters,
+    where: str,
+    params: dict[str, Any],
+    *,
+    pool: int,
+    k1: float,
+    b: float,
+) -> Ranked:
+    """BM25's best `pool` notes, unrendered; empty for a query of stop words only (the
+    vectors still understand it). Phrases need the full search, which checks adjacency."""
+    if not parsed.terms:
+        return []
+    if parsed.phrases:
+        hits = query.search(con, text, filters, limit=pool, k1=k1, b=b)
+        return [(h.note_id, [(s["ord"], s["score"]) for s in h.sections]) for h in hits]
+    return query.note_scores(
+        con, list(parsed.terms), k1=k1, b=b, limit=pool, where=where, params=params
+    )
 
 
 def require_vectors(con: Connection) -> None:
@@ -257,8 +271,8 @@ def require_vectors(con: Connection) -> None:
         )
 
 
-def _vector_hits(con: Connection, ranked: Ranked, terms: set[str]) -> list[SearchHit]:
-    """Hits for notes ranked by vectors: the closest section with text is the one shown."""
+def _hits(con: Connection, ranked: Ranked, terms: set[str]) -> list[SearchHit]:
+    """Hits for ranked notes: the best-ranked section with text is the one shown."""
     ids = [note_id for note_id, _ in ranked]
     cards = vector_queries.note_cards(con, ids)
     sections = vector_queries.note_sections(con, ids)
