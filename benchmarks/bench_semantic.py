@@ -73,7 +73,11 @@ def _semantic_copy(source: Path, target: Path, *, link: bool = False) -> Vault:
     """A copy of `source` (hard links when `link`) with semantic recall on and no index."""
     if target.exists():
         shutil.rmtree(target)
-    shutil.copytree(source, target, copy_function=os.link if link else shutil.copy2)
+    try:
+        shutil.copytree(source, target, copy_function=os.link if link else shutil.copy2)
+    except (OSError, shutil.Error):  # another file system: copy the bytes
+        shutil.rmtree(target, ignore_errors=True)
+        shutil.copytree(source, target)
     state = target / ".vaultmem"
     for stale in state.glob("index.duckdb*") if state.exists() else ():
         stale.unlink()
@@ -174,7 +178,8 @@ def variants(vault: Vault, questions: list[Question], words: list[list[str]]) ->
 
 def scale(notes: int, out: Path) -> dict[str, Any]:
     """Part 3 on a generated vault of `notes` notes."""
-    source = ensure_vault(notes)
+    cached = Path(f"/work/cache/gen-{notes // 1000}k")
+    source = cached if notes % 1000 == 0 and cached.is_dir() else ensure_vault(notes)[0]
     vault = _semantic_copy(source, out / f"semantic-{notes}", link=True)
     seconds, report = _timed(vault.reconcile)
     with store.reading(vault.config.index_path) as con:
@@ -260,16 +265,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = OUT_DIR
     out.mkdir(parents=True, exist_ok=True)
     results = quality(out)
-    sizes = [] if args.no_scale else (args.notes or (QUICK_NOTES if args.quick else FULL_NOTES))
-    scaled = [scale(n, out) for n in sizes]
     verdict = _verdict(results)
+    if not args.json:
+        _print_table(results)
+        print(json.dumps(verdict), flush=True)
+    sizes = [] if args.no_scale else (args.notes or (QUICK_NOTES if args.quick else FULL_NOTES))
+    scaled = []
+    for n in sizes:
+        scaled.append(scale(n, out))
+        if not args.json:
+            print(json.dumps(scaled[-1]), flush=True)
     if args.json:
         print(json.dumps({"name": NAME, "sets": results, "scale": scaled, "verdict": verdict}))
-        return 0
-    _print_table(results)
-    for row in scaled:
-        print(json.dumps(row))
-    print(json.dumps(verdict))
     return 0
 
 

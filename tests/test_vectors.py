@@ -261,3 +261,20 @@ def test_modes_rank_by_meaning_and_honour_filters(example_vault: Path) -> None:
     # A question of stop words only has no BM25 terms; vectors still answer it.
     code, out = cli_json("search", "what is it about", "--mode", "hybrid", "--vault", vault)
     assert code == 0 and out["data"]
+
+
+def test_recall_modes_use_vectors_when_on(example_vault: Path) -> None:
+    vault = str(example_vault)
+    reconcile(load_config(example_vault))
+    code, out = cli_json("recall", "fake the database", "--mode", "hybrid", "--vault", vault)
+    assert code == 1 and out["error"]["code"] == "semantic_unavailable"
+    config = enable_semantic(example_vault)
+    reconcile(config)
+    for mode in ("vectors", "hybrid"):
+        code, out = cli_json(
+            "recall", "can I fake the database in unit tests", "--mode", mode, "--vault", vault
+        )
+        assert code == 0, out
+        hits = out["data"]
+        assert {h["matched"] for h in hits} == {mode}
+        assert "agent-memory/global/code-review-feedback.md" in [h["path"] for h in hits]

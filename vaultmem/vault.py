@@ -244,7 +244,7 @@ class Vault:
         query: str,
         *,
         scopes: Sequence[str] = (),
-        mode: recall_op.Mode = "hybrid",
+        mode: recall_op.Mode = "metadata-first",
         sort: recall_op.Sort = "score",
         limit: int = 10,
         include_related: bool = False,

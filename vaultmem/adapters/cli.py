@@ -460,9 +460,13 @@ def recall(
     vault: VaultOpt = None,
     scope: ScopesOpt = None,
     mode: Annotated[
-        Literal["hybrid", "bm25", "metadata"],
-        typer.Option("--mode", help="hybrid: key/title/alias/tag matches first, then BM25."),
-    ] = "hybrid",
+        Literal["metadata-first", "metadata", "words", "vectors", "hybrid"],
+        typer.Option(
+            "--mode",
+            help="metadata-first: key/title/alias/tag matches, then BM25; words, vectors, "
+            "hybrid: as in search.",
+        ),
+    ] = "metadata-first",
     sort: Annotated[
         Literal["score", "recency", "usage"],
         typer.Option("--sort", help="score blends relevance, recency and usage (docs/agents.md)."),

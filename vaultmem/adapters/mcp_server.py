@@ -108,7 +108,7 @@ def _recall(vault: Vault, a: dict[str, Any]) -> Any:
     hits = vault.recall(
         a["query"],
         scopes=tuple(a.get("scopes", ())),
-        mode=a.get("mode", "hybrid"),
+        mode=a.get("mode", "metadata-first"),
         sort=a.get("sort", "score"),
         limit=a.get("limit", 10),
         include_related=a.get("include_related", False),
@@ -146,7 +146,8 @@ def _search(vault: Vault, a: dict[str, Any]) -> Any:
         since=_when(a.get("since"), "since"),
         until=_when(a.get("until"), "until"),
     )
-    return {"hits": vault.search(a["query"], filters, limit=a.get("limit", 10))}
+    hits = vault.search(a["query"], filters, limit=a.get("limit", 10), mode=a.get("mode", "words"))
+    return {"hits": hits}
 
 
 def _status(vault: Vault, a: dict[str, Any]) -> Any:
@@ -214,11 +215,12 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         "memory_recall",
         "Recall memories",
-        "Find the memories (agent topics and people's notes) that answer a question. Hybrid "
-        "mode returns notes whose key, title, alias or tag equals a word of the query first, "
-        "then BM25 full-text matches. Expired and forgotten topics are never returned. Each hit "
-        "has id, key, scope, scope_id, path, title, snippet, score, updated, `fresh` (false "
-        "when the file changed since it was indexed: read it with memory_get) and `related` "
+        "Find the memories (agent topics and people's notes) that answer a question. The "
+        "default mode (metadata-first) returns notes whose key, title, alias or tag equals a "
+        "word of the query first, then BM25 full-text matches. Expired and forgotten topics "
+        "are never returned. Each hit has id, key, scope, scope_id, path, title, snippet, "
+        "score, updated, `fresh` (false when the file changed since it was indexed: read it "
+        "with memory_get) and `related` "
         "(pulled in by a link from another hit). Counts as a use of each returned topic.",
         _object(
             {
@@ -234,8 +236,10 @@ TOOLS: tuple[ToolSpec, ...] = (
                 },
                 "mode": {
                     "type": "string",
-                    "enum": ["hybrid", "bm25", "metadata"],
-                    "default": "hybrid",
+                    "enum": ["metadata-first", "metadata", "words", "vectors", "hybrid"],
+                    "default": "metadata-first",
+                    "description": "words: BM25; vectors: by meaning; hybrid: both fused "
+                    "(vectors and hybrid need semantic recall on, docs/search.md).",
                 },
                 "sort": {
                     "type": "string",
@@ -362,6 +366,13 @@ TOOLS: tuple[ToolSpec, ...] = (
                 },
                 "until": {"type": "string", "description": "Updated before (ISO date or time)."},
                 "limit": {"type": "integer", "minimum": 1, "maximum": 100, "default": 10},
+                "mode": {
+                    "type": "string",
+                    "enum": ["words", "vectors", "hybrid"],
+                    "default": "words",
+                    "description": "words: BM25; vectors: by meaning; hybrid: both fused "
+                    "(vectors and hybrid need semantic recall on, docs/search.md).",
+                },
             },
             ("query",),
         ),

@@ -1,14 +1,16 @@
 """Recall: what an agent gets back when it asks its memory a question.
 
-Recall ranks the notes of the requested scopes (agent topics and people's notes alike) three
+Recall ranks the notes of the requested scopes (agent topics and people's notes alike) five
 ways. `metadata` matches a note whose key, title, alias or tag equals a word of the question
-(or a run of its words: "release process" finds the key `release-process`); `bm25` is the full
-search of `search.py`; `hybrid`, the default, puts the metadata matches first and lets BM25 fill
-the slots left. The selected notes are then ordered by the requested sort:
+(or a run of its words: "release process" finds the key `release-process`); `words`, `vectors`
+and `hybrid` are the modes of `vaultmem search` (BM25, semantic vectors, both fused; the last two
+need semantic recall on, docs/search.md); `metadata-first`, the default, puts the metadata
+matches first and lets BM25 fill the slots left. The selected notes are then ordered by the
+requested sort:
 
     score    = 0.60 · relevance + 0.25 · recency + 0.15 · usage      (each part in 0..1)
-    relevance: BM25 divided by the best BM25 of this recall; a metadata match counts at least
-               1.0 (key or title), 0.9 (alias) or 0.7 (tag). In `hybrid` the metadata matches
+    relevance: the search score divided by the best of this recall; a metadata match counts at
+               least 1.0 (key or title), 0.9 (alias) or 0.7 (tag). In `metadata-first` they
                stay ahead of the BM25 fill whatever their blended score.
     recency  = 0.5 ** (days since `updated` / 30)                     (a 30-day half-life)
     usage    = min(1, ln(1 + recalls) / ln(1 + 20))                   (saturates at 20 recalls)
@@ -33,19 +35,22 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from vaultmem.errors import ConfigError, QueryError
 from vaultmem.memory import topics
 from vaultmem.memory.secrets import SecretPattern, redact
 from vaultmem.models import SCOPES
-from vaultmem.search.query import SNIPPET_CHARS, SearchFilters, search
+from vaultmem.search import vectors
+from vaultmem.search.query import SNIPPET_CHARS, SearchFilters
 from vaultmem.search.tokenizer import is_stopword
 from vaultmem.storage.store import Connection
 
-Mode = Literal["hybrid", "bm25", "metadata"]
+Mode = Literal["metadata-first", "metadata", "words", "vectors", "hybrid"]
 Sort = Literal["score", "recency", "usage"]
-MODES: tuple[Mode, ...] = ("hybrid", "bm25", "metadata")
+MODES: tuple[Mode, ...] = ("metadata-first", "metadata", "words", "vectors", "hybrid")
+Matched = Literal["metadata", "bm25", "vectors", "hybrid", "related"]
+"""Why a hit is there: its metadata, the search of its mode (`bm25` for words) or a link."""
 SORTS: tuple[Sort, ...] = ("score", "recency", "usage")
 
 WEIGHT_RELEVANCE = 0.60
@@ -111,7 +116,7 @@ class RecallHit:
     updated: str | None
     fresh: bool
     related: bool
-    matched: Literal["metadata", "bm25", "related"]
+    matched: Matched
     related_to: str | None = None
 
 
@@ -275,12 +280,20 @@ def metadata_matches(con: Connection, query: str) -> dict[str, float]:
 
 
 def _bm25(
-    con: Connection, query: str, *, pool: int, k1: float, b: float, required: bool
+    con: Connection,
+    query: str,
+    *,
+    mode: vectors.Mode,
+    pool: int,
+    k1: float,
+    b: float,
+    required: bool,
 ) -> dict[str, tuple[float, str]]:
-    """note id → (BM25 score, snippet). A question without searchable words gives nothing
-    in hybrid mode (metadata may still match) and a `QueryError` in bm25 mode."""
+    """note id → (search score, snippet) by `vaultmem search`'s `mode`. A question without
+    searchable words gives nothing in metadata-first mode (metadata may still match) and a
+    `QueryError` otherwise."""
     try:
-        hits = search(con, query, SearchFilters(), limit=pool, k1=k1, b=b)
+        hits = vectors.search(con, query, SearchFilters(), mode=mode, limit=pool, k1=k1, b=b)
     except QueryError:
         if required:
             raise
@@ -295,7 +308,7 @@ def recall(
     root: Path,
     managed_folder: str,
     scopes: Sequence[ScopeSpec] = (),
-    mode: Mode = "hybrid",
+    mode: Mode = "metadata-first",
     sort: Sort = "score",
     limit: int = 10,
     include_related: bool = False,
@@ -313,10 +326,19 @@ def recall(
         raise ConfigError(f"Unknown recall sort {sort!r}.", hint=f"Use one of {', '.join(SORTS)}.")
     now = now or datetime.now(UTC)
     counts = usage_counts or {}
-    meta = metadata_matches(con, query) if mode != "bm25" else {}
-    # Scope, expiry and trash are filtered after ranking, so ask BM25 for a generous pool.
+    meta = metadata_matches(con, query) if mode in ("metadata-first", "metadata") else {}
+    # Scope, expiry and trash are filtered after ranking, so ask search for a generous pool.
+    search_mode: vectors.Mode = "words" if mode == "metadata-first" else cast(vectors.Mode, mode)
     bm25 = (
-        _bm25(con, query, pool=limit * 5 + 50, k1=k1, b=b, required=mode == "bm25")
+        _bm25(
+            con,
+            query,
+            mode=search_mode,
+            pool=limit * 5 + 50,
+            k1=k1,
+            b=b,
+            required=mode != "metadata-first",
+        )
         if mode != "metadata"
         else {}
     )
@@ -353,7 +375,7 @@ def recall(
             root,
             score(n),
             safe_snippet((bm25[n][1] if n in bm25 else "") or snippets.get(n, ""), patterns),
-            "metadata" if n in meta else "bm25",
+            "metadata" if n in meta else "bm25" if search_mode == "words" else search_mode,
         )
         for n in chosen
     ]
@@ -381,7 +403,7 @@ def _hit(
     root: Path,
     score: float,
     snippet: str,
-    matched: Literal["metadata", "bm25", "related"],
+    matched: Matched,
     related_to: str | None = None,
 ) -> RecallHit:
     return RecallHit(
