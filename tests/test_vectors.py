@@ -250,6 +250,8 @@ def test_modes_rank_by_meaning_and_honour_filters(example_vault: Path) -> None:
         code, out = cli_json("search", question, "--mode", mode, "--limit", "5", "--vault", vault)
         assert code == 0, out
         ranked[mode] = [hit["path"] for hit in out["data"]]
+    code, out = cli_json("search", question, "--limit", "5", "--vault", vault)
+    assert [hit["path"] for hit in out["data"]] == ranked[vectors.DEFAULT_WHEN_ON]
     assert expected in ranked["vectors"][:3]
     assert expected in ranked["hybrid"][:3]
     assert set(ranked["hybrid"]) <= set(ranked["words"]) | set(ranked["vectors"]) | {expected}

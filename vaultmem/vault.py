@@ -190,7 +190,7 @@ class Vault:
         filters: SearchFilters | None = None,
         *,
         limit: int = 10,
-        mode: vectors.Mode = "words",
+        mode: vectors.Mode | None = None,
     ) -> list[SearchHit]:
         """Search the vault's sections by words (BM25), vectors or both (docs/search.md)."""
         with store.reading(self.config.index_path) as con:

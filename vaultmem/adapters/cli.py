@@ -327,9 +327,13 @@ def search(
     until: Annotated[str | None, typer.Option("--until", help="Updated before (ISO).")] = None,
     limit: LimitOpt = 10,
     mode: Annotated[
-        Literal["words", "vectors", "hybrid"],
-        typer.Option("--mode", help="words: BM25; vectors: by meaning; hybrid: both, fused."),
-    ] = "words",
+        Literal["words", "vectors", "hybrid"] | None,
+        typer.Option(
+            "--mode",
+            help="words: BM25; vectors: by meaning; hybrid: both, fused. "
+            "Default: hybrid when semantic recall is on, else words.",
+        ),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Search every note's sections; results grouped by note, best first."""

@@ -146,7 +146,7 @@ def _search(vault: Vault, a: dict[str, Any]) -> Any:
         since=_when(a.get("since"), "since"),
         until=_when(a.get("until"), "until"),
     )
-    hits = vault.search(a["query"], filters, limit=a.get("limit", 10), mode=a.get("mode", "words"))
+    hits = vault.search(a["query"], filters, limit=a.get("limit", 10), mode=a.get("mode"))
     return {"hits": hits}
 
 
@@ -369,9 +369,9 @@ TOOLS: tuple[ToolSpec, ...] = (
                 "mode": {
                     "type": "string",
                     "enum": ["words", "vectors", "hybrid"],
-                    "default": "words",
                     "description": "words: BM25; vectors: by meaning; hybrid: both fused "
-                    "(vectors and hybrid need semantic recall on, docs/search.md).",
+                    "(vectors and hybrid need semantic recall on, docs/search.md). Default: "
+                    "hybrid when semantic recall is on, else words.",
                 },
             },
             ("query",),

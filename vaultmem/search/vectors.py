@@ -53,6 +53,10 @@ MAX_CHARS = 4 * MAX_TOKENS
 for truncation to throw most of it away was most of the embedding time."""
 RRF_K = 60
 """Reciprocal rank fusion's constant: a note at rank r in a ranking earns 1 / (RRF_K + r)."""
+DEFAULT_WHEN_ON: Mode = "hybrid"
+"""The mode a search without `--mode` uses when the index holds vectors (else `words`). Set by
+the rule in docs/search.md: hybrid beat words on r@5 and MRR@10 on every question set and
+stayed within 2x of its warm latency (benchmarks/bench_semantic.py)."""
 POOL = 50
 """How many notes each ranking contributes to a fusion (at least; more for a larger limit)."""
 
@@ -199,14 +203,17 @@ def search(
     text: str,
     filters: SearchFilters | None = None,
     *,
-    mode: Mode = "words",
+    mode: Mode | None = None,
     limit: int = 10,
     k1: float = 1.2,
     b: float = 0.75,
 ) -> list[SearchHit]:
     """Search by `mode`: words (BM25, `query.search`), vectors (cosine over the document
     vectors) or hybrid (both rankings fused by reciprocal rank). Filters and operators apply
-    to every mode; `"phrases"` constrain the words ranking only."""
+    to every mode; `"phrases"` constrain the words ranking only. Without a mode: hybrid when
+    the index holds vectors (DEFAULT_WHEN_ON), else words."""
+    if mode is None:
+        mode = "words" if vector_queries.embedding_model(con) == "none" else DEFAULT_WHEN_ON
     if mode not in MODES:
         raise QueryError(f"Unknown search mode {mode!r}.", hint=f"Use one of {', '.join(MODES)}.")
     filters = filters or SearchFilters()
