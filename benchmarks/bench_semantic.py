@@ -14,7 +14,8 @@
    a one-note edit (which must re-embed that note only) and the vector query latency next to
    BM25's over 20 queries of the vault's own words.
 
-Usage: `python -m benchmarks.bench_semantic [--quick] [--json] [--notes N ...] [--no-scale]`.
+Usage: `python -m benchmarks.bench_semantic [--quick] [--json] [--notes N ...]
+[--no-scale | --scale-only]`.
 Timings on a shared 2-core machine are noisy: compare the ratios measured in the same run.
 """
 
@@ -261,12 +262,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="one JSON object on one line")
     parser.add_argument("--notes", type=int, nargs="*", help="vault sizes for the scale part")
     parser.add_argument("--no-scale", action="store_true", help="question sets only")
+    parser.add_argument("--scale-only", action="store_true", help="skip the question sets")
     args = parser.parse_args(argv)
     out = OUT_DIR
     out.mkdir(parents=True, exist_ok=True)
-    results = quality(out)
+    results = {} if args.scale_only else quality(out)
     verdict = _verdict(results)
-    if not args.json:
+    if results and not args.json:
         _print_table(results)
         print(json.dumps(verdict), flush=True)
     sizes = [] if args.no_scale else (args.notes or (QUICK_NOTES if args.quick else FULL_NOTES))
