@@ -15,6 +15,7 @@ import duckdb
 import pytest
 
 from tests.helpers import dump_index, run_cli
+from tests.test_mcp import call, session_run
 from vaultmem.config import Config, load_config
 from vaultmem.index.reconcile import reconcile
 from vaultmem.search import vectors
@@ -280,3 +281,25 @@ def test_recall_modes_use_vectors_when_on(example_vault: Path) -> None:
         hits = out["data"]
         assert {h["matched"] for h in hits} == {mode}
         assert "agent-memory/global/code-review-feedback.md" in [h["path"] for h in hits]
+
+
+def test_mcp_tools_take_the_mode(example_vault: Path) -> None:
+    """The real MCP client: `mode` off gives the clear error, on gives vector hits."""
+    reconcile(load_config(example_vault))
+
+    async def off(session: Any) -> None:
+        error, body = await call(session, "memory_search", query="fake the database", mode="hybrid")
+        assert error and body["code"] == "semantic_unavailable"
+
+    session_run(example_vault, off)
+    reconcile(enable_semantic(example_vault))
+
+    async def on(session: Any) -> None:
+        question = "can I fake the database in unit tests"
+        error, body = await call(session, "memory_search", query=question, mode="vectors")
+        assert not error
+        assert body["hits"][0]["path"] == "agent-memory/global/code-review-feedback.md"
+        error, body = await call(session, "memory_recall", query=question, mode="hybrid")
+        assert not error and {h["matched"] for h in body["hits"]} == {"hybrid"}
+
+    session_run(example_vault, on)
