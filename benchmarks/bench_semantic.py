@@ -151,11 +151,11 @@ def variants(vault: Vault, questions: list[Question], words: list[list[str]]) ->
     """Vectors cut to 64/128/256 dimensions and RRF k in {10, 30, 60, 100}, in numpy."""
     with store.reading(vault.config.index_path) as con:
         rows = con.execute(
-            "SELECT n.path, d.ord, d.heading, d.text FROM documents d "
+            "SELECT n.path, n.title, d.ord, d.heading, d.text FROM documents d "
             "JOIN notes n ON n.id = d.note_id ORDER BY n.path, d.ord"
         ).fetchall()
     paths = [r[0] for r in rows]
-    texts = [(f"{r[2]}\n{r[3]}" if r[2] else r[3])[: vectors.MAX_CHARS] for r in rows]
+    texts = [vectors.embedding_text(*r[1:]) for r in rows]
     out: dict[str, Any] = {}
     for dims in (64, 128, 256):
         model = vectors.Embedder.load(dims)
@@ -186,8 +186,11 @@ def scale(notes: int, out: Path) -> dict[str, Any]:
     with store.reading(vault.config.index_path) as con:
         (documents,) = con.execute("SELECT count(*) FROM vectors").fetchone() or (0,)
         texts = [
-            (f"{h}\n{t}" if h else t)
-            for h, t in con.execute("SELECT heading, text FROM documents").fetchall()
+            vectors.embedding_text(*row)
+            for row in con.execute(
+                "SELECT n.title, d.ord, d.heading, d.text FROM documents d "
+                "JOIN notes n ON n.id = d.note_id"
+            ).fetchall()
         ]
         size_mb = vault.config.index_path.stat().st_size / 1e6
     started = time.perf_counter()

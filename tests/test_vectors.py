@@ -174,7 +174,7 @@ def test_vectors_incremental_equals_rebuild(
     documents = rows(config, "SELECT count(*) FROM documents")[0][0]
     assert rows(config, "SELECT count(*) FROM vectors") == [(documents,)]
     assert rows(config, "SELECT value FROM meta WHERE key = 'embedding_model'") == [
-        (vectors.MODEL_ID,)
+        (vectors.INDEX_ID,)
     ]
 
     embedded: list[int] = []
@@ -223,7 +223,7 @@ def test_stored_vector_is_the_documents_embedding(example_vault: Path) -> None:
         "JOIN notes n ON n.id = d.note_id WHERE n.path = 'Knowledge/DuckDB.md' AND d.ord = 2",
     )[0]
     assert heading == "What we learned"
-    expected = vectors.embedder().embed([f"{heading}\n{text}"])[0]
+    expected = vectors.embedder().embed([f"DuckDB\n{heading}\n{text}"[:512]])[0]
     assert stored == pytest.approx(expected.tolist(), abs=1e-6)
 
 

@@ -86,7 +86,7 @@ def index_versions(config: Config) -> dict[str, str]:
         "tokenizer_version": str(TOKENIZER_VERSION),
         "vaultmem_version": __version__,
         "config_digest": hashlib.blake2b(shape.encode(), digest_size=8).hexdigest(),
-        "embedding_model": vectors.MODEL_ID if config.semantic else "none",
+        "embedding_model": vectors.INDEX_ID if config.semantic else "none",
     }
 
 
