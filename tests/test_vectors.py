@@ -145,6 +145,7 @@ def test_missing_package_gives_the_install_command(example_vault: Path) -> None:
 # -- off by default ----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_off_by_default_no_vectors_and_a_clear_error(example_vault: Path) -> None:
     config = load_config(example_vault)
     assert not config.semantic
@@ -240,6 +241,7 @@ def test_turning_semantic_on_rebuilds_with_vectors(example_vault: Path) -> None:
 # -- search modes ------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_modes_rank_by_meaning_and_honour_filters(example_vault: Path) -> None:
     config = enable_semantic(example_vault)
     reconcile(config)
@@ -266,6 +268,7 @@ def test_modes_rank_by_meaning_and_honour_filters(example_vault: Path) -> None:
     assert code == 0 and out["data"]
 
 
+@pytest.mark.slow
 def test_recall_modes_use_vectors_when_on(example_vault: Path) -> None:
     vault = str(example_vault)
     reconcile(load_config(example_vault))
@@ -283,6 +286,7 @@ def test_recall_modes_use_vectors_when_on(example_vault: Path) -> None:
         assert "agent-memory/global/code-review-feedback.md" in [h["path"] for h in hits]
 
 
+@pytest.mark.slow
 def test_mcp_tools_take_the_mode(example_vault: Path) -> None:
     """The real MCP client: `mode` off gives the clear error, on gives vector hits."""
     reconcile(load_config(example_vault))
