@@ -21,32 +21,37 @@ Ranked = list[tuple[str, list[tuple[int, float]]]]
 """Notes, best first, each with its best documents as (ord, score), best first."""
 
 
+LOAD_ROWS = 20_000
+"""Rows registered per INSERT: converting the object column costs memory per row (a 100,000-note
+build loading 600,000 rows at once peaked above 5 GB), so it goes in slices."""
+
+
 def load_vectors(
     con: Connection, note_ids: Sequence[str], ords: Sequence[int], matrix: NDArray[np.float32]
 ) -> None:
     """Insert one row per document: `matrix` row i belongs to (note_ids[i], ords[i])."""
-    if not len(note_ids):
-        return
     import numpy as np
 
-    column = np.empty(len(note_ids), dtype=object)
-    column[:] = list(matrix)
-    con.register(
-        "vectors_staged",
-        {
-            "note_id": np.array(note_ids, dtype=object),
-            "ord": np.array(ords, dtype=np.int32),
-            "embedding": column,
-        },
-    )
-    try:
-        dims = matrix.shape[1]
-        con.execute(
-            "INSERT INTO vectors SELECT note_id, ord, embedding::FLOAT[" + str(int(dims)) + "] "
-            "FROM vectors_staged ORDER BY note_id, ord"
+    dims = int(matrix.shape[1]) if matrix.ndim == 2 else 0
+    for start in range(0, len(note_ids), LOAD_ROWS):
+        stop = min(start + LOAD_ROWS, len(note_ids))
+        column = np.empty(stop - start, dtype=object)
+        column[:] = list(matrix[start:stop])
+        con.register(
+            "vectors_staged",
+            {
+                "note_id": np.array(note_ids[start:stop], dtype=object),
+                "ord": np.array(ords[start:stop], dtype=np.int32),
+                "embedding": column,
+            },
         )
-    finally:
-        con.unregister("vectors_staged")
+        try:
+            con.execute(
+                f"INSERT INTO vectors SELECT note_id, ord, embedding::FLOAT[{dims}] "
+                "FROM vectors_staged ORDER BY note_id, ord"
+            )
+        finally:
+            con.unregister("vectors_staged")
 
 
 def embedding_model(con: Connection) -> str:
