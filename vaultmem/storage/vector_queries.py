@@ -63,16 +63,18 @@ def embedding_model(con: Connection) -> str:
 _NEAREST_SQL = """
 WITH scored AS (
     SELECT v.note_id, v.ord, array_inner_product(v.embedding, $q::FLOAT[{dims}]) AS score
-    FROM vectors v {join} WHERE {filters}
-),
-best AS (SELECT note_id, max(score) AS score FROM scored GROUP BY note_id
-         ORDER BY score DESC, note_id LIMIT $limit)
-SELECT b.note_id, b.score,
-       list(s.ord ORDER BY s.score DESC, s.ord)[1:5] AS ords,
-       list(s.score ORDER BY s.score DESC, s.ord)[1:5] AS scores
-FROM best b JOIN scored s USING (note_id)
-GROUP BY b.note_id, b.score ORDER BY b.score DESC, b.note_id
+    FROM vectors v {join} WHERE {filters} {top}
+)
+SELECT note_id, max(score) AS best,
+       list(ord ORDER BY score DESC, ord)[1:5] AS ords,
+       list(score ORDER BY score DESC, ord)[1:5] AS scores
+FROM scored GROUP BY note_id ORDER BY best DESC, note_id LIMIT $limit
 """
+
+CANDIDATES_PER_NOTE = 10
+"""The closest `limit x 10` documents are ranked first; grouping every document by note cost a
+third of a query at 100,000 notes. Their notes, by best document, are exactly the top notes
+whenever they number at least `limit` (else the query runs again over all documents)."""
 
 
 def nearest_notes(
@@ -84,10 +86,15 @@ def nearest_notes(
     params: dict[str, Any] | None = None,
 ) -> Ranked:
     """The `limit` notes whose best document is closest to `vector` (cosine), each with its
-    five closest documents. `where` filters on the note (alias `n`), as in BM25 search."""
+    closest documents (up to five). `where` filters on the note (alias `n`), as BM25's does."""
     join = "" if where == "true" else "JOIN notes n ON n.id = v.note_id"
-    sql = _NEAREST_SQL.format(dims=len(vector), join=join, filters=where)
-    rows = con.execute(sql, {"q": list(vector), "limit": limit, **(params or {})}).fetchall()
+    bound = {"q": list(vector), "limit": limit, **(params or {})}
+    rows: list[Any] = []
+    for top in (f"ORDER BY score DESC, v.note_id, v.ord LIMIT {limit * CANDIDATES_PER_NOTE}", ""):
+        sql = _NEAREST_SQL.format(dims=len(vector), join=join, filters=where, top=top)
+        rows = con.execute(sql, bound).fetchall()
+        if len(rows) >= limit:
+            break
     return [(r[0], [(int(o), float(s)) for o, s in zip(r[2], r[3], strict=True)]) for r in rows]
 
 
