@@ -281,7 +281,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not args.json:
             print(json.dumps(scaled[-1]), flush=True)
     if args.json:
-        print(json.dumps({"name": NAME, "sets": results, "scale": scaled, "verdict": verdict}))
+        print(json.dumps({"benchmark": NAME, "sets": results, "scale": scaled, "verdict": verdict}))
     return 0
 
 
