@@ -401,7 +401,10 @@ def read_note(config: Config, path: str) -> bytes | Problem:
         return Problem(path, "file_unreadable", "not a regular file")
     try:
         with os.fdopen(fd, "rb") as handle:
-            data = _read_limited(handle, config.max_note_bytes + 1)
+            # Ask for the file's size (+1 to see growth), not the cap: `read(5_000_001)` mallocs
+            # 5 MB, which glibc serves with mmap and shrinks in place, so every note read kept
+            # its own mapping and 100,000 notes hit vm.max_map_count (65,530): mmap failed.
+            data = _read_limited(handle, min(config.max_note_bytes, before.st_size) + 1)
             after = os.fstat(handle.fileno())
     except OSError as exc:
         return Problem(path, "file_unreadable", exc.strerror or str(exc))

@@ -55,8 +55,9 @@ from vaultmem.memory.topics import read_topic
 from vaultmem.models import Block, Heading, Link, ParsedNote, Problem
 from vaultmem.note.links import LinkResolver, file_name_key, resolve_link
 from vaultmem.note.parse import PARSER_VERSION
+from vaultmem.search import vectors
 from vaultmem.search.tokenizer import TOKENIZER_VERSION
-from vaultmem.storage import search_rows, store
+from vaultmem.storage import search_rows, store, vector_queries
 from vaultmem.storage.rows import NOTE_TABLES, NoteBatches, NoteRecord
 
 Progress = Callable[[int, int], None]
@@ -85,6 +86,7 @@ def index_versions(config: Config) -> dict[str, str]:
         "tokenizer_version": f"{TOKENIZER_VERSION}-{config.search_language}",
         "vaultmem_version": __version__,
         "config_digest": hashlib.blake2b(shape.encode(), digest_size=8).hexdigest(),
+        "embedding_model": vectors.INDEX_ID if config.semantic else "none",
     }
 
 
@@ -322,6 +324,12 @@ class _Run:
         )
         parsed = {result.note.path: result for result, _ in analysed}
         documents = {result.note.path: docs for result, docs in analysed}
+        # Semantic recall: one vector per search document of the notes parsed in this run.
+        embedded = (
+            vectors.embed_documents([d for _, docs in analysed for d in docs])
+            if config.semantic
+            else None
+        )
         for result, _ in analysed:
             problems.extend(result.problems)
         # A managed topic names its own id, type and times (frontmatter or comment header).
@@ -436,6 +444,13 @@ class _Run:
             added_df = search_rows.load_postings(
                 con, postings_files, [ids[result.note.path] for result, _ in analysed], create
             )
+            if embedded is not None:
+                vector_queries.load_vectors(
+                    con,
+                    [ids[r.note.path] for r, docs in analysed for _ in docs],
+                    [d.ord for _, docs in analysed for d in docs],
+                    embedded,
+                )
             if create:
                 search_rows.recount_terms(con, None)
             else:

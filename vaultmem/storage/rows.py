@@ -15,9 +15,20 @@ from vaultmem.note.links import file_name_key, fold_name, link_name_key
 from vaultmem.search.documents import SearchDocument
 from vaultmem.storage.store import Batch, new_batch
 
-NOTE_TABLES = ("notes", "aliases", "tags", "headings", "blocks", "links", "documents", "postings")
+NOTE_TABLES = (
+    "notes",
+    "aliases",
+    "tags",
+    "headings",
+    "blocks",
+    "links",
+    "documents",
+    "postings",
+    "vectors",
+)
 """Tables holding one note's rows, keyed by `note_id` (`source_id` for links). Postings arrive
-as TSV files from the parse workers (`parallel.py`), not through these batches."""
+as TSV files from the parse workers (`parallel.py`) and vectors as one numpy matrix
+(`vector_queries.load_vectors`), not through these batches."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +56,7 @@ class NoteBatches:
 
     def __init__(self) -> None:
         self.tables: dict[str, Batch] = {
-            t: new_batch(t) for t in (*NOTE_TABLES, "problems") if t != "postings"
+            t: new_batch(t) for t in (*NOTE_TABLES, "problems") if t not in ("postings", "vectors")
         }
 
     def add_note(self, rec: NoteRecord) -> None:
