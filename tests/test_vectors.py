@@ -179,13 +179,13 @@ def test_vectors_incremental_equals_rebuild(
     ]
 
     embedded: list[int] = []
-    real = vectors.embed_documents
+    real = vectors.Embedder.embed
 
-    def counting(docs: Any) -> Any:
-        embedded.append(len(docs))
-        return real(docs)
+    def counting(self: vectors.Embedder, texts: Any) -> Any:
+        embedded.append(len(texts))
+        return real(self, texts)
 
-    monkeypatch.setattr(vectors, "embed_documents", counting)
+    monkeypatch.setattr(vectors.Embedder, "embed", counting)
     edited = example_vault / "Knowledge" / "Git workflow.md"
     edited.write_text(
         edited.read_text(encoding="utf-8") + "\n## Refunds\nMoney back within 30 days.\n",
@@ -199,7 +199,7 @@ def test_vectors_incremental_equals_rebuild(
     )
     report = reconcile(config)
     assert (report.changed, report.removed, report.renamed, report.added) == (1, 1, 1, 1)
-    # Only the edited, renamed and new notes were embedded, in one call.
+    # Only the edited, renamed and new notes were embedded, in one batch (EMBED_NOTES).
     expected = rows(
         config,
         "SELECT count(*) FROM documents d JOIN notes n ON n.id = d.note_id WHERE n.path IN "
@@ -328,3 +328,17 @@ def test_vector_modes_honour_exclusions_and_redact_secrets(example_vault: Path) 
         assert [h.path for h in excluded] == [h.path for h in hits]  # no note holds zanzibar
         kept = vault.search("refund service token -refund", mode=mode)
         assert "Knowledge/Refund keys.md" not in [h.path for h in kept]
+
+
+@pytest.mark.slow
+def test_vectors_in_batches_equal_one_batch(
+    example_vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A build embeds EMBED_NOTES notes at a time: small batches give the very same rows."""
+    config = enable_semantic(example_vault)
+    reconcile(config)
+    whole = dump_index(config.index_path)["vectors"]
+    monkeypatch.setattr(vectors, "EMBED_NOTES", 3)
+    reconcile(config, rebuild=True)
+    batched = dump_index(config.index_path)["vectors"]
+    assert batched == whole and len(whole) > 3

@@ -57,7 +57,7 @@ from vaultmem.note.links import LinkResolver, file_name_key, resolve_link
 from vaultmem.note.parse import PARSER_VERSION
 from vaultmem.search import vectors
 from vaultmem.search.tokenizer import TOKENIZER_VERSION
-from vaultmem.storage import search_rows, store, vector_queries
+from vaultmem.storage import search_rows, store
 from vaultmem.storage.rows import NOTE_TABLES, NoteBatches, NoteRecord
 
 Progress = Callable[[int, int], None]
@@ -324,12 +324,8 @@ class _Run:
         )
         parsed = {result.note.path: result for result, _ in analysed}
         documents = {result.note.path: docs for result, docs in analysed}
-        # Semantic recall: one vector per search document of the notes parsed in this run.
-        embedded = (
-            vectors.embed_documents([d for _, docs in analysed for d in docs])
-            if config.semantic
-            else None
-        )
+        if config.semantic:
+            vectors.embedder()  # the model loads now: a missing extra fails before any write
         for result, _ in analysed:
             problems.extend(result.problems)
         # A managed topic names its own id, type and times (frontmatter or comment header).
@@ -444,13 +440,8 @@ class _Run:
             added_df = search_rows.load_postings(
                 con, postings_files, [ids[result.note.path] for result, _ in analysed], create
             )
-            if embedded is not None:
-                vector_queries.load_vectors(
-                    con,
-                    [ids[r.note.path] for r, docs in analysed for _ in docs],
-                    [d.ord for _, docs in analysed for d in docs],
-                    embedded,
-                )
+            if config.semantic:  # one vector per search document of the notes parsed now
+                vectors.index_notes(con, [ids[result.note.path] for result, _ in analysed])
             if create:
                 search_rows.recount_terms(con, None)
             else:

@@ -205,9 +205,29 @@ def embedder() -> Embedder:
 
 
 def embed_documents(documents: Sequence[SearchDocument]) -> NDArray[np.float32]:
-    """The reconcile hook: one unit vector per search document, rows in the given order
-    (whole notes, each note's documents in order, as `note_documents` makes them)."""
+    """One unit vector per search document, rows in the given order (whole notes, each note's
+    documents in order, as `note_documents` makes them)."""
     return embedder().embed(embedding_texts(documents))
+
+
+EMBED_NOTES = 2_000
+"""Notes embedded and loaded per step of `index_notes`: their texts and vectors are all that is
+held, so a 100,000-note build's memory no longer grows with the vault."""
+
+
+def index_notes(con: Connection, note_ids: Sequence[str]) -> int:
+    """The reconcile hook: embed the search documents of these notes, already written in the
+    caller's transaction, and insert their vectors there too, EMBED_NOTES notes at a time. A
+    one-note edit embeds that note only; deletes and renames go with the note's other rows
+    (`storage/rows.NOTE_TABLES`). Returns the number of vectors written."""
+    model = embedder()
+    written = 0
+    for start in range(0, len(note_ids), EMBED_NOTES):
+        rows = vector_queries.embedding_rows(con, note_ids[start : start + EMBED_NOTES])
+        matrix = model.embed([embedding_text(t, o, h, x) for _, o, t, h, x in rows])
+        vector_queries.load_vectors(con, [r[0] for r in rows], [r[1] for r in rows], matrix)
+        written += len(rows)
+    return written
 
 
 def embed_query(query: str) -> list[float]:

@@ -54,6 +54,23 @@ def load_vectors(
             con.unregister("vectors_staged")
 
 
+def embedding_rows(
+    con: Connection, note_ids: Sequence[str]
+) -> list[tuple[str, int, str, str | None, str]]:
+    """(note_id, ord, note title, heading, text) of every search document of these notes, by
+    note and ord: what their vectors are made of (`vectors.embedding_text`). The literal IN-list
+    lets DuckDB use `documents_by_note` instead of scanning every document's text."""
+    if not note_ids:
+        return []
+    rows = con.execute(
+        "SELECT d.note_id, d.ord, n.title, d.heading, d.text FROM documents d "
+        "JOIN notes n ON n.id = d.note_id "
+        f"WHERE d.note_id IN ({', '.join('?' * len(note_ids))}) ORDER BY d.note_id, d.ord",
+        list(note_ids),
+    ).fetchall()
+    return [(r[0], int(r[1]), r[2], r[3], r[4]) for r in rows]
+
+
 def embedding_model(con: Connection) -> str:
     """`meta.embedding_model`: the model that filled `vectors`, or `none`."""
     row = con.execute("SELECT value FROM meta WHERE key = 'embedding_model'").fetchone()
