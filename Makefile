@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-quick lint bench bench-quick docs clean install
+.PHONY: demo test test-quick lint bench bench-quick bench-100k docs clean install
 PREFIX ?= $(HOME)/.local
 
 $(STAMP): pyproject.toml
@@ -50,6 +50,10 @@ bench: $(STAMP)
 
 bench-quick: $(STAMP)
 	$(BIN)/python -m benchmarks.run --quick
+
+# Issue 14's scale report on 100,000 notes (~400 MB; not in CI): full, no-op, one edit, peak RSS.
+bench-100k: $(STAMP)
+	$(BIN)/python -m benchmarks.run --scale 100000
 
 docs: $(STAMP)
 	$(BIN)/python -m vaultmem.storage.schema > docs/schema.md

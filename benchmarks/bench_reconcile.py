@@ -11,6 +11,13 @@ fresh process so that peak memory is that of a real CLI call:
 Times are medians of `--repeat` runs (the timed span excludes interpreter start-up; the
 `cold` column is the whole `vaultmem reconcile` process). Targets from issue 3: full within 3x
 the floor; no-op under 10% of a full; one edit under 5% of a full.
+
+`--scale N` (e.g. `make bench-100k`, not in CI) runs the scale report of issue 14 once on an
+N-note vault, every step a cold CLI process with the peak RSS of each of its processes (main,
+forkserver, workers) polled from `/proc`: full build, no-op, one edit; beside, in the same run,
+SQLite FTS5 indexing the same files, the read+YAML floor and mistune's own pass over the text.
+Targets at 100,000 notes: peak RSS <= 1 GiB for the largest process, full <= 4x FTS5, no-op
+<= 1.0 s; at 10,000: full <= 1.25 x (mistune / workers + floor), no-op <= 0.3 s, edit <= 0.35 s.
 """
 
 from __future__ import annotations
@@ -100,13 +107,122 @@ def bench_size(n: int, repeat: int) -> dict[str, Any]:
     }
 
 
+def fts5_entry(args: Sequence[str]) -> dict[str, Any]:
+    """`run_in_subprocess` entry: read every note and index it with SQLite FTS5, on disk."""
+    import sqlite3
+
+    from benchmarks.floor import markdown_files
+
+    db = Path(args[1])
+    db.unlink(missing_ok=True)
+    con = sqlite3.connect(db)
+    con.execute("CREATE VIRTUAL TABLE fts USING fts5(path UNINDEXED, body)")
+    root = Path(args[0])
+    with con:
+        con.executemany(
+            "INSERT INTO fts VALUES (?, ?)",
+            (
+                (p.relative_to(root).as_posix(), p.read_text("utf-8", "replace"))
+                for p in markdown_files(root)
+            ),
+        )
+    con.close()
+    db.unlink()
+    return {}
+
+
+def mistune_entry(args: Sequence[str]) -> dict[str, Any]:
+    """`run_in_subprocess` entry: mistune's own AST pass over every note, one process; the
+    seconds returned exclude reading the files."""
+    import mistune
+
+    from benchmarks.floor import markdown_files
+
+    texts = [p.read_text("utf-8", "replace") for p in markdown_files(Path(args[0]))]
+    markdown = mistune.create_markdown(renderer=None)
+    start = time.perf_counter()
+    for text in texts:
+        markdown(text)
+    return {"seconds": time.perf_counter() - start}
+
+
+def _cli_tree(vault: Path, command: str) -> Any:
+    from benchmarks.floor import run_process_tree
+
+    return run_process_tree(
+        [sys.executable, "-m", "vaultmem", command, "--vault", str(vault)], timeout=7200
+    )
+
+
+def bench_scale(n: int, source: Path | None = None) -> dict[str, Any]:
+    """Issue 14's report on an n-note vault (generated, or copied from `source`): one run of
+    each step, all in this run."""
+    from vaultmem.index.parallel import worker_count
+
+    if source is None:
+        source, _, _ = ensure_vault(n)
+    with tempfile.TemporaryDirectory(prefix="vaultmem-bench-") as tmp:
+        vault = Path(tmp) / "vault"
+        shutil.copytree(source, vault, ignore=shutil.ignore_patterns(".vaultmem"))
+        floor = run_in_subprocess("benchmarks.floor:floor_entry", [str(vault)], 7200).seconds
+        fts5 = run_in_subprocess(
+            "benchmarks.bench_reconcile:fts5_entry", [str(vault), str(Path(tmp) / "f.db")], 7200
+        ).seconds
+        # mistune's pass is the 10,000-note target's yardstick; at 100,000 the target is FTS5.
+        mistune_s = (
+            run_in_subprocess(
+                "benchmarks.bench_reconcile:mistune_entry", [str(vault)], 7200
+            ).result["seconds"]
+            if n <= 20_000
+            else float("nan")
+        )
+        full = _cli_tree(vault, "rebuild")
+        noop = _cli_tree(vault, "reconcile")
+        _edit_one(vault, 0)
+        edit = _cli_tree(vault, "reconcile")
+    workers = worker_count()
+    return {
+        "notes": n,
+        "workers": workers,
+        "floor_s": floor,
+        "fts5_s": fts5,
+        "mistune_s": mistune_s,
+        "full_s": full.seconds,
+        "full_x_fts5": full.seconds / fts5,
+        "full_x_mistune_target": full.seconds / (mistune_s / workers + floor),
+        "noop_s": noop.seconds,
+        "one_edit_s": edit.seconds,
+        "main_peak_mb": max(full.main_peak_mb, noop.main_peak_mb, edit.main_peak_mb),
+        "largest_peak_mb": max(full.largest_peak_mb, noop.largest_peak_mb, edit.largest_peak_mb),
+        "processes": full.processes,
+    }
+
+
+def render_scale(r: dict[str, Any]) -> str:
+    return (
+        f"scale: {r['notes']} notes, {r['workers']} workers (one run each, cold CLI processes)\n"
+        f"  full {r['full_s']:.1f} s = {r['full_x_fts5']:.2f}x FTS5 ({r['fts5_s']:.1f} s) = "
+        f"{r['full_x_mistune_target']:.2f}x (mistune {r['mistune_s']:.1f} s / workers + floor "
+        f"{r['floor_s']:.1f} s)\n"
+        f"  no-op {r['noop_s']:.2f} s; one edit {r['one_edit_s']:.2f} s\n"
+        f"  peak RSS: main {r['main_peak_mb']:.0f} MB, largest process "
+        f"{r['largest_peak_mb']:.0f} MB ({r['processes']} processes in the full build)"
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scale", type=int, help="one scale report on a vault of this size")
+    parser.add_argument("--source", type=Path, help="with --scale: copy this vault instead")
     parser.add_argument("--quick", action="store_true", help="1,000 notes only, one run")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--notes", type=int, action="append", help="vault sizes (repeatable)")
     args = parser.parse_args(argv)
+    if args.scale:
+        row = bench_scale(args.scale, args.source)
+        print(json.dumps({"benchmark": NAME, "scale": row}) if args.json else render_scale(row))
+        return 0
     sizes = args.notes or ([1_000] if args.quick else [1_000, 10_000])
     repeat = 1 if args.quick else args.repeat
     rows = [bench_size(n, repeat) for n in sizes]

@@ -94,8 +94,8 @@ def bm25_build_phases(root: Path) -> dict[str, float]:
     cutting notes into documents, then writing postings and loading the search tables."""
     from vaultmem.note.parse import parse_note
     from vaultmem.search.documents import note_documents, postings_lines
+    from vaultmem.storage import index_writes, store
     from vaultmem.storage import search_rows as rc
-    from vaultmem.storage import store
     from vaultmem.storage.schema import DDL
 
     notes = []
@@ -121,7 +121,8 @@ def bm25_build_phases(root: Path) -> dict[str, float]:
                         documents.add(ids[i], doc.ord, doc.heading, doc.line, doc.length, doc.text)
             con.execute("BEGIN TRANSACTION")
             store.load(con, documents)
-            rc.load_postings(con, [tsv], ids, create=True)
+            index_writes.number_notes(con, list(enumerate(ids)))
+            rc.load_postings(con, [tsv], create=True, max_line_bytes=0)
             rc.recount_terms(con, None)
             con.execute("COMMIT")
             tsv.unlink()
@@ -136,8 +137,8 @@ def bm25_build_phases(root: Path) -> dict[str, float]:
 def one_note_bm25(index: Path, note_id: str, note: Any) -> float:
     """Seconds for the search-table statements of a one-note change, rolled back."""
     from vaultmem.search.documents import note_documents, postings_lines
+    from vaultmem.storage import index_writes, store
     from vaultmem.storage import search_rows as rc
-    from vaultmem.storage import store
 
     con = store.connect(index, read_only=False)
     tsv = index.with_suffix(".one.tsv")
@@ -153,7 +154,8 @@ def one_note_bm25(index: Path, note_id: str, note: Any) -> float:
         for doc in docs:
             documents.add(note_id, doc.ord, doc.heading, doc.line, doc.length, doc.text)
         store.load(con, documents)
-        added = rc.load_postings(con, [tsv], [note_id], create=False)
+        index_writes.number_notes(con, [(0, note_id)])
+        added = rc.load_postings(con, [tsv], create=False, max_line_bytes=0)
         added.subtract(removed)
         rc.recount_terms(con, added)
         seconds = time.perf_counter() - start

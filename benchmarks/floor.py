@@ -184,3 +184,75 @@ def run_in_subprocess(
             return SubprocessResult(data["result"], data["seconds"], data["peak_rss_mb"])
     tail = proc.stderr.strip().splitlines()[-1:] or ["no output"]
     raise RuntimeError(f"{target} failed in a subprocess (exit {proc.returncode}): {tail[0]}")
+
+
+@dataclass(frozen=True, slots=True)
+class TreeResult:
+    """A command's wall seconds and the peak RSS of its processes, in MB.
+
+    `main_peak_mb` is the command's own process; `largest_peak_mb` the largest of every process
+    of its tree seen by polling `/proc` (workers, forkserver), or of the reaped descendants'
+    `RUSAGE_CHILDREN` maximum, whichever is larger; `processes` how many distinct pids were seen.
+    """
+
+    seconds: float
+    main_peak_mb: float
+    largest_peak_mb: float
+    processes: int
+
+
+def _children_of() -> dict[int, list[int]]:
+    tree: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as handle:
+                ppid = int(handle.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        tree.setdefault(ppid, []).append(int(entry))
+    return tree
+
+
+def _hwm_mb(pid: int) -> float | None:
+    """A process's peak RSS so far (VmHWM), in MB."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as handle:
+            for line in handle:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024 / 1_000_000
+    except OSError:
+        return None
+    return None
+
+
+def run_process_tree(
+    cmd: Sequence[str], timeout: float = 3600.0, poll_s: float = 0.2
+) -> TreeResult:
+    """Run `cmd`, polling the peak RSS of it and every descendant (Linux `/proc`)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    peaks: dict[int, float] = {}
+    while proc.poll() is None:
+        if time.perf_counter() - start > timeout:
+            proc.kill()
+            raise RuntimeError(f"{cmd[:3]} timed out after {timeout:.0f} s")
+        tree = _children_of()
+        todo = [proc.pid]
+        while todo:
+            pid = todo.pop()
+            hwm = _hwm_mb(pid)
+            if hwm is not None:
+                peaks[pid] = max(peaks.get(pid, 0.0), hwm)
+            todo.extend(tree.get(pid, ()))
+        time.sleep(poll_s)
+    seconds = time.perf_counter() - start
+    stderr = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+    if proc.returncode:
+        raise RuntimeError(f"{cmd[:3]} failed (exit {proc.returncode}): {stderr[-500:]}")
+    after = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    reaped = after * 1024 / 1_000_000 if after > before else 0.0
+    main = max(peaks.get(proc.pid, 0.0), reaped if len(peaks) <= 1 else 0.0)
+    return TreeResult(seconds, main, max([reaped, *peaks.values()]), len(peaks))

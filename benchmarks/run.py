@@ -2,7 +2,8 @@
 
 A new benchmark is a new `bench_<name>.py` with `main(argv: Sequence[str] | None) -> int` that
 accepts `--quick` (small N, for a smoke run) and `--json` (one JSON object on one line); this
-runner finds it by name. Usage: `python -m benchmarks.run [--quick] [--json] [--only parse]`.
+runner finds it by name. Usage: `python -m benchmarks.run [--quick] [--json] [--only parse]`;
+`--scale 100000` runs only the reconcile scale report.
 With `--json` the output is JSON Lines: one object per benchmark.
 """
 
@@ -30,7 +31,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="small vaults: a smoke run")
     parser.add_argument("--json", action="store_true", help="JSON Lines, one per benchmark")
     parser.add_argument("--only", action="append", default=[], metavar="NAME", help="e.g. parse")
+    parser.add_argument(
+        "--scale", type=int, metavar="N", help="only the reconcile scale report on N notes"
+    )
     args = parser.parse_args(argv)
+    if args.scale:
+        from benchmarks import bench_reconcile
+
+        return bench_reconcile.main(["--scale", str(args.scale), *(["--json"] * args.json)])
     names = bench_modules()
     unknown = [n for n in args.only if n not in names]
     if unknown:

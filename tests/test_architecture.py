@@ -195,11 +195,6 @@ FACADE_NAMESAKES = {("adapters", "sql")}
 """`Vault.sql` shares DuckDB's method name: the adapters call it on a `Vault`, which runs the
 user's query through storage. (package, method) pairs exempt from DUCKDB_CALLS."""
 
-# TEMPORARY (issue 11, point 2): modules whose SQL other branches are moving into storage/ right
-# now ("cli": index.catalog, "search": search.query, "recall": memory.recall, "scale":
-# index.reconcile). The lead empties this set when merging those branches; do not add to it.
-SQL_OUTSIDE_STORAGE_FOR_NOW = frozenset({"index.reconcile"})
-
 
 def duckdb_uses(module: str, path: Path) -> list[str]:
     """Where `module` imports duckdb or calls one of DUCKDB_CALLS, as `line N: what`."""
@@ -233,18 +228,12 @@ def test_only_storage_runs_sql() -> None:
         module: uses
         for module, path in package_modules().items()
         if layer_of(module) is not None and not module.startswith("storage")
-        if (uses := duckdb_uses(module, path)) and module not in SQL_OUTSIDE_STORAGE_FOR_NOW
+        if (uses := duckdb_uses(module, path))
     }
     assert not offenders, (
         "Only vaultmem.storage.* may import duckdb or run SQL; move these into a storage "
         f"module (e.g. storage/<topic>_queries.py) and call it: {offenders}"
     )
-
-
-def test_sql_allow_list_holds_only_modules_that_still_run_sql() -> None:
-    modules = package_modules()
-    done = sorted(m for m in SQL_OUTSIDE_STORAGE_FOR_NOW if not duckdb_uses(m, modules[m]))
-    assert not done, f"{done} no longer run SQL: remove them from SQL_OUTSIDE_STORAGE_FOR_NOW."
 
 
 def test_the_sql_check_sees_duckdb_use(tmp_path: Path) -> None:

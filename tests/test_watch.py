@@ -307,7 +307,7 @@ def test_event_to_dict_is_json_safe() -> None:
 def test_a_note_still_being_written_is_read_again(
     example_vault: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import vaultmem.index.reconcile as reconcile_module
+    import vaultmem.index.parallel as parallel_module
     from vaultmem.models import Problem
 
     config = load_config(example_vault)
@@ -317,16 +317,16 @@ def test_a_note_still_being_written_is_read_again(
     follower.next_sweep = float("inf")
     path = "Knowledge/Growing.md"
     write(example_vault / path, "# Growing\n\nFirst half")
-    real_read = reconcile_module.read_note
+    real_read = parallel_module.read_note_fingerprinted
     reads: list[str] = []
 
-    def unstable_once(config: Any, rel: str) -> bytes | Problem:
+    def unstable_once(config: Any, rel: str) -> Any:
         reads.append(rel)
         if rel == path and reads.count(rel) == 1:
             return Problem(rel, "file_unstable", "the file changed while it was read")
         return real_read(config, rel)
 
-    monkeypatch.setattr(reconcile_module, "read_note", unstable_once)
+    monkeypatch.setattr(parallel_module, "read_note_fingerprinted", unstable_once)
     follower.run_batch([path])
     assert path in follower.pending  # queued again, for after it settles
     write(example_vault / path, "# Growing\n\nFirst half, second half.\n")

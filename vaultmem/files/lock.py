@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from vaultmem.errors import LockedError
+from vaultmem.errors import IndexUnavailableError, LockedError
 
 LOCK_NAME = "write.lock"
 
@@ -24,7 +24,14 @@ LOCK_NAME = "write.lock"
 def file_lock(path: Path, *, timeout_s: float, busy: Callable[[], LockedError]) -> Iterator[int]:
     """Hold an exclusive flock on `path` (created if missing), polling with backoff for up to
     `timeout_s`; then raise what `busy()` builds. Yields the lock file's descriptor."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except PermissionError as error:
+        raise IndexUnavailableError(
+            f"Cannot create the lock file {path}: permission denied.",
+            hint=f"Make {path.parent} writable (`chmod u+w {path.parent}`) or run vaultmem as "
+            "its owner.",
+        ) from error
     try:
         deadline = time.monotonic() + timeout_s
         delay = 0.005

@@ -220,6 +220,10 @@ def scan_vault(config: Config) -> ScanResult:
                     if is_dropping(name):
                         continue
                     rel = prefix + name
+                    unusable = _unusable_name(entry.path, name)
+                    if unusable is not None:
+                        problems.append(Problem(printable(rel), "file_unreadable", unusable))
+                        continue
                     if entry.is_file(follow_symlinks=False):
                         if filtering and excluded(rel, name, folder=False):
                             continue
@@ -252,6 +256,10 @@ def scan_vault(config: Config) -> ScanResult:
                             )
                         ):
                             notes.append(Fingerprint(rel, target.st_size, target.st_mtime_ns))
+                    elif mapped and name.endswith(NOTE_SUFFIX):
+                        # A FIFO, socket or device named like a note: reading it could block.
+                        kind = _not_regular(entry.stat(follow_symlinks=False).st_mode)
+                        problems.append(Problem(rel, "file_unreadable", kind))
         except FileNotFoundError:
             continue  # the folder vanished mid-walk; the next scan settles it
         except PermissionError:
@@ -260,11 +268,53 @@ def scan_vault(config: Config) -> ScanResult:
             )
         except NotADirectoryError:
             continue
+        except OSError as exc:  # ENAMETOOLONG, EIO, ...: this folder is skipped, not the vault
+            message = exc.strerror or str(exc)
+            problems.append(
+                Problem(printable(prefix.rstrip("/") or "."), "file_unreadable", message)
+            )
     problems.extend(_missing_folders(config))
     notes.sort(key=lambda fp: fp.path)
     files.sort()
     problems.sort(key=lambda p: (p.path, p.code))
     return ScanResult(tuple(notes), tuple(files), tuple(problems))
+
+
+MAX_PATH_BYTES = 4096
+"""Linux's PATH_MAX: a longer absolute path cannot be opened (ENAMETOOLONG)."""
+
+_PATH_TOO_LONG = f"the path is longer than {MAX_PATH_BYTES} bytes; shorten a folder or file name"
+
+
+def _unusable_name(abs_path: str, name: str) -> str | None:
+    """Why a directory entry cannot be indexed (None when it can): a name that is not UTF-8
+    (the index stores text) or a path the system cannot open."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return "the name is not valid UTF-8; rename the file or folder"
+    if len(abs_path) * 4 >= MAX_PATH_BYTES and len(os.fsencode(abs_path)) >= MAX_PATH_BYTES:
+        return _PATH_TOO_LONG
+    return None
+
+
+def printable(path: str) -> str:
+    """A path as text for a problem row: undecodable bytes (kept by Python as surrogates) shown
+    as U+FFFD."""
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
+def _not_regular(mode: int) -> str:
+    kind = (
+        "a FIFO"
+        if stat.S_ISFIFO(mode)
+        else "a socket"
+        if stat.S_ISSOCK(mode)
+        else "a folder"
+        if stat.S_ISDIR(mode)
+        else "a device or special file"
+    )
+    return f"not a regular file ({kind}); skipped"
 
 
 def _symlink_target(
@@ -376,13 +426,23 @@ def scan_paths(config: Config, paths: Iterable[str]) -> tuple[list[Fingerprint],
 
 def read_note(config: Config, path: str) -> bytes | Problem:
     """The note's bytes (at most `max_note_bytes + 1`), or the Problem that stopped the read."""
+    got = read_note_fingerprinted(config, path)
+    return got if isinstance(got, Problem) else got[0]
+
+
+def read_note_fingerprinted(config: Config, path: str) -> tuple[bytes, Fingerprint] | Problem:
+    """The note's bytes and the fingerprint of exactly those bytes, or the Problem."""
     abs_path = os.path.join(str(config.root), *path.split("/"))
+    if len(os.fsencode(abs_path)) >= MAX_PATH_BYTES:
+        return Problem(path, "file_unreadable", _PATH_TOO_LONG)
     real = os.path.realpath(abs_path)
     if not _inside(config, real):
         return Problem(path, "symlink_refused", "the path leads outside the vault")
     try:
         # O_NOFOLLOW: if the file is swapped for a link after realpath, the open fails (ELOOP).
-        fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+        # O_NONBLOCK: a FIFO swapped in opens without waiting for a writer (S_ISREG below).
+        flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+        fd = os.open(real, flags)
     except FileNotFoundError:
         return Problem(path, "file_vanished", "the file disappeared before it could be read")
     except PermissionError:
@@ -398,13 +458,13 @@ def read_note(config: Config, path: str) -> bytes | Problem:
         return Problem(path, "file_unreadable", exc.strerror or str(exc))
     if not stat.S_ISREG(before.st_mode):
         os.close(fd)
-        return Problem(path, "file_unreadable", "not a regular file")
+        return Problem(path, "file_unreadable", _not_regular(before.st_mode))
     try:
         with os.fdopen(fd, "rb") as handle:
-            # Ask for the file's size (+1 to see growth), not the cap: `read(5_000_001)` mallocs
-            # 5 MB, which glibc serves with mmap and shrinks in place, so every note read kept
-            # its own mapping and 100,000 notes hit vm.max_map_count (65,530): mmap failed.
-            data = _read_limited(handle, min(config.max_note_bytes, before.st_size) + 1)
+            # Ask for what the file holds (+1 to see it grow, capped at the limit + 1): a read
+            # of the cap would allocate the cap for every note and leave one memory mapping
+            # per note behind, which ends a 100,000-note reconcile in MemoryError.
+            data = _read_limited(handle, min(before.st_size, config.max_note_bytes) + 1)
             after = os.fstat(handle.fileno())
     except OSError as exc:
         return Problem(path, "file_unreadable", exc.strerror or str(exc))
@@ -412,7 +472,7 @@ def read_note(config: Config, path: str) -> bytes | Problem:
         len(data) <= config.max_note_bytes and len(data) != after.st_size
     ):
         return Problem(path, "file_unstable", "the file changed while it was read; retried later")
-    return data
+    return data, Fingerprint(path, after.st_size, after.st_mtime_ns)
 
 
 def _read_limited(handle: BinaryIO, limit: int) -> bytes:

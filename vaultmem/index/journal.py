@@ -5,7 +5,8 @@ move (same bytes at a new path, old path gone) it appends one JSON line to
 `.vaultmem/renames.jsonl`; a rebuild replays the file, so ids survive deleting the index.
 The journal lives in `.vaultmem/`, never in the vault: deleting it loses only rename history.
 Appends are single `write` calls of one line, fsynced, so a crash leaves at most a torn last
-line, which replay skips.
+line, which replay skips; so does any line that is not valid UTF-8 JSON (counted, so that
+reconcile can warn).
 """
 
 from __future__ import annotations
@@ -13,28 +14,45 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 JOURNAL_NAME = "renames.jsonl"
 
 
-def read_renames(state_dir: Path) -> dict[str, str]:
-    """Replay the journal into {current path: id} for every path that inherited an id."""
+@dataclass(frozen=True, slots=True)
+class Journal:
+    """The replayed journal: {current path: id}, and how many lines could not be read."""
+
+    ids: dict[str, str]
+    skipped: int = 0
+
+
+def read_renames(state_dir: Path) -> Journal:
+    """Replay the journal into {current path: id} for every path that inherited an id.
+
+    Each line is decoded on its own: a torn line (a crash mid-append) or a damaged byte costs
+    that one rename, never the journal, so reconcile, rebuild and store keep working.
+    """
     path_to_id: dict[str, str] = {}
+    skipped = 0
     try:
-        text = (state_dir / JOURNAL_NAME).read_text(encoding="utf-8")
+        data = (state_dir / JOURNAL_NAME).read_bytes()
     except FileNotFoundError:
-        return path_to_id
-    for line in text.splitlines():
+        return Journal(path_to_id)
+    for line in data.split(b"\n"):
+        if not line.strip():
+            continue
         try:
-            entry = json.loads(line)
+            entry = json.loads(line.decode("utf-8"))
             note_id, old, new = str(entry["id"]), str(entry["from"]), str(entry["to"])
         except (ValueError, KeyError, TypeError):
-            continue  # a torn last line after a crash: skip it, the rename is re-detected
+            skipped += 1  # the rename is lost; the note falls back to its path's id
+            continue
         if path_to_id.get(old) == note_id:
             del path_to_id[old]
         path_to_id[new] = note_id
-    return path_to_id
+    return Journal(path_to_id, skipped)
 
 
 def append_renames(state_dir: Path, renames: Iterable[tuple[str, str, str]]) -> None:
@@ -46,8 +64,11 @@ def append_renames(state_dir: Path, renames: Iterable[tuple[str, str, str]]) -> 
     if not lines:
         return
     state_dir.mkdir(parents=True, exist_ok=True)
-    fd = os.open(state_dir / JOURNAL_NAME, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    fd = os.open(state_dir / JOURNAL_NAME, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
     try:
+        end = os.lseek(fd, 0, os.SEEK_END)
+        if end and os.pread(fd, 1, end - 1) != b"\n":
+            lines = "\n" + lines  # end a torn last line, or it would swallow this record
         os.write(fd, lines.encode("utf-8"))
         os.fsync(fd)
     finally:

@@ -1,69 +1,209 @@
-"""Analysing many notes (parse + search documents) on both cores when the batch is large.
+"""Preparing notes for the index: read, hash, parse, resolve and format rows, on every core.
 
-Parsing is pure CPU (mistune's AST plus our plugins), so a process pool scales it; threads
-would not, because of the GIL. A small batch (one edited note, a watcher tick) parses in the
-calling process: starting workers costs more than it saves. Workers come from a `forkserver`
-that preloads the parser, so no DuckDB state or threads are ever forked.
+This is where reconcile spends its CPU, so it runs in worker processes when the batch is large
+(a process pool: parsing is pure Python, threads would share one core through the GIL) and in
+the calling process for a small batch (one edited note, a watcher tick), where starting workers
+costs more than it saves. Workers come from a `forkserver` that preloads this module, so no
+DuckDB state or threads are ever forked, and the pool has one worker per CPU this process may
+use (`os.process_cpu_count()`, else the affinity mask).
 
-Postings are most of the index's rows (~2M for 10,000 notes), so they never travel back as
-Python objects: each chunk writes its postings straight to a TSV file
-(`search.documents.postings_lines`; the note number is the note's position in the batch,
-because ids are assigned only after every note is parsed) and the store loads all files with
-DuckDB's CSV reader.
+The main process sends *paths*, never bytes: a worker reads each note of its chunk itself,
+hashes it, and, unless the bytes are the ones the index already holds (a touched file), parses
+it, resolves its links against the vault's file list, cuts it into search documents and formats
+every row. Rows go to files in the run's staging folder (one JSON Lines file per table per
+chunk, `storage.rows.StagedRows`; postings as TSV lines from `postings_lines`) and the main
+process gets back one small `Prepared` record per note: outcome, fingerprint, hash, claimed id,
+problems. So the main process holds neither the notes' bytes nor their models, and a worker
+holds one chunk (~400 KB of Markdown) at a time: peak memory is bounded by a chunk, not by the
+vault. The store bulk-loads the files (`storage.index_writes`).
+
+Rows name their note by its *number* in the run (ids are assigned only once every note's claim
+is known); the load joins numbers to ids.
 """
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
+import shutil
+import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import replace
-from itertools import repeat
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
-from vaultmem.models import ParsedNote
+from vaultmem.config import Config
+from vaultmem.files.scan import Fingerprint, content_hash, read_note_fingerprinted
+from vaultmem.memory.topics import read_topic
+from vaultmem.models import Block, Heading, Problem, Resolution
+from vaultmem.note.links import LinkResolver, resolve_link
 from vaultmem.note.parse import parse_note
-from vaultmem.search.documents import SearchDocument, note_documents, postings_lines
-from vaultmem.search.tokenizer import DEFAULT_LANGUAGE
+from vaultmem.search.documents import note_documents, postings_lines
+from vaultmem.storage.rows import NoteRecord, StagedRows
 
-Analysed = tuple[ParsedNote, list[SearchDocument]]
 Progress = Callable[[int, int], None]
 
 PARALLEL_MIN_BYTES = 1_500_000
-"""Below this much Markdown, one process is faster than two (measured: benchmarks/bench_parse)."""
+"""Below this much Markdown one process beats a pool (measured: benchmarks/bench_parse)."""
 
-_CHUNK_BYTES = 400_000
+CHUNK_BYTES = 400_000
+"""Markdown per task: big enough to amortise a task's overhead, small enough to bound memory."""
 
-
-def analyse_note(
-    path: str, data: bytes, max_bytes: int, language: str = DEFAULT_LANGUAGE
-) -> Analysed:
-    """Parse a note and cut it into search documents: all the CPU work one note needs."""
-    parsed = parse_note(path, data, max_bytes=max_bytes)
-    return parsed, note_documents(parsed.note, language)
+Outcome = Literal["parsed", "touched", "failed"]
 
 
-def _analyse_chunk(
-    first: int,
-    items: Sequence[tuple[str, bytes]],
-    max_bytes: int,
-    postings_path: str,
-    language: str = DEFAULT_LANGUAGE,
-) -> list[Analysed]:
-    """Analyse notes `first`, `first + 1`, …; write their postings to `postings_path`."""
-    out: list[Analysed] = []
-    lines: list[str] = []
-    for number, (path, data) in enumerate(items, start=first):
-        parsed, documents = analyse_note(path, data, max_bytes, language)
-        lines.extend(postings_lines(number, documents))
-        out.append((parsed, [replace(doc, terms=()) for doc in documents]))
-    with open(postings_path, "w", encoding="utf-8", newline="\n") as handle:
-        handle.writelines(lines)
-    return out
+@dataclass(frozen=True, slots=True)
+class Job:
+    """One note to prepare. `known_hash`: the index's hash of it, when it is indexed."""
+
+    number: int
+    path: str
+    size: int
+    known_hash: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """What a worker hands back for one note; its rows are in the chunk's files.
+
+    `outcome`: `parsed` (rows staged), `touched` (same bytes as indexed: nothing to do but
+    record the new fingerprint) or `failed` (unreadable: `problems` says why). `size` and
+    `mtime_ns` are those of the bytes read. `subpaths` lists the links into other notes with
+    a heading or block subpath, as (link ord, target path, subpath): only the load, which sees
+    every note's headings, can check them.
+    """
+
+    number: int
+    path: str
+    outcome: Outcome
+    size: int = 0
+    mtime_ns: int = 0
+    content_hash: str = ""
+    claimed_id: str | None = None
+    problems: tuple[Problem, ...] = ()
+    subpaths: tuple[tuple[int, str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """A chunk's results: the notes' records and the files holding their rows."""
+
+    notes: tuple[Prepared, ...]
+    staged: dict[str, Path] = field(default_factory=dict)
+    postings: Path | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """What every worker needs, sent once per worker: the config, every file a link can reach,
+    and the staging folder."""
+
+    config: Config
+    files: tuple[str, ...]
+    out_dir: str
+
+
+class _Worker:
+    """A process's preparing state: the context and the resolver built from it, once."""
+
+    def __init__(self, context: Context, resolver: LinkResolver | None = None) -> None:
+        self.context = context
+        self.config = context.config
+        self.resolver = resolver if resolver is not None else LinkResolver(context.files)
+
+    def chunk(self, index: int, jobs: Sequence[Job]) -> Chunk:
+        rows = StagedRows()
+        postings: list[str] = []
+        notes = [self.note(job, rows, postings) for job in jobs]
+        out = Path(self.context.out_dir)
+        stem = f"chunk-{index:06d}"
+        staged = rows.write(out, stem)
+        postings_path = None
+        if postings:
+            postings_path = out / f"{stem}.postings.tsv"
+            with open(postings_path, "w", encoding="utf-8", newline="\n") as handle:
+                handle.writelines(postings)
+        return Chunk(tuple(notes), staged, postings_path)
+
+    def note(self, job: Job, rows: StagedRows, postings: list[str]) -> Prepared:
+        config = self.config
+        path = job.path
+        got = read_note_fingerprinted(config, path)
+        if isinstance(got, Problem):
+            return Prepared(job.number, path, "failed", problems=(got,))
+        data, fp = got
+        digest = content_hash(data)
+        if digest == job.known_hash:
+            return Prepared(job.number, path, "touched", fp.size, fp.mtime_ns, digest)
+        parsed = parse_note(path, data, max_bytes=config.max_note_bytes)
+        note = parsed.note
+        managed = config.is_managed(path)
+        topic = read_topic(path, data.decode("utf-8", "replace")) if managed else None
+        del data
+        own: tuple[Sequence[Heading], Sequence[Block]] = (note.headings, note.blocks)
+
+        def headings_of(target: str) -> tuple[Sequence[Heading], Sequence[Block]] | None:
+            return own if target == path else None
+
+        resolutions: list[Resolution] = []
+        subpaths: list[tuple[int, str, str]] = []
+        for ord_, link in enumerate(note.links):
+            res = resolve_link(link, path, self.resolver, headings_of)
+            if res.subpath_found is None and link.subpath and res.path is not None:
+                subpaths.append((ord_, res.path, link.subpath))
+            resolutions.append(res)
+        scope = config.scope_of(path)
+        assert scope is not None, path  # the scan yields mapped notes only
+        documents = note_documents(note, config.search_language)
+        claimed = topic.id if topic else None
+        rows.add_note(
+            NoteRecord(
+                note=note,
+                number=job.number,
+                scope=scope[0],
+                scope_id=scope[1],
+                managed=managed,
+                size=fp.size,
+                mtime_ns=fp.mtime_ns,
+                content_hash=digest,
+                claimed_id=claimed,
+                resolutions=resolutions,
+                documents=documents,
+                topic=topic,
+            )
+        )
+        postings.extend(postings_lines(job.number, documents))
+        return Prepared(
+            job.number,
+            path,
+            "parsed",
+            fp.size,
+            fp.mtime_ns,
+            digest,
+            claimed,
+            parsed.problems,
+            tuple(subpaths),
+        )
+
+
+_WORKER: _Worker | None = None
+
+
+def _start_worker(owner: int, context: Context) -> None:
+    global _WORKER
+    _exit_with_owner(owner)
+    _WORKER = _Worker(context)
+
+
+def _run_chunk(index: int, jobs: Sequence[Job]) -> Chunk:
+    assert _WORKER is not None, "the pool initializer did not run"
+    return _WORKER.chunk(index, jobs)
 
 
 def _exit_with_owner(owner: int) -> None:
@@ -75,14 +215,15 @@ def _exit_with_owner(owner: int) -> None:
     """
 
     def watch() -> None:
-        while _alive(owner):
+        while pid_alive(owner):
             time.sleep(0.5)
         os._exit(1)
 
     threading.Thread(target=watch, name="vaultmem-owner-watch", daemon=True).start()
 
 
-def _alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether process `pid` still runs (a zombie counts as gone)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -96,78 +237,127 @@ def _alive(pid: int) -> bool:
         return True
 
 
-def _chunks(items: Sequence[tuple[str, bytes]]) -> list[tuple[int, list[tuple[str, bytes]]]]:
-    """(first note number, notes) runs of about _CHUNK_BYTES each."""
-    chunks: list[tuple[int, list[tuple[str, bytes]]]] = [(0, [])]
+def chunk_jobs(jobs: Sequence[Job], chunk_bytes: int = CHUNK_BYTES) -> list[list[Job]]:
+    """Runs of jobs of about `chunk_bytes` of Markdown each (sizes from the scan)."""
+    chunks: list[list[Job]] = [[]]
     size = 0
-    for number, item in enumerate(items):
-        if size >= _CHUNK_BYTES:
-            chunks.append((number, []))
+    for job in jobs:
+        if size >= chunk_bytes:
+            chunks.append([])
             size = 0
-        chunks[-1][1].append(item)
-        size += len(item[1])
-    return [c for c in chunks if c[1]]
+        chunks[-1].append(job)
+        size += job.size
+    return [c for c in chunks if c]
 
 
 def worker_count() -> int:
-    return max(1, min(2, len(os.sched_getaffinity(0))))
+    """The CPUs this process may run on (cgroup quotas aside)."""
+    count = getattr(os, "process_cpu_count", None)
+    if count is not None:  # Python 3.13+: honours the affinity mask and -X cpu_count
+        return max(1, int(count() or 1))
+    return max(1, len(os.sched_getaffinity(0)))
 
 
-def analyse_all(
-    items: Sequence[tuple[str, bytes]],
-    postings_dir: Path,
+def prepare_all(
+    jobs: Sequence[Job],
+    context: Context,
     *,
-    max_bytes: int,
     progress: Progress | None = None,
-    language: str = DEFAULT_LANGUAGE,
-) -> tuple[list[Analysed], list[Path]]:
-    """Analyse (path, bytes) pairs, in order, two processes when the batch is large.
+    resolver: Callable[[], LinkResolver] | None = None,
+) -> list[Chunk]:
+    """Prepare every job, in a pool when the batch is large; chunk results in job order.
 
-    Returns the parsed notes with their documents (without terms) and the TSV files holding
-    the postings, written into `postings_dir`.
+    `resolver` gives the caller's resolver over `context.files` for work done in this process
+    (building one for 100,000 files is not free; the caller needs it again for the write).
     """
-    chunks = _chunks(items)
-    files = [postings_dir / f"postings-{i:05d}.tsv" for i in range(len(chunks))]
-    if worker_count() >= 2 and sum(len(data) for _, data in items) >= PARALLEL_MIN_BYTES:
-        try:
-            return _analyse_in_pool(chunks, files, max_bytes, progress, len(items), language), files
-        except BrokenProcessPool:
-            pass  # workers could not start (e.g. `__main__` is stdin, which forkserver
-            # cannot re-import): parsing here is slower but gives the same result
-    results: list[Analysed] = []
-    for (first, chunk), file in zip(chunks, files, strict=True):
-        results.extend(_analyse_chunk(first, chunk, max_bytes, str(file), language))
+    chunks = chunk_jobs(jobs)
+    results: dict[int, Chunk] = {}
+    done = [0]
+
+    def record(index: int, chunk: Chunk) -> None:
+        results[index] = chunk
+        done[0] += len(chunk.notes)
         if progress:
-            progress(len(results), len(items))
-    return results, files
+            progress(done[0], len(jobs))
+
+    workers = min(worker_count(), len(chunks))
+    if workers >= 2 and sum(job.size for job in jobs) >= PARALLEL_MIN_BYTES:
+        # Workers may fail to start (e.g. `__main__` is stdin, which forkserver cannot
+        # re-import): the chunks left are then prepared here, slower but the same.
+        with contextlib.suppress(BrokenProcessPool):
+            _prepare_in_pool(chunks, context, workers, record)
+    if len(results) < len(chunks):
+        worker = _Worker(context, resolver() if resolver is not None else None)
+        for index, chunk in enumerate(chunks):
+            if index not in results:
+                record(index, worker.chunk(index, chunk))
+    return [results[i] for i in range(len(chunks))]
 
 
-def _analyse_in_pool(
-    chunks: list[tuple[int, list[tuple[str, bytes]]]],
-    files: list[Path],
-    max_bytes: int,
-    progress: Progress | None,
-    total: int,
-    language: str,
-) -> list[Analysed]:
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["vaultmem.note.parse"])
-    results: list[Analysed] = []
+def _prepare_in_pool(
+    chunks: list[list[Job]],
+    context: Context,
+    workers: int,
+    record: Callable[[int, Chunk], None],
+) -> None:
+    mp = multiprocessing.get_context("forkserver")
+    mp.set_forkserver_preload(["vaultmem.index.parallel"])
     with ProcessPoolExecutor(
-        max_workers=worker_count(),
-        mp_context=context,
-        initializer=_exit_with_owner,
-        initargs=(os.getpid(),),
+        max_workers=workers,
+        mp_context=mp,
+        initializer=_start_worker,
+        initargs=(os.getpid(), context),
     ) as pool:
-        for chunk in pool.map(
-            _analyse_chunk,
-            [first for first, _ in chunks],
-            [chunk for _, chunk in chunks],
-            repeat(max_bytes),
-            [str(f) for f in files],
-            repeat(language),
-        ):
-            results.extend(chunk)
-            if progress:
-                progress(len(results), total)
-    return results
+        futures = [pool.submit(_run_chunk, i, chunk) for i, chunk in enumerate(chunks)]
+        for index, future in enumerate(futures):
+            record(index, future.result())
+
+
+def fingerprint_of(prepared: Prepared) -> Fingerprint:
+    return Fingerprint(prepared.path, prepared.size, prepared.mtime_ns)
+
+
+STAGING_PREFIX = "vaultmem-postings-"
+"""Staging folders are `$TMPDIR/vaultmem-postings-<owner pid>-<random>` (the name predates the
+staged rows; tools that clean by it keep working)."""
+
+_STALE_UNOWNED_S = 24 * 3600
+
+
+@contextmanager
+def staging_folder() -> Iterator[Path]:
+    """A private folder for this run's staged rows, removed afterwards.
+
+    A run killed with `kill -9` cannot remove its folder; the next run does, once the pid in the
+    folder's name is dead (`clean_stale_staging`).
+    """
+    clean_stale_staging()
+    folder = Path(tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{os.getpid()}-"))
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def clean_stale_staging(root: Path | None = None) -> list[Path]:
+    """Remove staging folders whose owner died; return them. Folders of live runs stay."""
+    base = Path(root or tempfile.gettempdir())
+    removed: list[Path] = []
+    try:
+        entries = list(base.glob(STAGING_PREFIX + "*"))
+    except OSError:
+        return removed
+    now = time.time()
+    for folder in entries:
+        owner = folder.name[len(STAGING_PREFIX) :].split("-", 1)[0]
+        try:
+            if owner.isdigit():
+                stale = not pid_alive(int(owner))
+            else:  # an older run's folder, named without its owner: judged by age
+                stale = now - folder.stat().st_mtime > _STALE_UNOWNED_S
+            if stale and folder.is_dir() and not folder.is_symlink():
+                shutil.rmtree(folder)
+                removed.append(folder)
+        except OSError:
+            continue  # another user's folder, or removed meanwhile: not ours to worry about
+    return removed

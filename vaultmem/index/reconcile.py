@@ -1,69 +1,70 @@
 """Reconcile: make the index equal to the vault, with work proportional to what changed.
 
-The pipeline is fingerprint → plan → read → parse → resolve → apply:
+The run is a sequence of small typed steps; each takes the previous steps' values and returns
+a frozen value, so each can be read (and tested) on its own:
 
-1. Scan the mapped folders for (path, size, mtime_ns); nothing is read yet.
-2. `plan.plan_changes` compares those with the index: new, suspect (fingerprint moved), gone.
-3. Read and hash only new and suspect files. A suspect whose hash did not change was merely
-   touched: its fingerprint is updated, nothing is parsed. New files whose bytes match exactly
-   one vanished note are renames: the note keeps its id and the move is journalled.
-4. Parse what really changed, on both cores when the batch is large (`parallel`).
-5. Resolve links. Every link of a parsed note is resolved; of the other notes only the links
-   that *can* resolve differently now: those whose name key matches a file that appeared or
-   disappeared, and those pointing at a note whose headings may have changed.
-6. Apply everything in one DuckDB transaction with bulk deletes and inserts.
+1. `Survey`: the stat walk, (path, size, mtime_ns) of every note and the list of every file.
+   Nothing is read yet. With the index's `IndexState` (one cheap read of `notes`, `files` and
+   the scan's problems), `plan.plan_changes` says what is new, suspect (fingerprint moved) and
+   gone. Nothing changed: the run ends here, with no lock taken and nothing written.
+2. `Preparation`: workers (`parallel`) read, hash, parse, resolve and format the rows of every
+   new and suspect note, chunk by chunk, into staging files; the main process keeps one small
+   record per note. A suspect whose bytes did not change was merely *touched*. No lock is held
+   meanwhile: readers and `store` go on while a large vault parses.
+3. Under the writer lock, `_settle`: if another writer committed since the state was read,
+   survey and plan again, and prepare here whatever the workers' results no longer cover (a
+   file that changed after its worker read it). Otherwise the preparation stands as it is.
+4. `Outcomes`: parsed, touched and unreadable notes; renames (a new file with exactly the bytes
+   of one vanished note keeps that note's id and is journalled).
+5. `Identities`: every live note's id, a pure function of claims and the rename journal.
+6. `LinkWork`: which stored links can resolve differently now: those whose name key matches
+   a file that appeared or disappeared, and those pointing at a note that changed.
+7. The write, in one DuckDB transaction (every statement in `storage.index_writes`): delete
+   the changed and gone notes' rows, bulk-load the staged files (numbers joined to ids), check
+   the new links' heading subpaths, re-resolve the affected stored links, update terms.
 
-The index file is opened twice and briefly: read-only to load the state, read-write for the
-transaction. Parsing happens with no connection open, so readers are locked out only while
-rows are written. A build from nothing writes `index.duckdb.tmp` and renames it over the old
-file, so a crash during a rebuild leaves the previous index in place. A crash during an
-incremental transaction is rolled back by DuckDB's WAL on the next open.
+A build from nothing writes `index.duckdb.tmp` and renames it over the old file, so a crash
+during a rebuild leaves the previous index in place. A crash during an incremental transaction
+is rolled back by DuckDB's WAL on the next open.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
-import shutil
-import tempfile
+import os
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
-
-import duckdb
+from typing import Literal
 
 from vaultmem import __version__
 from vaultmem.config import Config
+from vaultmem.errors import IndexUnavailableError
 from vaultmem.files.lock import writer_lock
-from vaultmem.files.scan import (
-    Fingerprint,
-    content_hash,
-    is_eligible_file,
-    read_note,
-    scan_paths,
-    scan_vault,
-)
+from vaultmem.files.scan import Fingerprint, is_eligible_file, scan_paths, scan_vault
 from vaultmem.index.journal import append_renames, read_renames
-from vaultmem.index.parallel import analyse_all
-from vaultmem.index.plan import IndexedNote, assign_ids, pair_renames, plan_changes
-from vaultmem.memory.topics import read_topic
-from vaultmem.models import Block, Heading, Link, ParsedNote, Problem
-from vaultmem.note.links import LinkResolver, file_name_key, resolve_link
+from vaultmem.index.parallel import Chunk, Context, Job, Prepared, prepare_all, staging_folder
+from vaultmem.index.plan import ChangeSet, IndexedNote, assign_ids, pair_renames, plan_changes
+from vaultmem.models import Link, Problem
+from vaultmem.note.links import LinkResolver, file_name_key, resolve_link, subpath_matches
 from vaultmem.note.parse import PARSER_VERSION
 from vaultmem.search import vectors
 from vaultmem.search.tokenizer import TOKENIZER_VERSION
+from vaultmem.storage import index_writes as writes
 from vaultmem.storage import search_rows, store
-from vaultmem.storage.rows import NOTE_TABLES, NoteBatches, NoteRecord
 
 Progress = Callable[[int, int], None]
+Mode = Literal["full", "paths", "rebuild"]
 
 _SCAN_CODES = ("config_folder_missing", "symlink_refused")
 _READ_CODES = ("file_vanished", "file_unstable", "file_unreadable")
+_HEADINGS_BATCH = 5_000
+_DUCKDB_MEMORY_MB = 512
+"""DuckDB's share of a reconcile's memory; loads beyond it spill to the staging folder."""
 
 
 def index_versions(config: Config) -> dict[str, str]:
@@ -121,83 +122,186 @@ def reconcile(
     """Bring the index up to date with the vault.
 
     `rebuild` builds from nothing; `paths` (vault-relative files or folders, from the watcher)
-    limits the work to those paths instead of walking the vault.
+    limits the work to those paths instead of walking the vault. The writer lock is held only
+    for the write, not while notes parse.
     """
-    with writer_lock(config.state_dir, timeout_s=lock_timeout_s):
-        return _Run(config, progress).run(rebuild=rebuild, paths=paths)
+    run = _Run(config, progress, lock_timeout_s)
+    return run.run(rebuild=rebuild, paths=None if paths is None else list(paths))
 
 
-@dataclass(slots=True)
-class _State:
+# -- the steps' values --------------------------------------------------------------------------
+
+
+IndexToken = tuple[tuple[int, int, int] | None, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class State:
+    """The index as read before deciding anything; `create` when it is built from nothing."""
+
     notes: dict[str, IndexedNote]
-    files: set[str]
+    files: frozenset[str]
+    scan_problems: frozenset[tuple[str, str, str]]
+    problem_count: int
+    token: IndexToken
+    create: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Survey:
+    """The stat walk: note fingerprints and every file; `problems` None in paths mode, where
+    `candidates` holds the paths looked at and `indexed` the index's notes among them."""
+
+    mode: Mode
+    notes: tuple[Fingerprint, ...]
+    files: frozenset[str]
+    problems: tuple[Problem, ...] | None
+    candidates: frozenset[str] | None
+    indexed: dict[str, IndexedNote]
+
+
+@dataclass(frozen=True, slots=True)
+class Preparation:
+    """The workers' results: one record per note, and the files holding their rows."""
+
+    by_path: dict[str, Prepared]
+    staged: dict[str, list[Path]]
+    postings: list[Path]
+    next_number: int
+    spill_dir: Path
+    """Where DuckDB may spill during the load: inside the run's staging folder."""
+
+
+@dataclass(frozen=True, slots=True)
+class Outcomes:
+    """What preparing the changed files found, against the plan."""
+
+    changes: ChangeSet[Fingerprint]
+    parsed: dict[str, Prepared]
+    touched: tuple[Prepared, ...]
+    failed: tuple[Prepared, ...]
+    kept: tuple[str, ...]
+    """Indexed notes that could not be read: their rows stay until they read cleanly."""
+    renames: dict[str, IndexedNote]
+    problems: tuple[Problem, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Identities:
+    ids: dict[str, str]
+    id_changes: dict[str, str]
+    """Unchanged notes whose id moved (a clash resolved differently): old id → new id."""
+    new_renames: tuple[tuple[str, str, str], ...]
+    removed_ids: frozenset[str]
+
+
+@dataclass(frozen=True, slots=True)
+class LinkWork:
+    added_files: frozenset[str]
+    removed_files: frozenset[str]
+    affected_keys: frozenset[str]
+    changed_targets: frozenset[str]
+
+
+# -- the run ----------------------------------------------------------------------------------
 
 
 class _Run:
-    """One reconcile: holds the run's intermediate results so each step stays small."""
+    """One reconcile: the steps in order, with the run's configuration and warnings."""
 
-    def __init__(self, config: Config, progress: Progress | None) -> None:
+    def __init__(self, config: Config, progress: Progress | None, lock_timeout_s: float) -> None:
         self.config = config
         self.progress = progress
+        self.lock_timeout_s = lock_timeout_s
         self.warnings: list[str] = []
+        self.corrupt: BaseException | None = None
+        self._resolver: tuple[frozenset[str], LinkResolver] | None = None
         self.started = time.perf_counter()
         self.started_at = datetime.now(UTC).replace(tzinfo=None)
 
-    # -- state ------------------------------------------------------------------------------
+    def run(self, *, rebuild: bool, paths: list[str] | None) -> ReconcileReport:
+        state = self.load_state(rebuild)
+        survey = self.survey(state, paths, rebuild)
+        changes = plan_changes(survey.indexed, survey.notes)
+        if self.is_noop(state, survey, changes):
+            return self.report(
+                survey.mode, survey, changes, None, state.problem_count, len(state.notes)
+            )
+        if self.config.semantic:
+            vectors.embedder()  # the model loads now: a missing extra fails before any work
+        with staging_folder() as staging:
+            prep = self.prepare(changes, survey, state, staging / "a", 0)
+            _check_writable(self.config)
+            with writer_lock(self.config.state_dir, timeout_s=self.lock_timeout_s):
+                if _index_token(self.config.index_path) != state.token:
+                    # Another writer committed while the notes parsed: look again, and redo
+                    # here what the workers' results no longer cover.
+                    state = self.load_state(rebuild)
+                    survey = self.survey(state, paths, rebuild)
+                    changes = plan_changes(survey.indexed, survey.notes)
+                    prep = self.complete(prep, changes, survey, state, staging / "b")
+                if self.corrupt is not None and self.config.index_path.exists():
+                    moved = store.move_aside(self.config.index_path)
+                    self.warnings.append(
+                        f"The index could not be read ({self.corrupt}); moved it to {moved.name}."
+                    )
+                return self.write(state, survey, prep, self.outcomes(changes, prep, survey))
 
-    def load_state(self) -> _State | None:
-        """The index's current contents, or None when it must be built from nothing."""
+    def resolver(self, survey: Survey) -> LinkResolver:
+        """One resolver over the survey's files, built once for the run's in-process work."""
+        cached = self._resolver
+        if cached is None or cached[0] is not survey.files:
+            cached = self._resolver = (survey.files, LinkResolver(survey.files))
+        return cached[1]
+
+    # -- step 1: state and survey ---------------------------------------------------------------
+
+    def load_state(self, rebuild: bool) -> State:
+        """The index's current contents; an empty `create` state when it must be built anew."""
         path = self.config.index_path
-        if not path.exists():
-            return None
+        self.corrupt = None
+        token = _index_token(path)
+        empty = State({}, frozenset(), frozenset(), 0, token, create=True)
+        if rebuild or not path.exists():
+            return empty
         try:
             con = store.connect(path, read_only=True)
         except store.CorruptIndex as error:
-            self._set_aside(error)
-            return None
+            self.corrupt = error
+            return empty
         try:
             if not store.meta_matches(con, index_versions(self.config)):
                 self.warnings.append(
                     "The index was built by another version or configuration; rebuilt it."
                 )
-                return None
-            rows = con.execute(
-                "SELECT path, id, size, mtime_ns, content_hash, claimed_id FROM notes"
-            ).fetchall()
-            files = {p for (p,) in con.execute("SELECT path FROM files").fetchall()}
-        except duckdb.Error as error:
+                return empty
+            read = writes.read_state(con, (*_SCAN_CODES, *_READ_CODES))
+        except store.DatabaseError as error:
+            self.corrupt = error
+            return empty
+        finally:
             con.close()
-            self._set_aside(error)
-            return None
-        con.close()
-        return _State({r[0]: IndexedNote(*r) for r in rows}, files)
+        notes = {r[0]: IndexedNote(*r) for r in read.notes}
+        return State(
+            notes,
+            frozenset(read.files),
+            frozenset(read.scan_problems),
+            read.problem_count,
+            token,
+            False,
+        )
 
-    def _set_aside(self, error: BaseException) -> None:
-        moved = store.move_aside(self.config.index_path)
-        self.warnings.append(f"The index could not be read ({error}); moved it to {moved.name}.")
+    def survey(self, state: State, paths: list[str] | None, rebuild: bool) -> Survey:
+        """The stat walk: of the whole vault, or of the watcher's paths when an index exists."""
+        if paths is not None and not state.create:
+            return self.survey_paths(paths, state)
+        scan = scan_vault(self.config)
+        mode: Mode = "rebuild" if rebuild else "full"
+        return Survey(
+            mode, scan.notes, frozenset(scan.files), scan.problems, None, dict(state.notes)
+        )
 
-    # -- the run ------------------------------------------------------------------------------
-
-    def run(self, *, rebuild: bool, paths: Iterable[str] | None) -> ReconcileReport:
-        state = None if rebuild else self.load_state()
-        if state is None:
-            return self.build(mode="rebuild" if rebuild else "full")
-        if paths is None:
-            scan = scan_vault(self.config)
-            scanned: list[Fingerprint] = list(scan.notes)
-            files = set(scan.files)
-            scope_problems: list[Problem] | None = list(scan.problems)
-            indexed = state.notes
-            mode = "full"
-        else:
-            scanned, files, indexed = self.scan_subset(paths, state)
-            scope_problems = None
-            mode = "paths"
-        return self.incremental(state, indexed, scanned, files, scope_problems, mode)
-
-    def scan_subset(
-        self, paths: Iterable[str], state: _State
-    ) -> tuple[list[Fingerprint], set[str], dict[str, IndexedNote]]:
+    def survey_paths(self, paths: Iterable[str], state: State) -> Survey:
         """For the watcher: look only at the named paths (a folder stands for its contents)."""
         wanted = {p.strip("/") for p in paths if p.strip("/")}
         prefixes = tuple(p + "/" for p in wanted)
@@ -219,410 +323,400 @@ class _Run:
             else:
                 files.discard(path)
         indexed = {p: n for p, n in state.notes.items() if p in candidates}
-        return present, files, indexed
-
-    def build(self, *, mode: str) -> ReconcileReport:
-        """Index the whole vault into a fresh file, then swap it in."""
-        scan = scan_vault(self.config)
-        tmp = self.config.index_path.with_name(self.config.index_path.name + ".tmp")
-        store.remove_index(tmp)
-        self.config.state_dir.mkdir(parents=True, exist_ok=True)
-        empty = _State({}, set())
-        report = self._apply_to(
-            tmp,
-            empty,
-            {},
-            list(scan.notes),
-            set(scan.files),
-            list(scan.problems),
-            mode,
-            create=True,
+        return Survey(
+            "paths", tuple(present), frozenset(files), None, frozenset(candidates), indexed
         )
-        # Swap atomically: a reader never finds the index missing. Only the old file's WAL goes
-        # first, so that it can never be replayed onto the new file.
-        self.config.index_path.with_name(self.config.index_path.name + ".wal").unlink(
-            missing_ok=True
-        )
-        tmp.replace(self.config.index_path)
-        return report
 
-    def incremental(
+    def is_noop(self, state: State, survey: Survey, changes: ChangeSet[Fingerprint]) -> bool:
+        """Nothing to write: no note changed, no file came or went, the same scan problems."""
+        if state.create or self.corrupt is not None or self.warnings:
+            return False
+        if changes.new or changes.suspect or changes.gone or survey.files != state.files:
+            return False
+        if survey.problems is None:  # paths mode: no stored read problem for these paths
+            assert survey.candidates is not None
+            return not any(p in survey.candidates for p, _, _ in state.scan_problems)
+        return {(p.path, p.code, p.message) for p in survey.problems} == state.scan_problems
+
+    # -- step 2: preparation ----------------------------------------------------------------------
+
+    def prepare(
         self,
-        state: _State,
-        indexed: dict[str, IndexedNote],
-        scanned: list[Fingerprint],
-        files: set[str],
-        scan_problems: list[Problem] | None,
-        mode: str,
-    ) -> ReconcileReport:
-        return self._apply_to(
-            self.config.index_path,
-            state,
-            indexed,
-            scanned,
-            files,
-            scan_problems,
-            mode,
-            create=False,
+        changes: ChangeSet[Fingerprint],
+        survey: Survey,
+        state: State,
+        staging: Path,
+        first_number: int,
+        only: Sequence[Fingerprint] | None = None,
+    ) -> Preparation:
+        """Prepare every new and suspect note (or just `only`) in the workers."""
+        staging.mkdir(parents=True, exist_ok=True)
+        todo = sorted(only if only is not None else (*changes.new, *changes.suspect), key=_path)
+        jobs = [
+            Job(
+                first_number + i,
+                fp.path,
+                fp.size,
+                known.content_hash if (known := survey.indexed.get(fp.path)) else None,
+            )
+            for i, fp in enumerate(todo)
+        ]
+        context = Context(self.config, tuple(sorted(survey.files)), str(staging))
+        chunks = (
+            prepare_all(
+                jobs, context, progress=self.progress, resolver=lambda: self.resolver(survey)
+            )
+            if jobs
+            else []
         )
+        return _collect(chunks, first_number + len(jobs), staging.parent / "spill")
 
-    # -- the work -----------------------------------------------------------------------------
-
-    def _apply_to(self, *args: Any, **kwargs: Any) -> ReconcileReport:
-        """Run `_apply` with a private folder for the workers' postings files."""
-        postings_dir = Path(tempfile.mkdtemp(prefix="vaultmem-postings-"))
-        try:
-            return self._apply(*args, postings_dir=postings_dir, **kwargs)
-        finally:
-            shutil.rmtree(postings_dir, ignore_errors=True)
-
-    def _apply(
+    def complete(
         self,
-        index_path: Path,
-        state: _State,
-        indexed: dict[str, IndexedNote],
-        scanned: list[Fingerprint],
-        files: set[str],
-        scan_problems: list[Problem] | None,
-        mode: str,
-        *,
-        create: bool,
-        postings_dir: Path,
-    ) -> ReconcileReport:
-        config = self.config
-        changes = plan_changes(indexed, scanned)
-        problems: list[Problem] = []
-        processed_paths: set[str] = {n.path for n in changes.gone}
-        contents: dict[str, tuple[bytes, str, Fingerprint]] = {}
-        touched: list[Fingerprint] = []
-        kept_on_failure: list[str] = []
+        prep: Preparation,
+        changes: ChangeSet[Fingerprint],
+        survey: Survey,
+        state: State,
+        staging: Path,
+    ) -> Preparation:
+        """Keep the results that still match the files; prepare the rest here and now."""
+        redo = []
         for fp in (*changes.new, *changes.suspect):
-            processed_paths.add(fp.path)
-            data = read_note(config, fp.path)
-            if isinstance(data, Problem):
-                problems.append(data)
-                if fp.path in indexed:
-                    kept_on_failure.append(fp.path)  # keep the old rows until it reads cleanly
-                continue
-            digest = content_hash(data)
-            known = indexed.get(fp.path)
-            if known is not None and known.content_hash == digest:
-                touched.append(fp)
-            else:
-                contents[fp.path] = (data, digest, fp)
-
-        gone = [n for n in changes.gone]
-        new_hashes = {p: c[1] for p, c in contents.items() if p not in indexed}
-        renames = pair_renames(gone, new_hashes)
-
-        analysed, postings_files = analyse_all(
-            [(p, c[0]) for p, c in sorted(contents.items())],
-            postings_dir,
-            max_bytes=config.max_note_bytes,
-            progress=self.progress,
-            language=config.search_language,
-        )
-        parsed = {result.note.path: result for result, _ in analysed}
-        documents = {result.note.path: docs for result, docs in analysed}
-        if config.semantic:
-            vectors.embedder()  # the model loads now: a missing extra fails before any write
-        for result, _ in analysed:
-            problems.extend(result.problems)
-        # A managed topic names its own id, type and times (frontmatter or comment header).
-        topics = {
-            path: read_topic(path, contents[path][0].decode("utf-8", "replace"))
-            for path in parsed
-            if config.is_managed(path)
+            done = prep.by_path.get(fp.path)
+            if not _still_valid(done, fp, survey.indexed.get(fp.path)):
+                redo.append(fp)
+        if not redo:
+            return prep
+        more = self.prepare(changes, survey, state, staging, prep.next_number, only=redo)
+        by_path = {**prep.by_path, **more.by_path}
+        staged = {
+            t: [*prep.staged.get(t, []), *more.staged.get(t, [])]
+            for t in {*prep.staged, *more.staged}
         }
+        return Preparation(
+            by_path, staged, [*prep.postings, *more.postings], more.next_number, prep.spill_dir
+        )
 
-        # Ids: a pure function of every live note's claim and the journal.
-        journal = read_renames(config.state_dir)
-        new_renames = [(old.id, old.path, new) for new, old in sorted(renames.items())]
-        journal.update({new: note_id for note_id, _, new in new_renames})
+    # -- step 4: outcomes -------------------------------------------------------------------------
+
+    def outcomes(
+        self, changes: ChangeSet[Fingerprint], prep: Preparation, survey: Survey
+    ) -> Outcomes:
+        parsed: dict[str, Prepared] = {}
+        touched: list[Prepared] = []
+        failed: list[Prepared] = []
+        kept: list[str] = []
+        problems: list[Problem] = []
+        for fp in sorted((*changes.new, *changes.suspect), key=_path):
+            done = prep.by_path[fp.path]
+            problems.extend(done.problems)
+            if done.outcome == "parsed":
+                parsed[fp.path] = done
+            elif done.outcome == "touched":
+                touched.append(done)
+            else:
+                failed.append(done)
+                if fp.path in survey.indexed:
+                    kept.append(fp.path)  # keep the old rows until it reads cleanly
+        new_hashes = {p: d.content_hash for p, d in parsed.items() if p not in survey.indexed}
+        renames = pair_renames(changes.gone, new_hashes)
+        return Outcomes(
+            changes, parsed, tuple(touched), tuple(failed), tuple(kept), renames, tuple(problems)
+        )
+
+    # -- step 5: identities -----------------------------------------------------------------------
+
+    def identities(self, state: State, survey: Survey, out: Outcomes) -> Identities:
+        """Ids: a pure function of every live note's claim and the journal."""
+        journal = read_renames(self.config.state_dir)
+        if journal.skipped:
+            self.warnings.append(
+                f"Skipped {journal.skipped} unreadable line(s) of "
+                f"{self.config.state_dir / 'renames.jsonl'}; those renames' ids are lost."
+            )
+        ids_journal = dict(journal.ids)
+        new_renames = tuple((old.id, old.path, new) for new, old in sorted(out.renames.items()))
+        ids_journal.update({new: note_id for note_id, _, new in new_renames})
+        indexed = survey.indexed
         claims: dict[str, str | None] = {}
-        for path in changes.unchanged:
+        for path in out.changes.unchanged:
             claims[path] = indexed[path].claimed_id
-        for fp in touched:
-            claims[fp.path] = indexed[fp.path].claimed_id
-        for path in kept_on_failure:
+        for prepared in out.touched:
+            claims[prepared.path] = indexed[prepared.path].claimed_id
+        for path in out.kept:
             claims[path] = indexed[path].claimed_id
-        for path in parsed:
-            claims[path] = topics[path].id if path in topics else None
-        if mode == "paths":
+        for path, prepared in out.parsed.items():
+            claims[path] = prepared.claimed_id
+        if survey.mode == "paths":
             # Notes outside the watched paths keep their ids but still take part in clashes.
             for path, known in state.notes.items():
                 if path not in indexed:
                     claims.setdefault(path, known.claimed_id)
-        ids = assign_ids(claims, journal)
-        all_notes = {**state.notes, **indexed}
+        ids = assign_ids(claims, ids_journal)
+        all_notes = state.notes
         id_changes = {
             all_notes[p].id: ids[p]
             for p in ids
-            if p in all_notes and p not in parsed and all_notes[p].id != ids[p]
+            if p in all_notes and p not in out.parsed and all_notes[p].id != ids[p]
         }
+        removed_ids = {n.id for n in out.changes.gone} | {
+            indexed[p].id for p in out.parsed if p in indexed
+        }
+        return Identities(ids, id_changes, new_renames, frozenset(removed_ids))
 
-        added_files = files - state.files
-        removed_files = state.files - files
-        affected_keys = {file_name_key(p) for p in added_files | removed_files}
-        resolver = LinkResolver(sorted(files))
+    # -- step 6: link work ------------------------------------------------------------------------
 
-        removed_ids = {n.id for n in changes.gone} | {indexed[p].id for p in parsed if p in indexed}
+    def link_work(self, state: State, survey: Survey, out: Outcomes) -> LinkWork:
+        added = survey.files - state.files
+        removed = state.files - survey.files
+        return LinkWork(
+            frozenset(added),
+            frozenset(removed),
+            frozenset(file_name_key(p) for p in added | removed),
+            frozenset(out.parsed) | {n.path for n in out.changes.gone},
+        )
 
-        if new_renames:
-            append_renames(config.state_dir, new_renames)
+    # -- step 7: the write ------------------------------------------------------------------------
 
+    def write(
+        self, state: State, survey: Survey, prep: Preparation, out: Outcomes
+    ) -> ReconcileReport:
+        ident = self.identities(state, survey, out)
+        links = self.link_work(state, survey, out)
+        if ident.new_renames:
+            append_renames(self.config.state_dir, ident.new_renames)
+        if not state.create:
+            return self.transaction(self.config.index_path, state, survey, prep, out, ident, links)
+        # Build from nothing beside the index, then swap: a reader never finds it missing, and
+        # a crash leaves the old index. Only the old file's WAL goes first, so that it can
+        # never be replayed onto the new file.
+        index = self.config.index_path
+        tmp = index.with_name(index.name + ".tmp")
+        store.remove_index(tmp)
+        report = self.transaction(tmp, state, survey, prep, out, ident, links)
+        index.with_name(index.name + ".wal").unlink(missing_ok=True)
+        tmp.replace(index)
+        return report
+
+    def transaction(
+        self,
+        index_path: Path,
+        state: State,
+        survey: Survey,
+        prep: Preparation,
+        out: Outcomes,
+        ident: Identities,
+        links: LinkWork,
+    ) -> ReconcileReport:
+        config = self.config
+        create = state.create
         con = store.connect(index_path, read_only=False)
         try:
-            con.execute("BEGIN TRANSACTION")
-            if create:
-                store.create_schema(con, index_versions(config))
-            headings_cache = _HeadingsCache(con, ids, parsed)
-            headings_cache.prefetch(
-                resolver.resolve(link.target, path) if link.target else path
-                for path, result in parsed.items()
-                for link in result.note.links
-                if link.subpath
-            )
-            batches = NoteBatches()
-            for path, result in parsed.items():
-                note = result.note
-                resolutions = [
-                    resolve_link(link, path, resolver, headings_cache.get) for link in note.links
-                ]
-                scope = config.scope_of(path)
-                assert scope is not None, path  # scan yields mapped notes only
-                fp = contents[path][2]
-                batches.add_note(
-                    NoteRecord(
-                        note=note,
-                        id=ids[path],
-                        scope=scope[0],
-                        scope_id=scope[1],
-                        managed=config.is_managed(path),
-                        size=fp.size,
-                        mtime_ns=fp.mtime_ns,
-                        content_hash=contents[path][1],
-                        claimed_id=claims[path],
-                        resolutions=resolutions,
-                        target_ids=[ids.get(r.path) if r.path else None for r in resolutions],
-                        documents=documents[path],
-                        topic=topics.get(path),
-                    )
+            writes.bound_memory(con, _DUCKDB_MEMORY_MB, prep.spill_dir)
+            with store.transaction(con):
+                if create:
+                    store.create_schema(con, index_versions(config))
+                removed_df = (
+                    Counter()
+                    if create
+                    else search_rows.document_frequencies(con, ident.removed_ids)
                 )
-            for problem in problems:
-                batches.add_problem(problem)
-            if scan_problems is not None:
-                for problem in scan_problems:
-                    batches.add_problem(problem)
-
-            removed_df = (
-                search_rows.document_frequencies(con, removed_ids) if not create else Counter()
-            )
-            for table in NOTE_TABLES:
-                column = (
-                    "id" if table == "notes" else "source_id" if table == "links" else "note_id"
+                writes.delete_notes(con, ident.removed_ids)
+                full_scan = survey.problems is not None
+                writes.replace_problems(
+                    con,
+                    paths=[*out.parsed, *(n.path for n in out.changes.gone)],
+                    read_paths=[
+                        *(p.path for p in out.touched),
+                        *(p.path for p in out.failed),
+                        *(survey.candidates or ()),
+                    ],
+                    codes=[*_READ_CODES, *_SCAN_CODES] if full_scan else [],
+                    read_codes=_READ_CODES,
+                    problems=[*out.problems, *(survey.problems or ())],
                 )
-                store.delete_where_in(con, table, column, sorted(removed_ids))
-            # Before the batches load: they hold this run's problems for the same paths.
-            self._replace_problems(con, processed_paths, scan_problems is not None)
-            self._apply_id_changes(con, id_changes)
-            self._reresolve(
-                con,
-                affected_keys,
-                set(parsed) | {n.path for n in changes.gone},
-                id_changes,
-                resolver,
-                headings_cache,
-                ids,
-            )
-            for batch in batches.tables.values():
-                store.load(con, batch)
-            added_df = search_rows.load_postings(
-                con, postings_files, [ids[result.note.path] for result, _ in analysed], create
-            )
-            if config.semantic:  # one vector per search document of the notes parsed now
-                vectors.index_notes(con, [ids[result.note.path] for result, _ in analysed])
-            if create:
-                search_rows.recount_terms(con, None)
-            else:
-                added_df.subtract(removed_df)
-                search_rows.recount_terms(con, added_df)
-            if touched:
-                touch = store.Batch(
-                    "t", ["path", "size", "mtime_ns"], ["VARCHAR", "BIGINT", "BIGINT"]
+                writes.change_ids(con, ident.id_changes)
+                search_rows.rekey_postings(con, list(ident.id_changes.values()))
+                writes.number_notes(
+                    con, [(p.number, ident.ids[path]) for path, p in out.parsed.items()]
                 )
-                for fp in touched:
-                    touch.add(fp.path, fp.size, fp.mtime_ns)
-                con.execute(
-                    "UPDATE notes SET size = u.size, mtime_ns = u.mtime_ns FROM (SELECT "
-                    "unnest($1::VARCHAR[]) AS path, unnest($2::BIGINT[]) AS size, "
-                    "unnest($3::BIGINT[]) AS mtime_ns) u WHERE notes.path = u.path",
-                    touch.data,
+                max_row = 8 * config.max_note_bytes + 1_000_000
+                writes.load_staged(con, prep.staged, max_row)
+                self._check_subpaths(con, out, ident)
+                if not create:
+                    self._reresolve(con, survey, out, ident, links)
+                added_df = search_rows.load_postings(
+                    con, prep.postings, create=create, max_line_bytes=config.max_note_bytes + 64
                 )
-            store.delete_where_in(con, "files", "path", sorted(removed_files))
-            file_rows = store.new_batch("files")
-            for path in sorted(added_files):
-                file_rows.add(path, file_name_key(path), path.lower().endswith(".md"))
-            store.load(con, file_rows)
-            (problem_count,) = con.execute("SELECT count(*) FROM problems").fetchone() or (0,)
-            (note_count,) = con.execute("SELECT count(*) FROM notes").fetchone() or (0,)
-            renamed = len(renames)
-            report = ReconcileReport(
-                mode=mode,
-                added=sum(1 for p in parsed if p not in indexed) - renamed,
-                changed=sum(1 for p in parsed if p in indexed),
-                removed=len(changes.gone) - renamed,
-                renamed=renamed,
-                # Touched notes are unchanged (same bytes); `touched` counts them again.
-                unchanged=len(changes.unchanged) + len(kept_on_failure) + len(touched),
-                touched=len(touched),
-                problems=int(problem_count),
-                notes=int(note_count),
-                duration_s=time.perf_counter() - self.started,
-                warnings=tuple(self.warnings),
-            )
-            runs = store.new_batch("reconcile_runs")
-            runs.add(
-                self.started_at,
-                report.duration_s * 1000,
-                mode,
-                report.added,
-                report.changed,
-                report.removed,
-                report.renamed,
-                report.unchanged,
-                report.problems,
-            )
-            store.load(con, runs)
-            con.execute("COMMIT")
-        except BaseException:
-            with contextlib.suppress(duckdb.Error):  # the failure may have ended it already
-                con.execute("ROLLBACK")
-            raise
+                if create:
+                    search_rows.recount_terms(con, None)
+                else:
+                    added_df.subtract(removed_df)
+                    search_rows.recount_terms(con, added_df)
+                if config.semantic:  # a vector per search document of the notes parsed now,
+                    # read back from the documents just loaded, EMBED_NOTES notes at a time
+                    vectors.index_notes(con, [ident.ids[path] for path in out.parsed])
+                writes.update_fingerprints(con, [(p.path, p.size, p.mtime_ns) for p in out.touched])
+                writes.replace_files(
+                    con,
+                    links.removed_files,
+                    [(p, file_name_key(p), p.lower().endswith(".md")) for p in links.added_files],
+                )
+                problem_count, note_count = writes.counts(con)
+                report = self.report(
+                    survey.mode, survey, out.changes, out, problem_count, note_count
+                )
+                writes.record_run(
+                    con,
+                    self.started_at,
+                    report.duration_s * 1000,
+                    report.mode,
+                    report.added,
+                    report.changed,
+                    report.removed,
+                    report.renamed,
+                    report.unchanged,
+                    report.problems,
+                )
         finally:
             con.close()
         return report
 
-    def _apply_id_changes(self, con: store.Connection, id_changes: Mapping[str, str]) -> None:
-        """Rare: a clash resolved differently moved an unchanged note to another id."""
-        if not id_changes:
-            return
-        old, new = list(id_changes), list(id_changes.values())
-        mapping = "(SELECT unnest($1::VARCHAR[]) AS old, unnest($2::VARCHAR[]) AS new) m"
-        for table in NOTE_TABLES:
-            column = "id" if table == "notes" else "source_id" if table == "links" else "note_id"
-            con.execute(
-                f"UPDATE {table} SET {column} = m.new FROM {mapping} WHERE {column} = m.old",
-                [old, new],
-            )
-        con.execute(
-            f"UPDATE links SET target_id = m.new FROM {mapping} WHERE target_id = m.old", [old, new]
+    def report(
+        self,
+        mode: str,
+        survey: Survey,
+        changes: ChangeSet[Fingerprint],
+        out: Outcomes | None,
+        problems: int,
+        notes: int,
+    ) -> ReconcileReport:
+        parsed = out.parsed if out else {}
+        changed = sum(1 for p in parsed if p in survey.indexed)
+        renamed = len(out.renames) if out else 0
+        kept = len(out.kept) if out else 0
+        touched = len(out.touched) if out else 0
+        return ReconcileReport(
+            mode=mode,
+            added=len(parsed) - changed - renamed,
+            changed=changed,
+            removed=len(changes.gone) - renamed,
+            renamed=renamed,
+            # Touched notes are unchanged (same bytes); `touched` counts them again.
+            unchanged=len(changes.unchanged) + kept + touched,
+            touched=touched,
+            problems=problems,
+            notes=notes,
+            duration_s=time.perf_counter() - self.started,
+            warnings=tuple(dict.fromkeys(self.warnings)),
         )
-        search_rows.rekey_postings(con, new)
+
+    # -- links after the load -----------------------------------------------------------------
+
+    def _check_subpaths(self, con: store.Connection, out: Outcomes, ident: Identities) -> None:
+        """Check the new links' heading and block subpaths into other notes, now that every
+        note's headings are in the index."""
+        pending = [
+            (ident.ids[path], ord_, target, subpath)
+            for path, prepared in out.parsed.items()
+            for ord_, target, subpath in prepared.subpaths
+        ]
+        for start in range(0, len(pending), _HEADINGS_BATCH):
+            batch = pending[start : start + _HEADINGS_BATCH]
+            headings = writes.headings_by_path(con, sorted({t for _, _, t, _ in batch}))
+            updates = [
+                (source, ord_, subpath_matches(subpath, *headings[target]))
+                for source, ord_, target, subpath in batch
+                if target in headings
+            ]
+            writes.set_subpaths_found(con, updates)
 
     def _reresolve(
         self,
         con: store.Connection,
-        affected_keys: set[str],
-        changed_targets: set[str],
-        id_changes: Mapping[str, str],
-        resolver: LinkResolver,
-        headings: _HeadingsCache,
-        ids: Mapping[str, str],
+        survey: Survey,
+        out: Outcomes,
+        ident: Identities,
+        links: LinkWork,
     ) -> None:
         """Re-resolve exactly the stored links whose answer can have changed."""
-        if not (affected_keys or changed_targets or id_changes):
+        if not (links.affected_keys or links.changed_targets):
             return
-        rows = con.execute(
-            "SELECT l.source_id, l.ord, l.target, l.subpath, n.path, l.target_path, "
-            "l.target_id, l.subpath_found FROM links l JOIN notes n ON n.id = l.source_id "
-            "WHERE l.name_key IN (SELECT unnest($1::VARCHAR[])) "
-            "OR l.target_path IN (SELECT unnest($2::VARCHAR[]))",
-            [sorted(affected_keys), sorted(changed_targets)],
-        ).fetchall()
-        update = store.Batch(
-            "u",
-            ["source_id", "ord", "target_path", "target_id", "subpath_found"],
-            ["VARCHAR", "INTEGER", "VARCHAR", "VARCHAR", "BOOLEAN"],
-        )
-        headings.prefetch(
-            resolver.resolve(target, source_path) if target else source_path
-            for _, _, target, subpath, source_path, *_ in rows
-            if subpath
-        )
-        for source_id, ord_, target, subpath, source_path, old_path, old_id, old_found in rows:
-            link = Link(target, subpath, None, False, 0, "wikilink", None, "")
-            res = resolve_link(link, source_path, resolver, headings.get)
-            target_id = ids.get(res.path) if res.path else None
-            if (res.path, target_id, res.subpath_found) != (old_path, old_id, old_found):
-                update.add(source_id, ord_, res.path, target_id, res.subpath_found)
-        if len(update):
-            con.execute(
-                "UPDATE links SET target_path = u.target_path, target_id = u.target_id, "
-                "subpath_found = u.subpath_found FROM (SELECT unnest($1::VARCHAR[]) AS source_id, "
-                "unnest($2::INTEGER[]) AS ord, unnest($3::VARCHAR[]) AS target_path, "
-                "unnest($4::VARCHAR[]) AS target_id, unnest($5::BOOLEAN[]) AS subpath_found) u "
-                "WHERE links.source_id = u.source_id AND links.ord = u.ord",
-                update.data,
-            )
-
-    def _replace_problems(self, con: store.Connection, paths: set[str], full_scan: bool) -> None:
-        """Drop the problems this run re-examined; the batch inserted after holds the new ones."""
-        codes = list(_READ_CODES) + (list(_SCAN_CODES) if full_scan else [])
-        con.execute(
-            "DELETE FROM problems WHERE path IN (SELECT unnest($1::VARCHAR[])) "
-            "OR code IN (SELECT unnest($2::VARCHAR[]))",
-            [sorted(paths), codes],
-        )
-
-
-class _HeadingsCache:
-    """Headings and blocks of link targets: from the fresh parse, else from the index."""
-
-    def __init__(
-        self, con: store.Connection, ids: Mapping[str, str], parsed: Mapping[str, ParsedNote]
-    ) -> None:
-        self.con = con
-        self.ids = ids
-        self.parsed = parsed
-        self.cache: dict[str, tuple[Sequence[Heading], Sequence[Block]] | None] = {}
-
-    def get(self, path: str) -> tuple[Sequence[Heading], Sequence[Block]] | None:
-        if path in self.parsed:
-            note = self.parsed[path].note
-            return note.headings, note.blocks
-        if path not in self.ids:
-            return None  # an attachment or an unmapped note: no headings known
-        if path not in self.cache:
-            self.prefetch([path])
-        return self.cache[path]
-
-    def prefetch(self, paths: Iterable[str | None]) -> None:
-        """Load the headings and blocks of many indexed notes in two queries, not 3 per note."""
+        fresh = {ident.ids[p] for p in out.parsed}
+        rows = writes.links_to_reresolve(con, links.affected_keys, links.changed_targets, fresh)
+        if not rows:
+            return
+        resolver = self.resolver(survey)
+        resolved = []
+        for row in rows:
+            link = Link(row[2], row[3], None, False, 0, "wikilink", None, "")
+            resolved.append((row, resolve_link(link, row[4], resolver, _no_headings)))
         wanted = sorted(
-            {p for p in paths if p and p in self.ids and p not in self.parsed} - set(self.cache)
+            {r.path for row, r in resolved if row[3] and r.path and r.subpath_found is None}
         )
-        if not wanted:
-            return
-        found: dict[str, tuple[list[Heading], list[Block]]] = {}
-        for path, level, text, line, anchor in self.con.execute(
-            "SELECT n.path, h.level, h.text, h.line, h.anchor FROM headings h "
-            "JOIN notes n ON n.id = h.note_id WHERE n.path IN (SELECT unnest($1::VARCHAR[])) "
-            "ORDER BY n.path, h.ord",
-            [wanted],
-        ).fetchall():
-            found.setdefault(path, ([], []))[0].append(Heading(level, text, line, anchor))
-        for path, block_id, line in self.con.execute(
-            "SELECT n.path, b.block_id, b.line FROM blocks b JOIN notes n ON n.id = b.note_id "
-            "WHERE n.path IN (SELECT unnest($1::VARCHAR[]))",
-            [wanted],
-        ).fetchall():
-            found.setdefault(path, ([], []))[1].append(Block(block_id, line))
-        known = {
-            p
-            for (p,) in self.con.execute(
-                "SELECT path FROM notes WHERE path IN (SELECT unnest($1::VARCHAR[]))", [wanted]
-            ).fetchall()
-        }
-        for path in wanted:
-            self.cache[path] = found.get(path, ([], [])) if path in known else None
+        headings = writes.headings_by_path(con, wanted)
+        updates = []
+        for (source_id, ord_, _t, subpath, _s, old_path, old_id, old_found), res in resolved:
+            found = res.subpath_found
+            if subpath and res.path is not None and found is None and res.path in headings:
+                found = subpath_matches(subpath, *headings[res.path])
+            target_id = ident.ids.get(res.path) if res.path else None
+            if (res.path, target_id, found) != (old_path, old_id, old_found):
+                updates.append((source_id, ord_, res.path, target_id, found))
+        writes.update_links(con, updates)
+
+
+def _still_valid(done: Prepared | None, fp: Fingerprint, known: IndexedNote | None) -> bool:
+    """Whether a worker's result still stands for the file and the index as they are now."""
+    if done is None or (done.size, done.mtime_ns) != (fp.size, fp.mtime_ns):
+        return False  # not prepared, or the file changed after its worker read it
+    if done.outcome == "touched":
+        return known is not None and known.content_hash == done.content_hash
+    return done.outcome == "parsed"
+
+
+def _no_headings(path: str) -> None:
+    return None
+
+
+def _collect(chunks: Sequence[Chunk], next_number: int, spill_dir: Path) -> Preparation:
+    by_path: dict[str, Prepared] = {}
+    staged: dict[str, list[Path]] = {}
+    postings: list[Path] = []
+    for chunk in chunks:
+        for prepared in chunk.notes:
+            by_path[prepared.path] = prepared
+        for table, path in chunk.staged.items():
+            staged.setdefault(table, []).append(path)
+        if chunk.postings is not None:
+            postings.append(chunk.postings)
+    return Preparation(by_path, staged, postings, next_number, spill_dir)
+
+
+def _path(fp: Fingerprint) -> str:
+    return fp.path
+
+
+def _index_token(path: Path) -> IndexToken:
+    """Identity of the index file and its WAL: any commit by another writer changes it."""
+    token: list[tuple[int, int, int] | None] = []
+    for candidate in (path, path.with_name(path.name + ".wal")):
+        try:
+            st = os.stat(candidate)
+        except OSError:
+            token.append(None)
+            continue
+        token.append((st.st_ino, st.st_size, st.st_mtime_ns))
+    return tuple(token)
+
+
+def _check_writable(config: Config) -> None:
+    """Fail early, and clearly, when the index cannot be written (read-only `.vaultmem`)."""
+    state_dir = config.state_dir
+    folder = state_dir if state_dir.exists() else state_dir.parent
+    for target in (folder, config.index_path):
+        if target.exists() and not os.access(target, os.W_OK):
+            raise IndexUnavailableError(
+                f"Cannot write the index: {target} is not writable.",
+                hint=f"Make it writable (`chmod u+w {target}`) or run vaultmem as its owner.",
+            )

@@ -1,6 +1,16 @@
 """How a parsed note becomes index rows: one place that knows the table layout for notes.
 
-Pure code: it fills column batches (see `store.new_batch`); the store loads them in bulk.
+Pure formatting, no DuckDB: the parse workers call it, and they never import the database.
+A note's rows are *staged* before ids exist (ids are assigned once every note's claim is
+known): each row names its note by the note's *number* in the run instead of its id. A chunk
+of notes is written as one JSON Lines file per table (`StagedRows.write`), an object per row
+keyed by column name; `storage.index_writes.load_staged` bulk-loads every file with DuckDB's
+JSON reader and swaps numbers for ids with one join. JSON escapes every character, so no text
+a note holds (tabs, newlines, quotes) can break a row, and no line-length limit applies.
+
+Two columns are left for the load to fill: `links.target_id` (a join on the target's path,
+once every note has its id) and, for a link into another note with a heading or block
+subpath, `links.subpath_found` (the target's headings are in the index only after the load).
 """
 
 from __future__ import annotations
@@ -8,12 +18,13 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from vaultmem.memory.topics import Topic
-from vaultmem.models import Note, Problem, Resolution, Scope
+from vaultmem.models import Note, Resolution, Scope
 from vaultmem.note.links import file_name_key, fold_name, link_name_key
 from vaultmem.search.documents import SearchDocument
-from vaultmem.storage.store import Batch, new_batch
+from vaultmem.storage.schema import table_docs
 
 NOTE_TABLES = (
     "notes",
@@ -27,16 +38,29 @@ NOTE_TABLES = (
     "vectors",
 )
 """Tables holding one note's rows, keyed by `note_id` (`source_id` for links). Postings arrive
-as TSV files from the parse workers (`parallel.py`) and vectors as one numpy matrix
-(`vector_queries.load_vectors`), not through these batches."""
+as TSV files from the parse workers (`search.documents.postings_lines`), not as staged rows;
+vectors are embedded from the loaded documents in the write transaction
+(`search.vectors.index_notes`)."""
+
+STAGED_TABLES = tuple(t for t in NOTE_TABLES if t not in ("postings", "vectors"))
+
+NOTE_KEY = {
+    t: "id" if t == "notes" else "source_id" if t == "links" else "note_id" for t in NOTE_TABLES
+}
+"""The column of each note table that holds the note's id (its number while staged)."""
+
+COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
+    t.name: tuple((c.name, c.type) for c in t.columns) for t in table_docs()
+}
+"""(column, SQL type) of every table, in DDL order: the staged files use the same names."""
 
 
 @dataclass(frozen=True, slots=True)
 class NoteRecord:
-    """A parsed note with everything reconcile decided about it."""
+    """A parsed note with everything a worker decided about it (no id: `number` stands in)."""
 
     note: Note
-    id: str
+    number: int
     scope: Scope
     scope_id: str | None
     managed: bool
@@ -45,56 +69,60 @@ class NoteRecord:
     content_hash: str
     claimed_id: str | None
     resolutions: Sequence[Resolution]
-    target_ids: Sequence[str | None]
     documents: Sequence[SearchDocument]
     topic: Topic | None = None
     """For a managed topic, what its file says of itself (either topic form)."""
 
 
-class NoteBatches:
-    """Column batches for every note table plus problems, filled note by note."""
+class StagedRows:
+    """Rows of some notes, table by table, as JSON Lines text ready to write."""
 
     def __init__(self) -> None:
-        self.tables: dict[str, Batch] = {
-            t: new_batch(t) for t in (*NOTE_TABLES, "problems") if t not in ("postings", "vectors")
-        }
+        self.lines: dict[str, list[str]] = {t: [] for t in STAGED_TABLES}
+
+    def _add(self, table: str, *values: object) -> None:
+        names = COLUMNS[table]
+        self.lines[table].append(
+            json.dumps({name: v for (name, _), v in zip(names, values, strict=False)}) + "\n"
+        )
 
     def add_note(self, rec: NoteRecord) -> None:
         note = rec.note
         fm = note.frontmatter
-        self.tables["notes"].add(
-            rec.id,
+        n = rec.number
+        topic = rec.topic
+        self._add(
+            "notes",
+            n,
             note.path,
             note.title,
             rec.scope,
             rec.scope_id,
-            (rec.topic.type if rec.topic else None) or _string(fm.get("type")),
+            (topic.type if topic else None) or _string(fm.get("type")),
             rec.managed,
             json.dumps(fm, ensure_ascii=False, sort_keys=True) if fm else None,
             note.frontmatter_status,
-            (rec.topic.created if rec.topic else None)
+            (topic.created if topic else None)
             or _string(fm.get("created"))
             or _string(fm.get("date")),
-            (rec.topic.updated if rec.topic else None) or _string(fm.get("updated")),
+            (topic.updated if topic else None) or _string(fm.get("updated")),
             rec.size,
             rec.mtime_ns,
             rec.content_hash,
             rec.claimed_id,
         )
         for alias in note.aliases:
-            self.tables["aliases"].add(rec.id, alias, name_key(alias))
+            self._add("aliases", n, alias, name_key(alias))
         for tag, written, inherited in expand_tags(note.tags):
-            self.tables["tags"].add(rec.id, tag, written, inherited)
+            self._add("tags", n, tag, written, inherited)
         for ord_, h in enumerate(note.headings):
-            self.tables["headings"].add(rec.id, ord_, h.level, h.text, h.anchor, h.line)
+            self._add("headings", n, ord_, h.level, h.text, h.anchor, h.line)
         for block in note.blocks:
-            self.tables["blocks"].add(rec.id, block.id, block.line)
-        links = self.tables["links"]
-        for ord_, (link, res, target_id) in enumerate(
-            zip(note.links, rec.resolutions, rec.target_ids, strict=True)
-        ):
-            links.add(
-                rec.id,
+            self._add("blocks", n, block.id, block.line)
+        for ord_, (link, res) in enumerate(zip(note.links, rec.resolutions, strict=True)):
+            self._add(
+                "links",
+                n,
                 ord_,
                 link.kind,
                 link.relation,
@@ -106,18 +134,22 @@ class NoteBatches:
                 link.line,
                 link_key(link.target, note.path),
                 res.path,
-                target_id,
+                None,  # target_id: filled by the load
                 res.subpath_found,
             )
-
-        documents = self.tables["documents"]
         for doc in rec.documents:
-            documents.add(rec.id, doc.ord, doc.heading, doc.line, doc.length, doc.text)
+            self._add("documents", n, doc.ord, doc.heading, doc.line, doc.length, doc.text)
 
-    def add_problem(self, problem: Problem) -> None:
-        self.tables["problems"].add(
-            problem.path, problem.code, problem.severity, problem.message, problem.line
-        )
+    def write(self, folder: Path, stem: str) -> dict[str, Path]:
+        """Write one file per table that has rows: {table: file}."""
+        out: dict[str, Path] = {}
+        for table, lines in self.lines.items():
+            if lines:
+                path = folder / f"{stem}.{table}.jsonl"
+                with open(path, "w", encoding="utf-8", newline="\n") as handle:
+                    handle.writelines(lines)
+                out[table] = path
+        return out
 
 
 def _string(value: object) -> str | None:

@@ -18,44 +18,44 @@ an incremental run applies per-term deltas (documents added minus documents remo
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from vaultmem.search.documents import note_key
 from vaultmem.storage.store import Connection
 
 
-def document_frequencies(con: Connection, note_ids: set[str]) -> Counter[str]:
+def document_frequencies(con: Connection, note_ids: Iterable[str]) -> Counter[str]:
     """For each term, in how many of these notes' documents it occurs (before they go)."""
-    if not note_ids:
+    ids = sorted(note_ids)
+    if not ids:
         return Counter()
     rows = con.execute(
         "SELECT term, count(*) FROM postings "
         "WHERE note_id IN (SELECT unnest($1::VARCHAR[])) GROUP BY term",
-        [sorted(note_ids)],
+        [ids],
     ).fetchall()
     return Counter({term: int(n) for term, n in rows})
 
 
 def load_postings(
-    con: Connection, files: list[Path], note_ids: list[str], create: bool
+    con: Connection, files: Sequence[Path], *, create: bool, max_line_bytes: int
 ) -> Counter[str]:
     """Load the workers' postings files; return, per term, how many new documents hold it.
 
-    The files number notes by their position in the batch; a join maps numbers to ids and keys.
+    The files number notes by their number in the run; the temp table `note_numbers`
+    (`index_writes.number_notes`) maps numbers to ids and keys. `max_line_bytes` lifts
+    DuckDB's 2 MB default line limit: one "word" as long as a note must not fail the load.
     """
     files = [f for f in files if f.stat().st_size]
     if not files:
         return Counter()
     con.execute(
-        "CREATE TEMP TABLE staged_postings AS SELECT * FROM read_csv($1, delim='\t', "
-        "header=false, quote='', escape='', columns={'term': 'VARCHAR', 'number': 'INTEGER', "
-        "'ord': 'INTEGER', 'tf': 'DOUBLE', 'length': 'INTEGER', 'note_length': 'INTEGER'})",
+        "CREATE OR REPLACE TEMP TABLE staged_postings AS SELECT * FROM read_csv($1, "
+        "delim='\t', header=false, quote='', escape='', columns={'term': 'VARCHAR', "
+        "'number': 'INTEGER', 'ord': 'INTEGER', 'tf': 'DOUBLE', 'length': 'INTEGER', "
+        f"'note_length': 'INTEGER'}}, max_line_size={max(max_line_bytes, 2_097_152)})",
         [[str(f) for f in files]],
-    )
-    con.execute(
-        "CREATE TEMP TABLE note_numbers AS SELECT unnest($1::VARCHAR[]) AS note_id, "
-        "unnest($2::BIGINT[]) AS note_key, unnest($3::INTEGER[]) AS number",
-        [note_ids, [note_key(i) for i in note_ids], list(range(len(note_ids)))],
     )
     order = " ORDER BY s.term, m.note_key, s.ord" if create else ""
     con.execute(
@@ -64,10 +64,12 @@ def load_postings(
     )
     added: Counter[str] = Counter()
     if not create:
-        rows = con.execute("SELECT term, count(*) FROM staged_postings GROUP BY term").fetchall()
+        rows = con.execute(
+            "SELECT s.term, count(*) FROM staged_postings s JOIN note_numbers m USING (number) "
+            "GROUP BY s.term"
+        ).fetchall()
         added.update({term: int(n) for term, n in rows})
     con.execute("DROP TABLE staged_postings")
-    con.execute("DROP TABLE note_numbers")
     return added
 
 

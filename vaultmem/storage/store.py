@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -27,6 +27,7 @@ from vaultmem.errors import IndexUnavailableError, LockedError
 from vaultmem.storage.schema import DDL, SCHEMA_VERSION, table_docs
 
 _LOCK_MESSAGE = re.compile(r"Could not set lock|Conflicting lock", re.I)
+_PERMISSION = re.compile(r"Permission denied|Read-only file system", re.I)
 _HOLDER = re.compile(r"Conflicting lock is held in (.*?)(?:\. See also|$)")
 
 Connection = duckdb.DuckDBPyConnection
@@ -34,6 +35,10 @@ Connection = duckdb.DuckDBPyConnection
 
 class CorruptIndex(Exception):
     """The index file cannot be read as a DuckDB database. Internal: callers rebuild."""
+
+
+DatabaseError = duckdb.Error
+"""What a failed statement raises: callers above storage catch this, never import duckdb."""
 
 
 def _is_lock_error(error: BaseException) -> bool:
@@ -57,6 +62,12 @@ def connect(
         try:
             return duckdb.connect(str(path), read_only=read_only, config=config)
         except duckdb.Error as error:
+            if _PERMISSION.search(str(error)):
+                raise IndexUnavailableError(
+                    f"Cannot open the index {path}: {error}",
+                    hint=f"Make {path.parent} and the files in it writable for this user "
+                    f"(`chmod -R u+w {path.parent}`), or run vaultmem as their owner.",
+                ) from error
             if not _is_lock_error(error):
                 raise CorruptIndex(str(error)) from error
             if time.monotonic() >= deadline:
@@ -140,6 +151,20 @@ def delete_where_in(con: Connection, table: str, column: str, values: Sequence[s
         con.execute(
             f"DELETE FROM {table} WHERE {column} IN (SELECT unnest($1::VARCHAR[]))", [list(values)]
         )
+
+
+@contextmanager
+def transaction(con: Connection) -> Iterator[None]:
+    """One write transaction: committed when the block ends, rolled back on any exception
+    (a KeyboardInterrupt too), so a failed reconcile leaves the index as it was."""
+    con.execute("BEGIN TRANSACTION")
+    try:
+        yield
+    except BaseException:
+        with suppress(duckdb.Error):  # the failure may have ended the transaction already
+            con.execute("ROLLBACK")
+        raise
+    con.execute("COMMIT")
 
 
 def create_schema(con: Connection, versions: Mapping[str, str]) -> None:

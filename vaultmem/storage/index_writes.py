@@ -1,0 +1,291 @@
+"""Every SQL statement reconcile runs: reading the index's state, and the one write transaction.
+
+Reconcile (`index.reconcile`) decides; this module only says it in SQL. The reads are cheap
+on purpose: a no-op reconcile is the stat walk plus `read_state`. The writes are set-based:
+each is one statement over a list parameter or a staged file, never a row at a time, so a
+one-note edit costs in proportion to that note and a full build runs at DuckDB's load speed.
+
+Staged rows (JSON Lines, `storage.rows.StagedRows`) and postings (TSV,
+`search.documents.postings_lines`, loaded by `storage.search_rows`) name notes by their number in
+the run; `number_notes` stores number → id once, and each load joins through it. Rows of a number
+missing from that table (a note re-read under the lock because it changed after its worker read it)
+are dropped by the join.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from vaultmem.models import Block, Heading, Problem
+from vaultmem.search.documents import note_key
+from vaultmem.storage.rows import COLUMNS, NOTE_KEY, NOTE_TABLES, STAGED_TABLES
+from vaultmem.storage.store import Batch, Connection, delete_where_in, load, new_batch
+
+
+@dataclass(frozen=True, slots=True)
+class IndexState:
+    """What reconcile reads of the index before deciding anything.
+
+    `notes` rows are (path, id, size, mtime_ns, content_hash, claimed_id); `scan_problems`
+    the stored problems a scan (not a parse) can produce, to tell a no-op from a change.
+    """
+
+    notes: list[tuple[str, str, int, int, str, str | None]]
+    files: set[str]
+    scan_problems: set[tuple[str, str, str]]
+    problem_count: int
+
+
+def read_state(con: Connection, scan_codes: Sequence[str]) -> IndexState:
+    notes = con.execute(
+        "SELECT path, id, size, mtime_ns, content_hash, claimed_id FROM notes"
+    ).fetchall()
+    files = {p for (p,) in con.execute("SELECT path FROM files").fetchall()}
+    problems = con.execute(
+        "SELECT path, code, message FROM problems WHERE code IN (SELECT unnest($1::VARCHAR[]))",
+        [list(scan_codes)],
+    ).fetchall()
+    (count,) = con.execute("SELECT count(*) FROM problems").fetchone() or (0,)
+    return IndexState(notes, files, {(p, c, m) for p, c, m in problems}, int(count))
+
+
+def bound_memory(con: Connection, limit_mb: int, spill_dir: Path) -> None:
+    """Cap DuckDB's memory for this connection and let big sorts and joins spill to disk.
+
+    By default DuckDB may take 80% of the machine; a 100,000-note build then peaks at several
+    GB in the loads (the postings sort above all). Insertion order is irrelevant to the index.
+    """
+    spill_dir.mkdir(parents=True, exist_ok=True)
+    con.execute(f"SET memory_limit = '{int(limit_mb)}MB'")
+    con.execute("SET temp_directory = $1", [str(spill_dir)])
+    con.execute("SET preserve_insertion_order = false")
+
+
+# -- note rows ------------------------------------------------------------------------------
+
+
+def delete_notes(con: Connection, note_ids: Iterable[str]) -> None:
+    """Delete every row of these notes from every note table."""
+    ids = sorted(note_ids)
+    for table in NOTE_TABLES:
+        delete_where_in(con, table, NOTE_KEY[table], ids)
+
+
+def replace_problems(
+    con: Connection,
+    *,
+    paths: Iterable[str],
+    read_paths: Iterable[str],
+    codes: Sequence[str],
+    read_codes: Sequence[str],
+    problems: Iterable[Problem],
+) -> None:
+    """Drop the problems this run re-examined, then insert the run's new ones.
+
+    `paths`: every problem of these paths goes (parsed or gone notes); `read_paths`: only their
+    read problems go (touched or unreadable notes keep their parse problems, as a rebuild
+    would find them); `codes`: problems with these codes go wherever they are.
+    """
+    con.execute(
+        "DELETE FROM problems WHERE path IN (SELECT unnest($1::VARCHAR[])) "
+        "OR code IN (SELECT unnest($2::VARCHAR[])) "
+        "OR (path IN (SELECT unnest($3::VARCHAR[])) AND code IN (SELECT unnest($4::VARCHAR[])))",
+        [sorted(paths), list(codes), sorted(read_paths), list(read_codes)],
+    )
+    batch = new_batch("problems")
+    for p in problems:
+        batch.add(p.path, p.code, p.severity, p.message, p.line)
+    load(con, batch)
+
+
+def change_ids(con: Connection, id_changes: Mapping[str, str]) -> None:
+    """Rare: a clash resolved differently moved an unchanged note to another id."""
+    if not id_changes:
+        return
+    old, new = list(id_changes), list(id_changes.values())
+    mapping = "(SELECT unnest($1::VARCHAR[]) AS old, unnest($2::VARCHAR[]) AS new) m"
+    for table in NOTE_TABLES:
+        column = NOTE_KEY[table]
+        con.execute(
+            f"UPDATE {table} SET {column} = m.new FROM {mapping} WHERE {column} = m.old",
+            [old, new],
+        )
+    con.execute(
+        f"UPDATE links SET target_id = m.new FROM {mapping} WHERE target_id = m.old", [old, new]
+    )
+
+
+def number_notes(con: Connection, numbers: Sequence[tuple[int, str]]) -> None:
+    """Record (note number, id, integer note key) for this run's staged rows, as temp table
+    `note_numbers`: staged rows and postings join it to learn their note's id."""
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE note_numbers AS SELECT unnest($1::INTEGER[]) AS number, "
+        "unnest($2::VARCHAR[]) AS note_id, unnest($3::BIGINT[]) AS note_key",
+        [[n for n, _ in numbers], [i for _, i in numbers], [note_key(i) for _, i in numbers]],
+    )
+
+
+def load_staged(con: Connection, files: Mapping[str, Sequence[Path]], max_row_bytes: int) -> None:
+    """Load the staged JSON Lines files table by table, numbers joined to ids.
+
+    Notes load first: a link's `target_id` is the id of the note at its target path, so the
+    links' load joins `notes` once every note, new or kept, is there.
+    """
+    con.execute("SET enable_progress_bar = false")
+    for table in STAGED_TABLES:
+        paths = [str(p) for p in files.get(table, ())]
+        if not paths:
+            continue
+        columns = COLUMNS[table]
+        key = NOTE_KEY[table]
+        # A JSON column is staged as its text: read as JSON it would come back double-encoded.
+        spec = "{" + ", ".join(f"'{c}': '{_staged_type(t)}'" for c, t in columns) + "}"
+        select = ", ".join(
+            "m.note_id"
+            if c == key
+            else "t.id"
+            if (table, c) == ("links", "target_id")
+            else f"s.{c}"
+            for c, _ in columns
+        )
+        target = " LEFT JOIN notes t ON t.path = s.target_path" if table == "links" else ""
+        con.execute(
+            f"INSERT INTO {table} SELECT {select} FROM read_json($1, format='newline_delimited', "
+            f"columns={spec}, maximum_object_size={max_row_bytes}) s "
+            f"JOIN note_numbers m ON m.number = s.{key}{target}",
+            [paths],
+        )
+
+
+def _staged_type(sql_type: str) -> str:
+    return "VARCHAR" if sql_type == "JSON" else sql_type
+
+
+def update_fingerprints(con: Connection, touched: Sequence[tuple[str, int, int]]) -> None:
+    """New (size, mtime_ns) for notes whose bytes did not change."""
+    if not touched:
+        return
+    con.execute(
+        "UPDATE notes SET size = u.size, mtime_ns = u.mtime_ns FROM (SELECT "
+        "unnest($1::VARCHAR[]) AS path, unnest($2::BIGINT[]) AS size, "
+        "unnest($3::BIGINT[]) AS mtime_ns) u WHERE notes.path = u.path",
+        [[t[0] for t in touched], [t[1] for t in touched], [t[2] for t in touched]],
+    )
+
+
+def replace_files(
+    con: Connection, removed: Iterable[str], added: Iterable[tuple[str, str, bool]]
+) -> None:
+    """Update the `files` table: drop removed paths, add (path, name_key, is_note) rows."""
+    delete_where_in(con, "files", "path", sorted(removed))
+    batch = new_batch("files")
+    for row in sorted(added):
+        batch.add(*row)
+    load(con, batch)
+
+
+# -- links ----------------------------------------------------------------------------------
+
+
+StoredLink = tuple[str, int, str, str, str, str | None, str | None, bool | None]
+"""(source_id, ord, target, subpath, source path, target_path, target_id, subpath_found)."""
+
+
+def links_to_reresolve(
+    con: Connection, name_keys: Iterable[str], target_paths: Iterable[str], skip: Iterable[str]
+) -> list[StoredLink]:
+    """Stored links whose answer can have changed: by name key or by target path, except
+    those of the notes in `skip` (just loaded, resolved already)."""
+    rows = con.execute(
+        "SELECT l.source_id, l.ord, l.target, l.subpath, n.path, l.target_path, "
+        "l.target_id, l.subpath_found FROM links l JOIN notes n ON n.id = l.source_id "
+        "WHERE (l.name_key IN (SELECT unnest($1::VARCHAR[])) "
+        "OR l.target_path IN (SELECT unnest($2::VARCHAR[]))) "
+        "AND l.source_id NOT IN (SELECT unnest($3::VARCHAR[]))",
+        [sorted(name_keys), sorted(target_paths), sorted(skip)],
+    ).fetchall()
+    return [tuple(r) for r in rows]
+
+
+def update_links(
+    con: Connection, updates: Sequence[tuple[str, int, str | None, str | None, bool | None]]
+) -> None:
+    """Set (target_path, target_id, subpath_found) of links given as (source_id, ord, ...)."""
+    if not updates:
+        return
+    batch = Batch(
+        "u",
+        ["source_id", "ord", "target_path", "target_id", "subpath_found"],
+        ["VARCHAR", "INTEGER", "VARCHAR", "VARCHAR", "BOOLEAN"],
+    )
+    for row in updates:
+        batch.add(*row)
+    con.execute(
+        "UPDATE links SET target_path = u.target_path, target_id = u.target_id, "
+        "subpath_found = u.subpath_found FROM (SELECT unnest($1::VARCHAR[]) AS source_id, "
+        "unnest($2::INTEGER[]) AS ord, unnest($3::VARCHAR[]) AS target_path, "
+        "unnest($4::VARCHAR[]) AS target_id, unnest($5::BOOLEAN[]) AS subpath_found) u "
+        "WHERE links.source_id = u.source_id AND links.ord = u.ord",
+        batch.data,
+    )
+
+
+def set_subpaths_found(con: Connection, updates: Sequence[tuple[str, int, bool | None]]) -> None:
+    """Set `subpath_found` of links given as (source_id, ord, found)."""
+    if not updates:
+        return
+    con.execute(
+        "UPDATE links SET subpath_found = u.found FROM (SELECT unnest($1::VARCHAR[]) AS source_id, "
+        "unnest($2::INTEGER[]) AS ord, unnest($3::BOOLEAN[]) AS found) u "
+        "WHERE links.source_id = u.source_id AND links.ord = u.ord",
+        [[u[0] for u in updates], [u[1] for u in updates], [u[2] for u in updates]],
+    )
+
+
+def headings_by_path(
+    con: Connection, paths: Sequence[str]
+) -> dict[str, tuple[list[Heading], list[Block]]]:
+    """Headings and blocks of the indexed notes at `paths`; a path not indexed is absent."""
+    if not paths:
+        return {}
+    found: dict[str, tuple[list[Heading], list[Block]]] = {
+        p: ([], [])
+        for (p,) in con.execute(
+            "SELECT path FROM notes WHERE path IN (SELECT unnest($1::VARCHAR[]))", [list(paths)]
+        ).fetchall()
+    }
+    for path, level, text, line, anchor in con.execute(
+        "SELECT n.path, h.level, h.text, h.line, h.anchor FROM headings h "
+        "JOIN notes n ON n.id = h.note_id WHERE n.path IN (SELECT unnest($1::VARCHAR[])) "
+        "ORDER BY n.path, h.ord",
+        [list(paths)],
+    ).fetchall():
+        found[path][0].append(Heading(level, text, line, anchor))
+    for path, block_id, line in con.execute(
+        "SELECT n.path, b.block_id, b.line FROM blocks b JOIN notes n ON n.id = b.note_id "
+        "WHERE n.path IN (SELECT unnest($1::VARCHAR[]))",
+        [list(paths)],
+    ).fetchall():
+        found[path][1].append(Block(block_id, line))
+    return found
+
+
+# -- the run's record -----------------------------------------------------------------------
+
+
+def counts(con: Connection) -> tuple[int, int]:
+    """(problems, notes) in the index."""
+    (problems,) = con.execute("SELECT count(*) FROM problems").fetchone() or (0,)
+    (notes,) = con.execute("SELECT count(*) FROM notes").fetchone() or (0,)
+    return int(problems), int(notes)
+
+
+def record_run(con: Connection, started: datetime, duration_ms: float, *values: Any) -> None:
+    """Append the run's row to `reconcile_runs` (mode, then the counts in column order)."""
+    runs = new_batch("reconcile_runs")
+    runs.add(started, duration_ms, *values)
+    load(con, runs)
