@@ -34,6 +34,7 @@ SAMPLES: dict[str, list[tuple[list[str], dict[str, Any]]]] = {
              "2020-01-01"],
             {"query": "release", "scope": "project", "scope_id": "atlas", "since": "2020-01-01"},
         ),
+        (["search", "release", "--mode", "words"], {"query": "release", "mode": "words"}),
     ],
     "memory_recall": [
         (
@@ -42,8 +43,8 @@ SAMPLES: dict[str, list[tuple[list[str], dict[str, Any]]]] = {
             {"query": "how do I run the tests", "scopes": ["project:atlas", "global"], "limit": 3},
         ),
         (
-            ["recall", "release process", "--include-related", "--mode", "hybrid"],
-            {"query": "release process", "include_related": True, "mode": "hybrid"},
+            ["recall", "release process", "--include-related", "--mode", "blended"],
+            {"query": "release process", "include_related": True, "mode": "blended"},
         ),
     ],
     "memory_read": [

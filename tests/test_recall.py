@@ -66,7 +66,7 @@ def test_name_matches_are_blended_not_pinned(vault: Vault) -> None:
     assert scores == sorted(scores, reverse=True)  # one order: the blended score
     only_meta = vault.recall("release-process", mode="metadata", now=NOW)
     assert {h.matched for h in only_meta} == {"metadata"}
-    assert all(h.matched == "bm25" for h in vault.recall("release", mode="bm25", now=NOW))
+    assert all(h.matched == "bm25" for h in vault.recall("release", mode="words", now=NOW))
 
 
 def test_a_name_covering_one_word_of_a_long_question_adds_little(example_vault: Path) -> None:
@@ -144,7 +144,7 @@ def test_metadata_candidates_include_runs_of_words() -> None:
 def test_only_stop_words(vault: Vault) -> None:
     assert vault.recall("the of and", now=NOW) == []
     with pytest.raises(QueryError):
-        vault.recall("the of and", mode="bm25", now=NOW)
+        vault.recall("the of and", mode="words", now=NOW)
 
 
 def test_expired_topics_are_never_returned(example_vault: Path) -> None:
@@ -174,7 +174,7 @@ def test_expired_topics_are_never_returned(example_vault: Path) -> None:
     v = Vault(example_vault)
     v.reconcile()
     expected = {"zebra-fresh", "zebra-feedback", "zebra-global"}
-    for mode in ("hybrid", "bm25", "metadata"):
+    for mode in ("blended", "words", "metadata"):
         query = "zebra " + " ".join(Path(r).stem for r in files)
         keys = {h.key for h in v.recall(query, mode=mode, limit=50, now=NOW)}  # type: ignore[arg-type]
         assert keys & set(map(lambda r: Path(r).stem, files)) == expected, mode
@@ -276,6 +276,6 @@ def test_cli_recall_json(vault: Vault) -> None:
         "fresh",
         "related",
     }
-    bad = run_cli("recall", "the", "--mode", "bm25", "--vault", str(vault.root), "--json")
+    bad = run_cli("recall", "the", "--mode", "words", "--vault", str(vault.root), "--json")
     assert bad.returncode == 1
     assert json.loads(bad.stdout)["error"]["code"] == "query_invalid"

@@ -54,7 +54,7 @@ _Fail = Callable[[str, str], ConfigError]
 _PATTERN_NAME_RE = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
 
 _TOP_KEYS = ("managed_folder", "max_note_bytes", "exclude", "search", "mappings", "secrets")
-_SEARCH_KEYS = ("k1", "b", "language")
+_SEARCH_KEYS = ("k1", "b", "language", "semantic")
 DEFAULT_SEARCH_LANGUAGE = "english"
 SEARCH_LANGUAGES: tuple[str, ...] = (
     "none", "arabic", "armenian", "basque", "catalan", "czech", "danish", "dutch", "english",
@@ -94,6 +94,8 @@ class Config:
     bm25_k1: float = DEFAULT_BM25_K1
     bm25_b: float = DEFAULT_BM25_B
     search_language: str = DEFAULT_SEARCH_LANGUAGE
+    semantic: bool = False
+    """Embed search documents for `--mode vectors|hybrid` (the optional `semantic` extra)."""
     secret_patterns: tuple[tuple[str, str], ...] = ()
     obsidian_exclude: tuple[str, ...] = ()
 
@@ -339,6 +341,9 @@ def _validate(
         raise fail(
             "search.language", f"must be one of {', '.join(SEARCH_LANGUAGES)}, got {language!r}"
         )
+    semantic = search.get("semantic", False)
+    if not isinstance(semantic, bool):
+        raise fail("search.semantic", f"must be true or false, got {semantic!r}")
 
     mappings = _mappings(root, raw.get("mappings", []), fail)
     if not any(_is_within(managed, m.folder) for m in mappings):
@@ -359,6 +364,7 @@ def _validate(
         bm25_k1=k1,
         bm25_b=b,
         search_language=language,
+        semantic=semantic,
         secret_patterns=secrets,
         obsidian_exclude=obsidian_exclude,
     )
@@ -529,6 +535,7 @@ def render_config(config: Config) -> str:
         "[search]",
         f"k1 = {_toml_float(config.bm25_k1)}",
         f"b = {_toml_float(config.bm25_b)}",
+        *(["semantic = true"] if config.semantic else []),
     ]
     if config.search_language != DEFAULT_SEARCH_LANGUAGE:
         lines.append(f"language = {_toml_str(config.search_language)}")

@@ -115,6 +115,16 @@ class InternalError(VaultmemError):
     default_hint = "This is a bug in vaultmem; please report the command and this message."
 
 
+class SemanticUnavailableError(VaultmemError):
+    """Vector search was asked for, but semantic recall is off or its package is missing."""
+
+    code = "semantic_unavailable"
+    default_hint = (
+        "Install the extra (pip install 'vaultmem[semantic]'), set `semantic = true` under "
+        "[search] in .vaultmem/config.toml, then run `vaultmem reconcile`."
+    )
+
+
 class PathEscapeError(VaultmemError):
     """A key, scope id or imported name would leave the managed folder."""
 

@@ -28,7 +28,7 @@ from vaultmem.memory import identity, relations, usage
 from vaultmem.memory import recall as recall_op
 from vaultmem.memory import topic_store as memory
 from vaultmem.memory.secrets import SecretPattern, compile_patterns, redact
-from vaultmem.search import query as search
+from vaultmem.search import vectors
 from vaultmem.search.query import SearchFilters, SearchHit
 from vaultmem.storage import store
 
@@ -147,17 +147,23 @@ class Vault:
             return graph.unresolved(con, limit=limit)
 
     def search(
-        self, query: str, filters: SearchFilters | None = None, *, limit: int = 10
+        self,
+        query: str,
+        filters: SearchFilters | None = None,
+        *,
+        limit: int = 10,
+        mode: vectors.Mode | None = None,
     ) -> list[SearchHit]:
-        """BM25 search over the vault's sections, grouped by note (docs/search.md). Snippets,
-        titles and headings come from people's notes, so secrets in them are redacted here, on
-        the one path both adapters take."""
+        """Search the vault's sections by words (BM25), vectors or both fused (docs/search.md).
+        Snippets, titles and headings come from people's notes, so secrets in them are
+        redacted here, on the one path both adapters take."""
         patterns = compile_patterns(self.config.secret_patterns)
         with store.reading(self.config.index_path) as con:
-            hits = search.search(
+            hits = vectors.search(
                 con,
                 query,
                 filters or SearchFilters(),
+                mode=mode,
                 limit=limit,
                 k1=self.config.bm25_k1,
                 b=self.config.bm25_b,
@@ -191,7 +197,7 @@ class Vault:
         query: str,
         *,
         scopes: Sequence[str] = (),
-        mode: recall_op.Mode = "hybrid",
+        mode: recall_op.Mode = "blended",
         sort: recall_op.Sort = "score",
         kind: recall_op.Kind = "all",
         limit: int = 10,

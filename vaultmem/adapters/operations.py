@@ -28,6 +28,7 @@ from vaultmem.memory.relations import STATUSES
 from vaultmem.memory.topics import TOPIC_TYPES
 from vaultmem.models import PROBLEM_CODES, SCOPES
 from vaultmem.okf.export import Format
+from vaultmem.search import vectors
 from vaultmem.search.query import SearchFilters
 from vaultmem.vault import Vault
 
@@ -188,7 +189,7 @@ def _search(call: Call) -> Hits:
     filters = SearchFilters(
         a["scope"], a["scope_id"], a["type"], a["tag"], a["folder"], a["since"], a["until"]
     )
-    return Hits(call.v.search(a["query"], filters, limit=a["limit"]))
+    return Hits(call.v.search(a["query"], filters, limit=a["limit"], mode=a["mode"]))
 
 
 def _recall(call: Call) -> Hits:
@@ -460,18 +461,34 @@ OPERATIONS: tuple[Operation, ...] = (
                 max_length=64,
             ),
             LIMIT(10, 500),
+            Param(
+                "mode",
+                "str",
+                "words: BM25; vectors: by meaning (needs semantic recall on); hybrid: "
+                "both rankings fused. Default: "
+                + (
+                    "hybrid when the index holds vectors, else words."
+                    if vectors.DEFAULT_WHEN_ON == "hybrid"
+                    else "words."
+                ),
+                None,
+                choices=vectors.MODES,
+                metavar="MODE",
+            ),
         ),
         _search,
         examples=(
             'vaultmem search "duckdb lock" --scope project --limit 5',
             'vaultmem search "tag:ops -draft" --since 2026-11-01 --json',
+            'vaultmem search "how do I get my money back" --mode hybrid',
         ),
         tool="memory_search",
         tool_title="Search the vault",
         tool_description="BM25 full-text search over every note of the vault (not only memory "
         "topics), grouped by note with the best section's heading, line and snippet. The query "
         'takes words, "exact phrases", -excluded words and tag:x, path:folder/, type:y '
-        "operators.",
+        "operators. mode: words (BM25), vectors (by meaning) or hybrid (both fused); the "
+        "last two need semantic recall on for the vault, else a semantic_unavailable error.",
     ),
     Operation(
         "sql",
@@ -820,8 +837,10 @@ OPERATIONS: tuple[Operation, ...] = (
             Param(
                 "mode",
                 "str",
-                "hybrid: BM25 blended with name matches and the agent's own topics.",
-                "hybrid",
+                "blended: BM25 blended with name matches and the agent's own topics; metadata: "
+                "name matches only; words, vectors, hybrid: search's modes alone (vectors and "
+                "hybrid need semantic recall on).",
+                "blended",
                 choices=MODES,
                 metavar="MODE",
             ),
@@ -851,9 +870,10 @@ OPERATIONS: tuple[Operation, ...] = (
         tool="memory_recall",
         tool_title="Recall memories",
         tool_description="Find the memories (agent topics and people's notes) that answer a "
-        "question. Hybrid mode ranks BM25 full-text matches blended with name matches (key, "
-        "title, alias, tag) and weighs the agent's own topics: one holding every word of the "
-        "question ranks with the best note. Expired and forgotten topics are never returned. "
+        "question. Blended mode (the default) ranks BM25 full-text matches blended with name "
+        "matches (key, title, alias, tag) and weighs the agent's own topics: one holding "
+        "every word of the question ranks with the best note; words, vectors and hybrid are "
+        "memory_search's modes alone. Expired and forgotten topics are never returned. "
         "Each hit has id, key, scope, scope_id, path, title, snippet, score, updated, `fresh` "
         "(false when the file changed since it was indexed) and `related` (pulled in by a link "
         "from another hit). Read a hit in full with memory_read. Not a use: the same question "

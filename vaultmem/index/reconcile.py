@@ -52,6 +52,7 @@ from vaultmem.index.plan import ChangeSet, IndexedNote, assign_ids, pair_renames
 from vaultmem.models import Link, Problem
 from vaultmem.note.links import LinkResolver, file_name_key, resolve_link, subpath_matches
 from vaultmem.note.parse import PARSER_VERSION
+from vaultmem.search import vectors
 from vaultmem.search.tokenizer import TOKENIZER_VERSION
 from vaultmem.storage import index_writes as writes
 from vaultmem.storage import search_rows, store
@@ -86,6 +87,7 @@ def index_versions(config: Config) -> dict[str, str]:
         "tokenizer_version": f"{TOKENIZER_VERSION}-{config.search_language}",
         "vaultmem_version": __version__,
         "config_digest": hashlib.blake2b(shape.encode(), digest_size=8).hexdigest(),
+        "embedding_model": vectors.INDEX_ID if config.semantic else "none",
     }
 
 
@@ -225,6 +227,8 @@ class _Run:
             return self.report(
                 survey.mode, survey, changes, None, state.problem_count, len(state.notes)
             )
+        if self.config.semantic:
+            vectors.embedder()  # the model loads now: a missing extra fails before any work
         with staging_folder() as staging:
             prep = self.prepare(changes, survey, state, staging / "a", 0)
             _check_writable(self.config)
@@ -549,6 +553,9 @@ class _Run:
                 else:
                     added_df.subtract(removed_df)
                     search_rows.recount_terms(con, added_df)
+                if config.semantic:  # a vector per search document of the notes parsed now,
+                    # read back from the documents just loaded, EMBED_NOTES notes at a time
+                    vectors.index_notes(con, [ident.ids[path] for path in out.parsed])
                 writes.update_fingerprints(con, [(p.path, p.size, p.mtime_ns) for p in out.touched])
                 writes.replace_files(
                     con,

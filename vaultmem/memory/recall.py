@@ -17,9 +17,12 @@ blended score, every part bounded in 0..1:
 So a name match adds to BM25 instead of sitting above it (ten notes aliased "Obsidian" do not
 fill the list for every question naming Obsidian), a topic of the agent's own memory that holds
 every word of the question ranks with the best human note, and recency and usage (together at
-most 0.10) reorder near-ties only. `bm25` mode is BM25 alone; `metadata` mode, name matches
-alone. A returned hit is not a use: `get`, `read` and `used` record uses (`usage.py`), so
-asking the same question again returns the same order. `kind` keeps topics, notes or both.
+most 0.10) reorder near-ties only. That is `blended`, the default mode. `words`, `vectors` and
+`hybrid` are `vaultmem search`'s modes alone (BM25; semantic vectors; both fused by reciprocal
+rank: the last two need semantic recall on, docs/search.md), relevance being the search score
+divided by the best; `metadata` mode is name matches alone. A returned hit is not a use:
+`get`, `read` and `used` record uses (`usage.py`), so asking the same question again returns
+the same order. `kind` keeps topics, notes or both.
 
 Expired topics (retention by `updated`: session 14 days, project 90 days; the types user and
 feedback never expire; people's notes never expire) and forgotten ones (in `.trash/`) are never
@@ -38,23 +41,25 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
+from typing import Literal, cast
 
 from vaultmem.errors import ConfigError, QueryError
 from vaultmem.files.names import TRASH
 from vaultmem.memory import topics
 from vaultmem.memory.secrets import SecretPattern, redact
 from vaultmem.models import SCOPES
-from vaultmem.search.query import SNIPPET_CHARS, SearchFilters, search
+from vaultmem.search import vectors
+from vaultmem.search.query import SNIPPET_CHARS, SearchFilters
 from vaultmem.search.tokenizer import is_stopword, tokenize
 from vaultmem.storage import recall_queries as q
 from vaultmem.storage.store import Connection
 
-Mode = Literal["hybrid", "bm25", "metadata"]
+Mode = Literal["blended", "metadata", "words", "vectors", "hybrid"]
 Sort = Literal["score", "recency", "usage"]
 Kind = Literal["all", "topics", "notes"]
-Matched = Literal["metadata", "bm25", "topic", "related"]
-MODES: tuple[Mode, ...] = ("hybrid", "bm25", "metadata")
+Matched = Literal["metadata", "bm25", "vectors", "hybrid", "topic", "related"]
+"""Why a hit is there: a name, the search of its mode (`bm25` for words), coverage or a link."""
+MODES: tuple[Mode, ...] = ("blended", "metadata", "words", "vectors", "hybrid")
 SORTS: tuple[Sort, ...] = ("score", "recency", "usage")
 KINDS: tuple[Kind, ...] = ("all", "topics", "notes")
 
@@ -312,16 +317,18 @@ def _bm25(
     con: Connection,
     query: str,
     *,
+    mode: vectors.Mode,
     pool: int,
     k1: float,
     b: float,
     required: bool,
     filters: SearchFilters,
 ) -> dict[str, tuple[float, str]]:
-    """note id → (BM25 score, snippet). A question without searchable words gives nothing
-    in hybrid mode (metadata may still match) and a `QueryError` in bm25 mode."""
+    """note id → (search score, snippet) by `vaultmem search`'s `mode`. A question without
+    searchable words gives nothing in blended mode (names may still match) and a
+    `QueryError` in the search modes."""
     try:
-        hits = search(con, query, filters, limit=pool, k1=k1, b=b)
+        hits = vectors.search(con, query, filters, mode=mode, limit=pool, k1=k1, b=b)
     except QueryError:
         if required:
             raise
@@ -336,7 +343,7 @@ def recall(
     root: Path,
     managed_folder: str,
     scopes: Sequence[ScopeSpec] = (),
-    mode: Mode = "hybrid",
+    mode: Mode = "blended",
     sort: Sort = "score",
     kind: Kind = "all",
     limit: int = 10,
@@ -357,7 +364,8 @@ def recall(
         raise ConfigError(f"Unknown recall kind {kind!r}.", hint=f"Use one of {', '.join(KINDS)}.")
     now = now or datetime.now(UTC)
     counts = usage_counts or {}
-    meta = metadata_matches(con, query) if mode != "bm25" else {}
+    meta = metadata_matches(con, query) if mode in ("blended", "metadata") else {}
+    search_mode = "words" if mode in ("blended", "metadata") else cast(vectors.Mode, mode)
     # Expiry, trash and a second scope are filtered after ranking, so BM25 returns a pool
     # larger than the limit; not much larger: each hit costs a snippet, most of search's time.
     only = scopes[0] if len(scopes) == 1 else ScopeSpec("")
@@ -370,16 +378,17 @@ def recall(
         _bm25(
             con,
             query,
+            mode=search_mode,
             pool=limit * 2 + POOL_EXTRA,
             k1=k1,
             b=b,
-            required=mode == "bm25",
+            required=mode != "blended",
             filters=filters,
         )
         if mode != "metadata"
         else {}
     )
-    cover = topic_coverage(con, query) if mode == "hybrid" and kind != "notes" else {}
+    cover = topic_coverage(con, query) if mode == "blended" and kind != "notes" else {}
     infos = note_infos(con, [*meta, *bm25, *cover])
 
     def keep(note_id: str) -> bool:
@@ -418,7 +427,9 @@ def recall(
     def matched(note_id: str) -> Matched:
         if note_id in meta:
             return "metadata"
-        return "bm25" if note_id in bm25 else "topic"
+        if note_id not in bm25:
+            return "topic"
+        return "bm25" if search_mode == "words" else search_mode
 
     hits = [
         _hit(

@@ -214,6 +214,34 @@ def search(
     the window's edge would no longer match its pattern).
     """
     language = language or queries.index_language(con)
+    ranked, wanted = ranked_notes(
+        con,
+        text,
+        filters,
+        limit=limit,
+        k1=k1,
+        b=b,
+        whole_weight=whole_weight,
+        title_weight=title_weight,
+        language=language,
+    )
+    return _hits(con, ranked, wanted, language, clean)
+
+
+def ranked_notes(
+    con: Connection,
+    text: str,
+    filters: SearchFilters,
+    *,
+    limit: int,
+    k1: float,
+    b: float,
+    language: str,
+    whole_weight: float = queries.WHOLE_NOTE,
+    title_weight: float = queries.TITLE_DOCUMENT,
+) -> tuple[list[queries.RankedNote], set[str]]:
+    """`search`'s ranking without the hits: the best notes and the terms a snippet marks
+    (hybrid search, `vectors.py`, fuses this ranking with the vectors')."""
     query = parse_query(text, language)
     if not query.terms:
         raise QueryError(
@@ -226,7 +254,7 @@ def search(
     if query.phrases:
         only = _phrase_notes(con, query.phrases, language, k1=k1, b=b, notes=notes)
         if not only:
-            return []
+            return [], set(words)
     joined = joined_terms(words)
 
     def rank(terms: list[str]) -> list[queries.RankedNote]:
@@ -250,7 +278,7 @@ def search(
         expanded = expand_terms(con, words, found)
         if expanded != words:
             words, ranked = expanded, rank(expanded)
-    return _hits(con, ranked, {*words, *joined}, language, clean)
+    return ranked, {*words, *joined}
 
 
 def _phrase_notes(
@@ -296,7 +324,7 @@ def _hits(
     hits = []
     for note in ranked:
         _, path, title, scope, scope_id = note.note
-        heading, line, text = _shown_section(note.documents, sections.get(note.note_id, {}))
+        heading, line, text = shown_section(note.documents, sections.get(note.note_id, {}))
         if clean is not None:
             text = clean(text)
         hits.append(
@@ -321,7 +349,7 @@ def _hits(
     return hits
 
 
-def _shown_section(
+def shown_section(
     docs: list[tuple[int, float]], sections: dict[int, queries.Section]
 ) -> tuple[str | None, int, str]:
     """The section a hit shows: the best-scoring one with text to quote.

@@ -26,11 +26,23 @@ from vaultmem.note.links import file_name_key, fold_name, link_name_key
 from vaultmem.search.documents import SearchDocument
 from vaultmem.storage.schema import table_docs
 
-NOTE_TABLES = ("notes", "aliases", "tags", "headings", "blocks", "links", "documents", "postings")
+NOTE_TABLES = (
+    "notes",
+    "aliases",
+    "tags",
+    "headings",
+    "blocks",
+    "links",
+    "documents",
+    "postings",
+    "vectors",
+)
 """Tables holding one note's rows, keyed by `note_id` (`source_id` for links). Postings arrive
-as TSV files from the parse workers (`search.documents.postings_lines`), not as staged rows."""
+as TSV files from the parse workers (`search.documents.postings_lines`), not as staged rows;
+vectors are embedded from the loaded documents in the write transaction
+(`search.vectors.index_notes`)."""
 
-STAGED_TABLES = tuple(t for t in NOTE_TABLES if t != "postings")
+STAGED_TABLES = tuple(t for t in NOTE_TABLES if t not in ("postings", "vectors"))
 
 NOTE_KEY = {
     t: "id" if t == "notes" else "source_id" if t == "links" else "note_id" for t in NOTE_TABLES

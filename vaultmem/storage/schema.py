@@ -12,7 +12,7 @@ import re
 import sys
 from dataclasses import dataclass
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 DDL = """
 -- Facts about the index itself: which versions built it. A mismatch means rebuild.
@@ -124,6 +124,15 @@ CREATE TABLE postings (
     note_length INTEGER NOT NULL -- sum of documents.length over the note: the whole note's BM25 length
 );
 
+-- Embeddings of the search documents, one row per document, when semantic recall is on
+-- (`[search] semantic = true`; docs/search.md). Empty otherwise. Rows are unit vectors, so
+-- cosine similarity equals the inner product: `array_cosine_similarity(embedding, $q)`.
+CREATE TABLE vectors (
+    note_id VARCHAR NOT NULL, -- documents.note_id
+    ord INTEGER NOT NULL, -- documents.ord
+    embedding FLOAT[256] NOT NULL -- the mean of the document's static token embeddings, normalised to length 1 (meta.embedding_model)
+);
+
 -- Document frequency per term: in how many documents the term occurs (any field).
 CREATE TABLE terms (
     term VARCHAR NOT NULL, -- postings.term
@@ -172,6 +181,7 @@ DERIVED_TABLES: tuple[str, ...] = (
     "postings",
     "terms",
     "search_stats",
+    "vectors",
     "problems",
 )
 """Tables whose contents a rebuild must reproduce exactly (`meta` and `reconcile_runs` excluded)."""
@@ -192,7 +202,7 @@ class TableDoc:
 
 
 _TABLE_RE = re.compile(r"((?:^--[^\n]*\n)+)CREATE TABLE (\w+) \((.*?)\n\);", re.M | re.S)
-_COLUMN_RE = re.compile(r"^\s+(\w+) ([A-Z]+(?:\[\])?)[^-]*?(?:-- (.*))?$")
+_COLUMN_RE = re.compile(r"^\s+(\w+) ([A-Z]+(?:\[\d*\])?)[^-]*?(?:-- (.*))?$")
 
 
 def table_docs(ddl: str = DDL) -> tuple[TableDoc, ...]:

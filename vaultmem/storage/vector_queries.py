@@ -1,0 +1,135 @@
+"""SQL for the `vectors` table: loading document embeddings and brute-force nearest notes.
+
+Embeddings load through a registered numpy column (one array per row), not a LIST parameter:
+binding 60,000 x 256 floats as Python lists took 20 s, the registered column 0.6 s. Search is
+a full scan with DuckDB's built-in `array_inner_product` (the rows are unit vectors, so it is
+the cosine): no extension, nothing downloaded. benchmarks/bench_semantic.py measures it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from vaultmem.storage.store import Connection
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
+Ranked = list[tuple[str, list[tuple[int, float]]]]
+"""Notes, best first, each with its best documents as (ord, score), best first."""
+
+
+LOAD_ROWS = 20_000
+"""Rows registered per INSERT: converting the object column costs memory per row (a 100,000-note
+build loading 600,000 rows at once peaked above 5 GB), so it goes in slices."""
+
+
+def load_vectors(
+    con: Connection, note_ids: Sequence[str], ords: Sequence[int], matrix: NDArray[np.float32]
+) -> None:
+    """Insert one row per document: `matrix` row i belongs to (note_ids[i], ords[i])."""
+    import numpy as np
+
+    dims = int(matrix.shape[1]) if matrix.ndim == 2 else 0
+    for start in range(0, len(note_ids), LOAD_ROWS):
+        stop = min(start + LOAD_ROWS, len(note_ids))
+        column = np.empty(stop - start, dtype=object)
+        column[:] = list(matrix[start:stop])
+        con.register(
+            "vectors_staged",
+            {
+                "note_id": np.array(note_ids[start:stop], dtype=object),
+                "ord": np.array(ords[start:stop], dtype=np.int32),
+                "embedding": column,
+            },
+        )
+        try:
+            con.execute(
+                f"INSERT INTO vectors SELECT note_id, ord, embedding::FLOAT[{dims}] "
+                "FROM vectors_staged ORDER BY note_id, ord"
+            )
+        finally:
+            con.unregister("vectors_staged")
+
+
+def embedding_rows(
+    con: Connection, note_ids: Sequence[str]
+) -> list[tuple[str, int, str, str | None, str]]:
+    """(note_id, ord, note title, heading, text) of every search document of these notes, by
+    note and ord: what their vectors are made of (`vectors.embedding_text`). The literal IN-list
+    lets DuckDB use `documents_by_note` instead of scanning every document's text."""
+    if not note_ids:
+        return []
+    rows = con.execute(
+        "SELECT d.note_id, d.ord, n.title, d.heading, d.text FROM documents d "
+        "JOIN notes n ON n.id = d.note_id "
+        f"WHERE d.note_id IN ({', '.join('?' * len(note_ids))}) ORDER BY d.note_id, d.ord",
+        list(note_ids),
+    ).fetchall()
+    return [(r[0], int(r[1]), r[2], r[3], r[4]) for r in rows]
+
+
+def embedding_model(con: Connection) -> str:
+    """`meta.embedding_model`: the model that filled `vectors`, or `none`."""
+    row = con.execute("SELECT value FROM meta WHERE key = 'embedding_model'").fetchone()
+    return str(row[0]) if row else "none"
+
+
+_NEAREST_SQL = """
+WITH scored AS (
+    SELECT v.note_id, v.ord, array_inner_product(v.embedding, $q::FLOAT[{dims}]) AS score
+    FROM vectors v {join} WHERE {filters} {top}
+)
+SELECT note_id, max(score) AS best,
+       list(ord ORDER BY score DESC, ord)[1:5] AS ords,
+       list(score ORDER BY score DESC, ord)[1:5] AS scores
+FROM scored GROUP BY note_id ORDER BY best DESC, note_id LIMIT $limit
+"""
+
+CANDIDATES_PER_NOTE = 10
+"""The closest `limit x 10` documents are ranked first; grouping every document by note cost a
+third of a query at 100,000 notes. Their notes, by best document, are exactly the top notes
+whenever they number at least `limit` (else the query runs again over all documents)."""
+
+
+def nearest_notes(
+    con: Connection,
+    vector: Sequence[float],
+    *,
+    limit: int,
+    where: str = "true",
+    params: dict[str, Any] | None = None,
+    excluded: Sequence[str] = (),
+) -> Ranked:
+    """The `limit` notes whose best document is closest to `vector` (cosine), each with its
+    closest documents (up to five). `where` filters on the note (alias `n`), as BM25's does;
+    a note holding an `excluded` term is left out."""
+    join = "" if where == "true" else "JOIN notes n ON n.id = v.note_id"
+    bound = {"q": list(vector), "limit": limit, **(params or {})}
+    if excluded:
+        where += (
+            " AND NOT EXISTS (SELECT 1 FROM postings x WHERE x.note_id = v.note_id "
+            "AND x.term IN (SELECT unnest($excluded::VARCHAR[])))"
+        )
+        bound["excluded"] = list(excluded)
+    rows: list[Any] = []
+    for top in (f"ORDER BY score DESC, v.note_id, v.ord LIMIT {limit * CANDIDATES_PER_NOTE}", ""):
+        sql = _NEAREST_SQL.format(dims=len(vector), join=join, filters=where, top=top)
+        rows = con.execute(sql, bound).fetchall()
+        if len(rows) >= limit:
+            break
+    return [(r[0], [(int(o), float(s)) for o, s in zip(r[2], r[3], strict=True)]) for r in rows]
+
+
+def note_cards(con: Connection, note_ids: Sequence[str]) -> dict[str, tuple[str, str, str, Any]]:
+    """id → (path, title, scope, scope_id) of these notes."""
+    if not note_ids:
+        return {}
+    rows = con.execute(
+        f"SELECT id, path, title, scope, scope_id FROM notes WHERE id IN "
+        f"({', '.join('?' * len(note_ids))})",
+        list(note_ids),
+    ).fetchall()
+    return {r[0]: (r[1], r[2], r[3], r[4]) for r in rows}
