@@ -276,6 +276,18 @@ TARGETS: tuple[Target, ...] = get_args(Target)
 FORMATS: tuple[Format, ...] = get_args(Format)
 DEFAULT_CONTEXT_SCOPES = ("session", "project", "global")
 
+EDGE = _text(
+    "edge",
+    "Edge id (from vaultmem edges).",
+    required=True,
+    positional=True,
+    metavar="EDGE",
+    min_length=1,
+    max_length=MAX_ID,
+)
+"""The edge `accept` and `reject` act on."""
+
+
 OPERATIONS: tuple[Operation, ...] = (
     # -- index --------------------------------------------------------------------------------
     Operation(
@@ -784,15 +796,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "Accept a proposed edge: it becomes active and joins the topic's See Also.",
         "Memory",
         (
-            _text(
-                "edge",
-                "Edge id (from vaultmem edges).",
-                required=True,
-                positional=True,
-                metavar="EDGE",
-                min_length=1,
-                max_length=MAX_ID,
-            ),
+            EDGE,
             VAULT,
         ),
         lambda call: call.v.accept(call.args["edge"]),
@@ -803,15 +807,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "Reject an edge: it is never proposed again.",
         "Memory",
         (
-            _text(
-                "edge",
-                "Edge id (from vaultmem edges).",
-                required=True,
-                positional=True,
-                metavar="EDGE",
-                min_length=1,
-                max_length=MAX_ID,
-            ),
+            EDGE,
             VAULT,
         ),
         lambda call: call.v.reject(call.args["edge"]),
