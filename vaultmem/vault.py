@@ -4,7 +4,9 @@ Each method is one hop to an operation: it resolves what the caller named (a pat
 vault), opens what the operation needs (a read-only index connection per call, never held
 between calls; the usage counts recall ranks by) and returns the operation's plain values.
 The work itself (SQL, scans, link resolution) happens below, in the operations and storage;
-`recall` also records each direct hit as a use. Nothing here prints or exits.
+`get`, `read` and `used` record a use; `recall` never does (a returned hit is not a use).
+Secrets in what people wrote are redacted here, on the one path both adapters take. Nothing
+here prints or exits.
 """
 
 from __future__ import annotations
