@@ -32,7 +32,8 @@ def jobs_seen(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
         seen.append([job.path for job in jobs])
         return real(jobs, context, **kwargs)
 
-    monkeypatch.setattr("vaultmem.index.reconcile.prepare_all", recording)
+    # reconcile imports it when a note must be prepared (not at import: a no-op never does)
+    monkeypatch.setattr(parallel, "prepare_all", recording)
     return seen
 
 

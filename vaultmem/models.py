@@ -154,3 +154,30 @@ class Resolution:
 
     path: str | None
     subpath_found: bool | None
+
+
+# Defaults shared by a capability and the facade's signatures, kept here so that importing the
+# facade (every cold CLI command does) need not load the capability (`index.reading`: mistune).
+READ_MAX_BYTES = 64_000  # `read`: characters of a note returned at most
+CONTEXT_SCOPES: tuple[str, ...] = ("session", "project", "global")  # `context`: scopes shown
+CONTEXT_PER_SCOPE = 10  # `context`: entries per scope
+CONTEXT_BUDGET_CHARS = 3000  # `context`: characters of the whole block
+
+# The choices the adapters offer, kept here (and re-exported by the capabilities that own them)
+# so that building the CLI's commands does not import every capability.
+TopicType = Literal["user", "feedback", "project", "reference"]  # memory.topics
+TOPIC_TYPES: tuple[TopicType, ...] = get_args(TopicType)
+EdgeStatus = Literal["active", "proposed", "rejected", "stale"]  # memory.relations
+EDGE_STATUSES: tuple[EdgeStatus, ...] = get_args(EdgeStatus)
+RecallMode = Literal["blended", "metadata", "words", "vectors", "hybrid"]  # memory.recall
+RecallSort = Literal["score", "recency", "usage"]  # memory.recall
+ContextTarget = Literal["claude", "codex", "kiro"]  # memory.context
+ExportFormat = Literal["dir", "tar.gz", "zip"]  # okf.export
+SearchMode = Literal["words", "vectors", "hybrid"]  # search.vectors
+SEARCH_MODES: tuple[SearchMode, ...] = ("words", "vectors", "hybrid")
+SEARCH_MODE_WHEN_ON: SearchMode = "words"  # search.vectors: the mode when semantic recall is on
+
+PARSER_VERSION = 2
+"""Bump whenever `note.parse.parse_note`'s output changes: the index records it and rebuilds on
+a mismatch. Kept here (re-exported by `note.parse`) so that a no-op reconcile, which compares it,
+need not import the parser (mistune)."""

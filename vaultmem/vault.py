@@ -21,25 +21,24 @@ from typing import TYPE_CHECKING, Any
 
 from vaultmem.config import Config, FolderMapping, find_vault, init_vault, load_config
 from vaultmem.errors import InvalidArgumentError, NotFoundError, VaultNotFoundError
-from vaultmem.index import catalog, graph, reading
-from vaultmem.index import status as index_status
-from vaultmem.index.catalog import NoteDetail, NoteRef, SqlResult, Status
-from vaultmem.index.preview import ParsedView, preview
-from vaultmem.memory import context as context_block
-from vaultmem.memory import identity, relations, usage
-from vaultmem.memory import recall as recall_op
-from vaultmem.memory import topic_store as memory
-from vaultmem.memory.secrets import SecretPattern, compile_patterns, redact
-from vaultmem.search import vectors
-from vaultmem.search.query import SearchFilters, SearchHit
-from vaultmem.storage import store
+from vaultmem.models import CONTEXT_BUDGET_CHARS, CONTEXT_PER_SCOPE, CONTEXT_SCOPES, READ_MAX_BYTES
 
-if TYPE_CHECKING:  # imported where used: a CLI search need not load reconcile, watch or OKF
+if TYPE_CHECKING:  # imported where used: a cold CLI command loads only what it runs
+    from vaultmem.index import catalog, reading
+    from vaultmem.index.catalog import NoteDetail, NoteRef, SqlResult, Status
+    from vaultmem.index.preview import ParsedView
     from vaultmem.index.reconcile import Progress, ReconcileReport
     from vaultmem.index.watch import Emit
+    from vaultmem.memory import context as context_block
+    from vaultmem.memory import recall as recall_op
+    from vaultmem.memory import relations
+    from vaultmem.memory import topic_store as memory
+    from vaultmem.memory.secrets import SecretPattern
     from vaultmem.okf import export as okf_export
     from vaultmem.okf import ingest as okf_ingest
     from vaultmem.okf import validate as okf_validate
+    from vaultmem.search import vectors
+    from vaultmem.search.query import SearchFilters, SearchHit
 
 
 class Vault:
@@ -111,17 +110,29 @@ class Vault:
 
     def status(self) -> Status:
         """Index counts, per-folder scopes and how many notes changed since the last run."""
+        from vaultmem.index import status as index_status
+
         return index_status.status(self.config)
 
     def problems(self, *, code: str | None = None) -> list[dict[str, Any]]:
+        from vaultmem.index import catalog
+        from vaultmem.storage import store
+
         with store.reading(self.config.index_path) as con:
             return catalog.problems(con, code=code)
 
     def find(self, name: str) -> NoteRef:
+        from vaultmem.index import catalog
+        from vaultmem.storage import store
+
         with store.reading(self.config.index_path) as con:
             return catalog.find_note(con, name)
 
     def show(self, name: str) -> NoteDetail:
+        from vaultmem.index import catalog
+        from vaultmem.memory.secrets import compile_patterns
+        from vaultmem.storage import store
+
         with store.reading(self.config.index_path) as con:
             detail = catalog.note_detail(con, catalog.find_note(con, name))
         # Frontmatter is a person's text (`password: …`): redacted like search output.
@@ -130,21 +141,33 @@ class Vault:
         return detail
 
     def links(self, name: str) -> tuple[NoteRef, list[dict[str, Any]]]:
+        from vaultmem.index import catalog, graph
+        from vaultmem.storage import store
+
         with store.reading(self.config.index_path) as con:
             ref = catalog.find_note(con, name)
             return ref, graph.outgoing(con, ref)
 
     def backlinks(self, name: str) -> tuple[NoteRef, list[dict[str, Any]]]:
+        from vaultmem.index import catalog, graph
+        from vaultmem.storage import store
+
         with store.reading(self.config.index_path) as con:
             ref = catalog.find_note(con, name)
             return ref, graph.backlinks(con, ref)
 
     def neighbours(self, name: str, depth: int = 1) -> tuple[NoteRef, list[dict[str, Any]]]:
+        from vaultmem.index import catalog, graph
+        from vaultmem.storage import store
+
         with store.reading(self.config.index_path) as con:
             ref = catalog.find_note(con, name)
             return ref, graph.neighbours(con, ref, depth)
 
     def unresolved(self, *, limit: int | None = None) -> list[dict[str, Any]]:
+        from vaultmem.index import graph
+        from vaultmem.storage import store
+
         with store.reading(self.config.index_path) as con:
             return graph.unresolved(con, limit=limit)
 
@@ -159,6 +182,11 @@ class Vault:
         """Search the vault's sections by words (BM25), vectors or both fused (docs/search.md).
         Snippets, titles and headings come from people's notes, so secrets in them are
         redacted here, on the one path both adapters take."""
+        from vaultmem.memory.secrets import compile_patterns, redact
+        from vaultmem.search import vectors
+        from vaultmem.search.query import SearchFilters
+        from vaultmem.storage import store
+
         patterns = compile_patterns(self.config.secret_patterns)
         with store.reading(self.config.index_path) as con:
             hits = vectors.search(
@@ -183,6 +211,9 @@ class Vault:
         timeout_s: float = 10.0,
     ) -> SqlResult:
         """One read-only statement, `$name` parameters bound, interrupted after `timeout_s`."""
+        from vaultmem.index import catalog
+        from vaultmem.storage import store
+
         with store.reading(self.config.index_path, sandboxed=True) as con:
             return catalog.run_sql(con, query, limit=limit, params=params, timeout_s=timeout_s)
 
@@ -190,6 +221,8 @@ class Vault:
 
     def parse(self, note_path: str | Path) -> ParsedView:
         """Parse one note from disk and resolve its links against every file of the vault."""
+        from vaultmem.index.preview import preview
+
         return preview(self.config, self._relative(note_path))
 
     # -- agents: recall and the context block -----------------------------------------------
@@ -208,6 +241,11 @@ class Vault:
     ) -> list[recall_op.RecallHit]:
         """Recall notes for a question (docs/agents.md). Not counted as a use: the same
         question returns the same order until the vault or the uses change."""
+        from vaultmem.memory import recall as recall_op
+        from vaultmem.memory import usage
+        from vaultmem.memory.secrets import compile_patterns
+        from vaultmem.storage import store
+
         moment = now or datetime.now(UTC)
         with store.reading(self.config.index_path) as con:
             return recall_op.recall(
@@ -232,12 +270,17 @@ class Vault:
         self,
         name: str,
         *,
-        max_bytes: int = reading.DEFAULT_MAX_BYTES,
+        max_bytes: int = READ_MAX_BYTES,
         offset: int = 0,
         now: datetime | None = None,
     ) -> reading.NoteText:
         """`NOTE[#Heading|#^block]`'s text from its file, redacted, in pieces of `max_bytes`
         (docs/agents.md). Counts as a use of the note."""
+        from vaultmem.index import reading
+        from vaultmem.memory import usage
+        from vaultmem.memory.secrets import compile_patterns
+        from vaultmem.storage import store
+
         patterns = compile_patterns(self.config.secret_patterns)
         if self.config.index_path.exists():
             with store.reading(self.config.index_path) as con:
@@ -260,11 +303,18 @@ class Vault:
         limit: int = 20,
     ) -> list[reading.RecentNote]:
         """Notes by file modification time, newest first (what changed while you were away)."""
+        from vaultmem.index import reading
+        from vaultmem.storage import store
+
         with store.reading(self.config.index_path) as con:
             return reading.recent(con, since=since, kind=kind, limit=limit)
 
     def used(self, name: str, *, now: datetime | None = None) -> catalog.NoteRef:
         """Record that a note or topic (by key, id, path, title or alias) helped: one use."""
+        from vaultmem.index import catalog
+        from vaultmem.memory import usage
+        from vaultmem.storage import store
+
         with store.reading(self.config.index_path) as con:
             ref = catalog.find_note(con, name)
         usage.record(self.config.state_dir, [ref.id], _stamp(now))
@@ -273,12 +323,18 @@ class Vault:
     def context(
         self,
         *,
-        scopes: Sequence[str] = context_block.DEFAULT_SCOPES,
-        per_scope: int = context_block.DEFAULT_PER_SCOPE,
-        budget_chars: int = context_block.DEFAULT_BUDGET_CHARS,
+        scopes: Sequence[str] = CONTEXT_SCOPES,
+        per_scope: int = CONTEXT_PER_SCOPE,
+        budget_chars: int = CONTEXT_BUDGET_CHARS,
         now: datetime | None = None,
     ) -> context_block.ContextBlock:
         """The `<vaultmem-memory>` block (docs/agents.md). Not counted as a use."""
+        from vaultmem.memory import context as context_block
+        from vaultmem.memory import recall as recall_op
+        from vaultmem.memory import usage
+        from vaultmem.memory.secrets import compile_patterns
+        from vaultmem.storage import store
+
         moment = now or datetime.now(UTC)
         with store.reading(self.config.index_path) as con:
             return context_block.build_context(
@@ -298,13 +354,15 @@ class Vault:
         target: context_block.Target,
         *,
         project_dir: Path | None = None,
-        scopes: Sequence[str] = context_block.DEFAULT_SCOPES,
-        per_scope: int = context_block.DEFAULT_PER_SCOPE,
-        budget_chars: int = context_block.DEFAULT_BUDGET_CHARS,
+        scopes: Sequence[str] = CONTEXT_SCOPES,
+        per_scope: int = CONTEXT_PER_SCOPE,
+        budget_chars: int = CONTEXT_BUDGET_CHARS,
         now: datetime | None = None,
     ) -> context_block.ContextWrite:
         """Write the block between vaultmem's markers into a provider's file of a project
         (outside the vault); the rest of the file is kept byte for byte."""
+        from vaultmem.memory import context as context_block
+
         folder = context_block.check_project_dir(project_dir or Path.cwd())
         path = context_block.target_path(target, folder)
         block = self.context(scopes=scopes, per_scope=per_scope, budget_chars=budget_chars, now=now)
@@ -326,6 +384,9 @@ class Vault:
     ) -> memory.StoreResult:
         """Append an observation to a topic (created when new); see `memory.store`. Without a
         scope id, the managed folder's mapping names it when it has this scope (`identity`)."""
+        from vaultmem.memory import identity
+        from vaultmem.memory import topic_store as memory
+
         return memory.store(
             self.config,
             key,
@@ -348,12 +409,16 @@ class Vault:
         source: str | None = None,
     ) -> memory.StoreResult:
         """Supersede a topic's latest observation; the old one stays visible."""
+        from vaultmem.memory import topic_store as memory
+
         return memory.correct(self.config, key, text, scope=scope, scope_id=scope_id, source=source)
 
     def forget(
         self, key_or_id: str, *, scope: str | None = None, scope_id: str | None = None
     ) -> memory.ForgetResult:
         """Move a topic to the managed folder's `.trash/` and drop it from the index."""
+        from vaultmem.memory import topic_store as memory
+
         return memory.forget(self.config, key_or_id, scope=scope, scope_id=scope_id)
 
     def get(
@@ -365,6 +430,8 @@ class Vault:
         include_expired: bool = False,
     ) -> memory.TopicView:
         """One topic read from its file (counts as a use); expired topics are not found."""
+        from vaultmem.memory import topic_store as memory
+
         return memory.get(
             self.config,
             key_or_id,
@@ -375,20 +442,30 @@ class Vault:
 
     def prune(self, *, apply: bool = False) -> memory.PruneResult:
         """Topics past their retention; `apply` moves them to `.trash/`."""
+        from vaultmem.memory import topic_store as memory
+
         return memory.prune(self.config, apply=apply)
 
     def relate(self, a: str, b: str, *, type: str = "relates_to") -> relations.Edge:
         """Record a person's edge A -[type]-> B in the decisions note."""
+        from vaultmem.memory import relations
+
         return relations.relate(self.config, a, b, type)
 
     def edges(self, *, status: str | None = None, stale: bool = False) -> list[relations.Edge]:
         """Every edge (link, human, suggested) with its status."""
+        from vaultmem.memory import relations
+
         return relations.edges(self.config, status=status, stale_only=stale)
 
     def accept(self, edge: str) -> relations.Edge:
+        from vaultmem.memory import relations
+
         return relations.accept(self.config, edge)
 
     def reject(self, edge: str) -> relations.Edge:
+        from vaultmem.memory import relations
+
         return relations.reject(self.config, edge)
 
     # -- OKF bundles (docs/okf.md) -------------------------------------------------------------
@@ -472,6 +549,8 @@ class Vault:
 
 def _redact_hit(hit: SearchHit, patterns: Sequence[SecretPattern]) -> SearchHit:
     """A search hit with secrets in its snippet, title and heading replaced by markers."""
+    from vaultmem.memory.secrets import redact
+
     heading = redact(hit.heading, patterns).text if hit.heading else hit.heading
     return dataclasses.replace(
         hit,
@@ -484,6 +563,8 @@ def _redact_hit(hit: SearchHit, patterns: Sequence[SecretPattern]) -> SearchHit:
 def _redact_json(value: Any, patterns: Sequence[SecretPattern], key: str = "") -> Any:
     """Frontmatter values with secrets replaced. A value is checked as `key: value`, the way
     the note holds it, so `password: hunter2` is caught though `hunter2` alone is no secret."""
+    from vaultmem.memory.secrets import redact
+
     if isinstance(value, str):
         prefix = f"{key}: " if key else ""
         cleaned = redact(prefix + value, patterns)

@@ -50,6 +50,35 @@ typer.core.TyperOption.display_type_rich = (  # type: ignore[method-assign]
     lambda self, ctx: "" if self.is_flag else _option_type(self, ctx)
 )
 
+
+class _PlainValues:
+    """Typer coerces every parameter's value through a pydantic `TypeAdapter`; importing pydantic
+    and building the adapters is ~0.1 s of every cold command. A value already of the
+    parameter's plain type (a `str` for `str`, the default `10` for `int`, None) comes out of
+    that unchanged, so it is returned as is; any other value (`--limit 5` arrives as "5") goes
+    through typer's own coercion, errors and all."""
+
+    _PLAIN = (str, int, float)
+
+    def __init__(self, param: Any) -> None:
+        self._param = param
+
+    def coerce(self, value: Any, param: Any, ctx: Any) -> Any:
+        ann = param.type_descriptor.annotation
+        if value is None or (ann in self._PLAIN and type(value) is ann):
+            multi = param.multiple or param.nargs == -1
+            if value is None and multi:
+                return ()
+            return value
+        return _runtime_param(self._param).coerce(value, param=param, ctx=ctx)
+
+
+_parameter_class: Any = getattr(typer.core, "_TyperParameter", None)
+_runtime_param: Any = getattr(_parameter_class, "get_runtime_param", None)
+if _runtime_param is not None:  # a typer without it coerces as it does
+    _parameter_class.get_runtime_param = lambda self: _PlainValues(self)
+
+
 app = typer.Typer(
     name="vaultmem",
     help="An Obsidian vault as the memory of AI agents: index, search and recall notes.\n\n"

@@ -22,14 +22,18 @@ from vaultmem.adapters.contract import (
 )
 from vaultmem.errors import InvalidArgumentError, NotFoundError, VaultNotFoundError
 from vaultmem.files.names import KEY_PATTERN
-from vaultmem.memory.context import Target
-from vaultmem.memory.recall import Mode, Sort
-from vaultmem.memory.relations import STATUSES
-from vaultmem.memory.topics import TOPIC_TYPES
-from vaultmem.models import PROBLEM_CODES, SCOPES
-from vaultmem.okf.export import Format
-from vaultmem.search import vectors
-from vaultmem.search.query import SearchFilters
+from vaultmem.models import (
+    EDGE_STATUSES,
+    PROBLEM_CODES,
+    SCOPES,
+    SEARCH_MODE_WHEN_ON,
+    SEARCH_MODES,
+    TOPIC_TYPES,
+    ContextTarget,
+    ExportFormat,
+    RecallMode,
+    RecallSort,
+)
 from vaultmem.vault import Vault
 
 # The bounds every adapter enforces. They keep one call's work small (an MCP `memory_store`
@@ -185,6 +189,8 @@ def check_is_a_vault(vault: Vault) -> None:
 
 
 def _search(call: Call) -> Hits:
+    from vaultmem.search.query import SearchFilters
+
     a = call.args
     filters = SearchFilters(
         a["scope"], a["scope_id"], a["type"], a["tag"], a["folder"], a["since"], a["until"]
@@ -228,7 +234,7 @@ def _context(call: Call) -> Any:
     size = {"per_scope": a["per_scope"], "budget_chars": a["budget_chars"]}
     if a.get("write") is None:
         return call.v.context(scopes=scopes, **size)
-    target: Target = a["write"]
+    target: ContextTarget = a["write"]
     return call.v.write_context(target, project_dir=a["project"], scopes=scopes, **size)
 
 
@@ -270,10 +276,10 @@ def _import(call: Call) -> Any:
     )
 
 
-MODES: tuple[Mode, ...] = get_args(Mode)
-SORTS: tuple[Sort, ...] = get_args(Sort)
-TARGETS: tuple[Target, ...] = get_args(Target)
-FORMATS: tuple[Format, ...] = get_args(Format)
+MODES: tuple[RecallMode, ...] = get_args(RecallMode)
+SORTS: tuple[RecallSort, ...] = get_args(RecallSort)
+TARGETS: tuple[ContextTarget, ...] = get_args(ContextTarget)
+FORMATS: tuple[ExportFormat, ...] = get_args(ExportFormat)
 DEFAULT_CONTEXT_SCOPES = ("session", "project", "global")
 
 EDGE = _text(
@@ -480,11 +486,11 @@ OPERATIONS: tuple[Operation, ...] = (
                 "both rankings fused. Default: "
                 + (
                     "hybrid when the index holds vectors, else words."
-                    if vectors.DEFAULT_WHEN_ON == "hybrid"
+                    if SEARCH_MODE_WHEN_ON == "hybrid"
                     else "words."
                 ),
                 None,
-                choices=vectors.MODES,
+                choices=SEARCH_MODES,
                 metavar="MODE",
             ),
         ),
@@ -785,7 +791,9 @@ OPERATIONS: tuple[Operation, ...] = (
         "Memory",
         (
             VAULT,
-            _text("status", "Only edges with this status.", choices=STATUSES, metavar="STATUS"),
+            _text(
+                "status", "Only edges with this status.", choices=EDGE_STATUSES, metavar="STATUS"
+            ),
             Param("stale", "bool", "Only stale edges.", False),
         ),
         lambda call: call.v.edges(status=call.args["status"], stale=call.args["stale"]),

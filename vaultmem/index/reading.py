@@ -28,14 +28,14 @@ from vaultmem.errors import ConfigError, NotFoundError, QueryError
 from vaultmem.files.scan import is_eligible_note, read_note
 from vaultmem.index.catalog import find_note
 from vaultmem.memory.secrets import SecretPattern, redact
-from vaultmem.models import JSON, Heading, Problem
+from vaultmem.models import JSON, READ_MAX_BYTES, Heading, Problem
 from vaultmem.note.markdown import heading_anchor
 from vaultmem.note.parse import parse_note
 from vaultmem.note.properties import load_frontmatter, split_frontmatter
 from vaultmem.storage import reading_queries as q
 from vaultmem.storage.store import Connection
 
-DEFAULT_MAX_BYTES = 64_000
+DEFAULT_MAX_BYTES = READ_MAX_BYTES
 Kind = Literal["all", "topics", "notes"]
 
 

@@ -39,7 +39,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from vaultmem import __version__
 from vaultmem.config import Config
@@ -47,15 +47,15 @@ from vaultmem.errors import IndexUnavailableError
 from vaultmem.files.lock import writer_lock
 from vaultmem.files.scan import Fingerprint, is_eligible_file, scan_paths, scan_vault
 from vaultmem.index.journal import append_renames, read_renames
-from vaultmem.index.parallel import Chunk, Context, Job, Prepared, prepare_all, staging_folder
 from vaultmem.index.plan import ChangeSet, IndexedNote, assign_ids, pair_renames, plan_changes
-from vaultmem.models import Link, Problem
+from vaultmem.models import PARSER_VERSION, Link, Problem
 from vaultmem.note.links import LinkResolver, file_name_key, resolve_link, subpath_matches
-from vaultmem.note.parse import PARSER_VERSION
-from vaultmem.search import vectors
 from vaultmem.search.tokenizer import TOKENIZER_VERSION
 from vaultmem.storage import index_writes as writes
 from vaultmem.storage import search_rows, store
+
+if TYPE_CHECKING:  # the workers' side loads only when a note must be parsed: not on a no-op
+    from vaultmem.index.parallel import Chunk, Prepared
 
 Progress = Callable[[int, int], None]
 Mode = Literal["full", "paths", "rebuild"]
@@ -87,8 +87,16 @@ def index_versions(config: Config) -> dict[str, str]:
         "tokenizer_version": f"{TOKENIZER_VERSION}-{config.search_language}",
         "vaultmem_version": __version__,
         "config_digest": hashlib.blake2b(shape.encode(), digest_size=8).hexdigest(),
-        "embedding_model": vectors.INDEX_ID if config.semantic else "none",
+        "embedding_model": _embedding_model(config),
     }
+
+
+def _embedding_model(config: Config) -> str:
+    if not config.semantic:
+        return "none"
+    from vaultmem.search import vectors
+
+    return vectors.INDEX_ID
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,7 +235,11 @@ class _Run:
             return self.report(
                 survey.mode, survey, changes, None, state.problem_count, len(state.notes)
             )
+        from vaultmem.index.parallel import staging_folder
+
         if self.config.semantic:
+            from vaultmem.search import vectors
+
             vectors.embedder()  # the model loads now: a missing extra fails before any work
         with staging_folder() as staging:
             prep = self.prepare(changes, survey, state, staging / "a", 0)
@@ -350,6 +362,8 @@ class _Run:
         only: Sequence[Fingerprint] | None = None,
     ) -> Preparation:
         """Prepare every new and suspect note (or just `only`) in the workers."""
+        from vaultmem.index.parallel import Context, Job, prepare_all
+
         staging.mkdir(parents=True, exist_ok=True)
         todo = sorted(only if only is not None else (*changes.new, *changes.suspect), key=_path)
         jobs = [
@@ -555,6 +569,8 @@ class _Run:
                     search_rows.recount_terms(con, added_df)
                 if config.semantic:  # a vector per search document of the notes parsed now,
                     # read back from the documents just loaded, EMBED_NOTES notes at a time
+                    from vaultmem.search import vectors
+
                     vectors.index_notes(con, [ident.ids[path] for path in out.parsed])
                 writes.update_fingerprints(con, [(p.path, p.size, p.mtime_ns) for p in out.touched])
                 writes.replace_files(

@@ -26,7 +26,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
 
 from vaultmem.errors import NotFoundError, PathEscapeError, VaultmemError
 from vaultmem.files.atomic import replace_file
@@ -45,17 +44,23 @@ from vaultmem.memory.recall import (
     scope_infos,
 )
 from vaultmem.memory.secrets import SecretPattern, redact
+from vaultmem.models import (
+    CONTEXT_BUDGET_CHARS,
+    CONTEXT_PER_SCOPE,
+    CONTEXT_SCOPES,
+    ContextTarget,
+)
 from vaultmem.storage.store import Connection
 
-Target = Literal["claude", "codex", "kiro"]
+Target = ContextTarget
 TARGET_FILES: dict[Target, str] = {
     "claude": ".claude/CLAUDE.md",
     "codex": "AGENTS.md",
     "kiro": ".kiro/steering/vaultmem-memory.md",
 }
-DEFAULT_SCOPES: tuple[str, ...] = ("session", "project", "global")
-DEFAULT_PER_SCOPE = 10
-DEFAULT_BUDGET_CHARS = 3000
+DEFAULT_SCOPES = CONTEXT_SCOPES
+DEFAULT_PER_SCOPE = CONTEXT_PER_SCOPE
+DEFAULT_BUDGET_CHARS = CONTEXT_BUDGET_CHARS
 ENTRY_MAX_CHARS = 300
 
 OPEN_TAG = "<vaultmem-memory>"

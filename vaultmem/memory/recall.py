@@ -47,15 +47,15 @@ from vaultmem.errors import ConfigError, QueryError
 from vaultmem.files.names import TRASH
 from vaultmem.memory import topics
 from vaultmem.memory.secrets import SecretPattern, redact
-from vaultmem.models import SCOPES
+from vaultmem.models import SCOPES, RecallMode, RecallSort
 from vaultmem.search import vectors
 from vaultmem.search.query import SNIPPET_CHARS, SearchFilters
 from vaultmem.search.tokenizer import is_stopword, tokenize
 from vaultmem.storage import recall_queries as q
 from vaultmem.storage.store import Connection
 
-Mode = Literal["blended", "metadata", "words", "vectors", "hybrid"]
-Sort = Literal["score", "recency", "usage"]
+Mode = RecallMode
+Sort = RecallSort
 Kind = Literal["all", "topics", "notes"]
 Matched = Literal["metadata", "bm25", "vectors", "hybrid", "topic", "related"]
 """Why a hit is there: a name, the search of its mode (`bm25` for words), coverage or a link."""

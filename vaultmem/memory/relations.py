@@ -31,14 +31,14 @@ from vaultmem.files import managed
 from vaultmem.index import catalog
 from vaultmem.memory import topic_store as memory
 from vaultmem.memory.topics import iso_utc, parse_time, read_topic, replace_see_also
-from vaultmem.models import SCOPES
+from vaultmem.models import EDGE_STATUSES, SCOPES, EdgeStatus
 from vaultmem.storage import relation_queries as queries
 from vaultmem.storage import store as db
 
 Origin = Literal["link", "human", "suggested"]
-Status = Literal["active", "proposed", "rejected", "stale"]
+Status = EdgeStatus
 DecisionKind = Literal["relate", "accept", "reject"]
-STATUSES: tuple[Status, ...] = get_args(Status)
+STATUSES = EDGE_STATUSES
 BUILTIN_TYPES = ("relates_to", "supersedes", "contradicts")
 TYPE_RE = re.compile(r"[a-z][a-z0-9_-]{0,39}")
 MIN_SHARED = 2

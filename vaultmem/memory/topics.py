@@ -38,15 +38,16 @@ import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Literal, TypeAlias, get_args
+from typing import Literal, TypeAlias
 
+from vaultmem import models
 from vaultmem.errors import ConfigError
 from vaultmem.files.names import KEY_RE, KEY_RULE, is_reserved_name
 from vaultmem.models import JSON, SCOPES, Scope
 from vaultmem.note.properties import load_frontmatter, split_frontmatter
 
-TopicType = Literal["user", "feedback", "project", "reference"]
-TOPIC_TYPES: tuple[TopicType, ...] = get_args(TopicType)
+TopicType = models.TopicType
+TOPIC_TYPES = models.TOPIC_TYPES
 TopicForm = Literal["frontmatter", "comment"]
 
 TAG_RE = re.compile(r"[A-Za-z0-9_/-]{1,64}")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import posixpath
 
+from vaultmem import models
 from vaultmem.models import JSON, FrontmatterStatus, Link, Note, ParsedNote, Problem
 from vaultmem.note.canvas import is_canvas, parse_canvas
 from vaultmem.note.markdown import property_link, scan_body
@@ -23,8 +24,7 @@ from vaultmem.note.properties import (
 
 __all__ = ["BINARY_SNIFF_BYTES", "MAX_BYTES", "PARSER_VERSION", "note_stem", "parse_note"]
 
-PARSER_VERSION = 2
-"""Bump whenever parse_note's output changes: the index records it and rebuilds on a mismatch."""
+PARSER_VERSION = models.PARSER_VERSION  # bump it there when parse_note's output changes
 
 MAX_BYTES = 5_000_000
 """Default size above which a note is indexed by metadata only."""

@@ -37,7 +37,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
 
 from vaultmem import __version__
 from vaultmem.config import Config
@@ -47,7 +46,7 @@ from vaultmem.files.atomic import replace_at, replace_file
 from vaultmem.files.scan import read_note, scan_vault
 from vaultmem.memory.secrets import SecretPattern, compile_patterns, redact
 from vaultmem.memory.topics import read_topic
-from vaultmem.models import JSON, SCOPES, Note
+from vaultmem.models import JSON, SCOPES, ExportFormat, Note
 from vaultmem.note.links import LinkResolver
 from vaultmem.note.parse import parse_note
 from vaultmem.note.properties import split_frontmatter
@@ -73,7 +72,7 @@ from vaultmem.okf.rewrite import (
 
 __all__ = ["EXPORTS_RECORD", "ExportReport", "Format", "export_bundle"]
 
-Format = Literal["dir", "tar.gz", "zip"]
+Format = ExportFormat
 PRIVATE_SCOPES = ("session", "agent")
 EXPORTS_RECORD = "exports.json"
 PRODUCER = f"vaultmem/{__version__}"

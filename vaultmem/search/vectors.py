@@ -25,9 +25,10 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from vaultmem.errors import QueryError, SemanticUnavailableError
+from vaultmem.models import SEARCH_MODE_WHEN_ON, SEARCH_MODES, SearchMode
 from vaultmem.search import query
 from vaultmem.search.documents import SearchDocument
 from vaultmem.search.query import SearchFilters, SearchHit
@@ -40,8 +41,8 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
     from tokenizers import Tokenizer
 
-Mode = Literal["words", "vectors", "hybrid"]
-MODES: tuple[Mode, ...] = ("words", "vectors", "hybrid")
+Mode = SearchMode
+MODES = SEARCH_MODES
 
 MODEL_ID = "wordllama/l2_supercat_256"
 TEXT_VERSION = 1
@@ -57,7 +58,7 @@ the embedding time."""
 MAX_TOKENS = 256
 RRF_K = 60
 """Reciprocal rank fusion's constant: a note at rank r in a ranking earns 1 / (RRF_K + r)."""
-DEFAULT_WHEN_ON: Mode = "words"
+DEFAULT_WHEN_ON = SEARCH_MODE_WHEN_ON
 """The mode a search without `--mode` uses when the index holds vectors (else `words`). Set by
 the rule in docs/search.md: hybrid becomes it only if it beats words on r@5 AND MRR@10 on every
 question set and stays within 2x of words' warm latency. After search v2 it does not
