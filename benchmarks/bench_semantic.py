@@ -22,6 +22,7 @@ Timings on a shared 2-core machine are noisy: compare the ratios measured in the
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import random
@@ -45,7 +46,7 @@ from benchmarks.retrieval import QUESTIONS_DIR, VAULTS, Question, load_questions
 from vaultmem.config import load_config, render_config
 from vaultmem.search import vectors
 from vaultmem.search.query import SearchFilters
-from vaultmem.storage import store
+from vaultmem.storage import store, vector_queries
 from vaultmem.vault import Vault
 
 NAME = "semantic"
@@ -212,6 +213,7 @@ def scale(notes: int, out: Path) -> dict[str, Any]:
                 vectors.search(con, q, SearchFilters(), mode=mode)
             runs = [_timed(lambda q=q, m=mode: vectors.search(con, q, mode=m))[0] for q in queries]
             latency[f"{mode}_ms"] = _median_ms(runs)
+        latency.update(_stages(con, queries))
     _log(f"{notes}: edit of {rel} {edit_s:.2f} s; latency {latency}")
     return {
         "notes": notes,
@@ -223,6 +225,38 @@ def scale(notes: int, out: Path) -> dict[str, Any]:
         "added": report.added,
         **latency,
     }
+
+
+def _stages(con: Any, queries: list[str]) -> dict[str, float]:
+    """The vector query's two stages (`vector_queries.nearest_notes`) against the exact scan, at
+    `limit` 10 (`--mode vectors`) and 50 (hybrid's pool), same queries, alternating: median ms
+    of each and the share of the exact top notes the two stages find (recall)."""
+    out: dict[str, float] = {}
+    embedded = [vectors.embed_query(q) for q in queries]
+    for limit in (10, vectors.POOL):
+        times: dict[str, list[float]] = {"exact": [], "staged": []}
+        found: list[float] = []
+        for vector in embedded[:3]:
+            vector_queries.nearest_notes(con, vector, limit=limit, candidates=0)
+            vector_queries.nearest_notes(con, vector, limit=limit)
+        for vector in embedded:
+            exact_s, exact = _timed(
+                functools.partial(
+                    vector_queries.nearest_notes, con, vector, limit=limit, candidates=0
+                )
+            )
+            staged_s, staged = _timed(
+                functools.partial(vector_queries.nearest_notes, con, vector, limit=limit)
+            )
+            times["exact"].append(exact_s)
+            times["staged"].append(staged_s)
+            top = {note for note, _ in exact}
+            found.append(len(top & {note for note, _ in staged}) / max(1, len(top)))
+        out[f"exact_at{limit}_ms"] = _median_ms(times["exact"])
+        out[f"staged_at{limit}_ms"] = _median_ms(times["staged"])
+        out[f"staged_recall_at{limit}"] = statistics.mean(found)
+        out[f"staged_recall_at{limit}_min"] = min(found)
+    return out
 
 
 def _verdict(results: dict[str, Any]) -> dict[str, Any]:

@@ -12,7 +12,7 @@ import re
 import sys
 from dataclasses import dataclass
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 DDL = """
 -- Facts about the index itself: which versions built it. A mismatch means rebuild.
@@ -130,7 +130,8 @@ CREATE TABLE postings (
 CREATE TABLE vectors (
     note_id VARCHAR NOT NULL, -- documents.note_id
     ord INTEGER NOT NULL, -- documents.ord
-    embedding FLOAT[256] NOT NULL -- the mean of the document's static token embeddings, normalised to length 1 (meta.embedding_model)
+    embedding FLOAT[256] NOT NULL, -- the mean of the document's static token embeddings, normalised to length 1 (meta.embedding_model)
+    head FLOAT[128] NOT NULL -- embedding's first 128 dimensions, normalised to length 1: a search's first stage
 );
 
 -- Document frequency per term: in how many documents the term occurs (any field).
