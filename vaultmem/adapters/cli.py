@@ -421,19 +421,26 @@ def _unresolved_text(rows: list[dict[str, Any]], args: dict[str, Any]) -> None:
 def _search_text(result: contract.Hits, args: dict[str, Any]) -> None:
     if not result.hits:
         return output.line("No notes match.")
-    plain = not output.console.is_terminal
     for i, hit in enumerate(result.hits, 1):
         where = f" › {hit.heading}" if hit.heading else ""
-        if plain:
-            output.line(f"{i}. {hit.title}{where}  {hit.path}:{hit.line} · {hit.scope} · "
-                        f"{hit.score:.3f}")  # fmt: skip
-            output.line("   " + hit.snippet)
-            continue
-        output.console.print(
-            f"{i}. [bold]{escape(hit.title)}[/]{escape(where)}  "
-            f"[dim]{escape(hit.path)}:{hit.line} · {hit.scope} · {hit.score:.3f}[/]"
+        _ranked_hit(
+            i,
+            hit.title,
+            where,
+            f"{hit.path}:{hit.line} · {hit.scope} · {hit.score:.3f}",
+            hit.snippet,
         )
-        output.console.print("   " + output.marked(hit.snippet))
+
+
+def _ranked_hit(rank: int, name: str, after: str, where: str, snippet: str) -> None:
+    """One search or recall hit: `N. name after  where`, then its snippet indented. Plain text
+    when stdout is not a terminal; user text escaped before rich styles the rest."""
+    if not output.console.is_terminal:
+        output.line(f"{rank}. {name}{after}  {where}")
+        output.line("   " + snippet)
+        return
+    output.console.print(f"{rank}. [bold]{escape(name)}[/]{escape(after)}  [dim]{escape(where)}[/]")
+    output.console.print("   " + output.marked(snippet))
 
 
 @text_renderer("sql")
@@ -519,19 +526,10 @@ text_renderer("edges")(lambda rows, args: _edge_table(P(len(rows), "edge"), rows
 def _recall_text(result: contract.Hits, args: dict[str, Any]) -> None:
     if not result.hits:
         return output.line("Nothing recalled.")
-    plain = not output.console.is_terminal
     for i, hit in enumerate(result.hits, 1):
         where = hit.scope + (f":{hit.scope_id}" if hit.scope_id else "")
         flags = (" [related]" if hit.related else "") + ("" if hit.fresh else " [stale]")
-        if plain:
-            output.line(f"{i}. {hit.key}{flags}  {hit.path} · {where} · {hit.score:.3f}")
-            output.line("   " + hit.snippet)
-            continue
-        output.console.print(
-            f"{i}. [bold]{escape(hit.key)}[/]{escape(flags)}  [dim]"
-            f"{escape(hit.path)} · {escape(where)} · {hit.score:.3f}[/]"
-        )
-        output.console.print("   " + output.marked(hit.snippet))
+        _ranked_hit(i, hit.key, flags, f"{hit.path} · {where} · {hit.score:.3f}", hit.snippet)
 
 
 @text_renderer("read")
