@@ -62,15 +62,6 @@ def replace_at(dir_fd: int, name: str, data: bytes) -> None:
     os.fsync(dir_fd)
 
 
-def fsync_folder(folder: Path) -> None:
-    """Make a rename in `folder` durable."""
-    dir_fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
-
-
 def _umask() -> int:
     current = os.umask(0)
     os.umask(current)

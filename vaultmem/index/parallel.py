@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Literal
 
 from vaultmem.config import Config
-from vaultmem.files.scan import Fingerprint, content_hash, read_note_fingerprinted
+from vaultmem.files.scan import content_hash, read_note_fingerprinted
 from vaultmem.memory.topics import read_topic
 from vaultmem.models import Block, Heading, Problem, Resolution
 from vaultmem.note.links import LinkResolver, resolve_link
@@ -311,10 +311,6 @@ def _prepare_in_pool(
         futures = [pool.submit(_run_chunk, i, chunk) for i, chunk in enumerate(chunks)]
         for index, future in enumerate(futures):
             record(index, future.result())
-
-
-def fingerprint_of(prepared: Prepared) -> Fingerprint:
-    return Fingerprint(prepared.path, prepared.size, prepared.mtime_ns)
 
 
 STAGING_PREFIX = "vaultmem-postings-"
