@@ -8,6 +8,7 @@ incremental reconcile and a rebuild: both call the same functions on the same st
 from __future__ import annotations
 
 import hashlib
+from array import array
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -130,3 +131,22 @@ def assign_ids(claims: Mapping[str, str | None], journal: Mapping[str, str]) -> 
         taken.add(candidate)
         ids[path] = candidate
     return ids
+
+
+def survey_digest(
+    notes: Iterable[Stat], files: Iterable[str], problems: Iterable[tuple[str, str, str]]
+) -> str:
+    """A digest of a whole-vault stat walk: every note's fingerprint, every file, the scan's
+    problems, each in the order given (the walk sorts them). Equal digests mean the walk saw
+    the same vault, which is all a no-op reconcile needs to know (`storage.last_survey`)."""
+    notes = list(notes)
+    digest = hashlib.blake2b(digest_size=16)
+    # Three columns, not a formatted line per note: ~4x cheaper at 100,000 notes.
+    digest.update("\n".join([n.path for n in notes]).encode("utf-8", "surrogateescape"))
+    digest.update(b"\0")
+    digest.update(array("q", [n.size for n in notes]).tobytes())
+    digest.update(array("q", [n.mtime_ns for n in notes]).tobytes())
+    digest.update("\n".join(files).encode("utf-8", "surrogateescape"))
+    digest.update(b"\0")
+    digest.update("\n".join("\t".join(p) for p in problems).encode("utf-8", "surrogateescape"))
+    return digest.hexdigest()

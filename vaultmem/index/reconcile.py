@@ -36,7 +36,7 @@ import os
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -47,15 +47,30 @@ from vaultmem.errors import IndexUnavailableError
 from vaultmem.files.lock import writer_lock
 from vaultmem.files.scan import Fingerprint, is_eligible_file, scan_paths, scan_vault
 from vaultmem.index.journal import append_renames, read_renames
-from vaultmem.index.plan import ChangeSet, IndexedNote, assign_ids, pair_renames, plan_changes
-from vaultmem.models import PARSER_VERSION, Link, Problem
-from vaultmem.note.links import LinkResolver, file_name_key, resolve_link, subpath_matches
-from vaultmem.search.tokenizer import TOKENIZER_VERSION
-from vaultmem.storage import index_writes as writes
-from vaultmem.storage import search_rows, store
+from vaultmem.index.plan import (
+    ChangeSet,
+    IndexedNote,
+    assign_ids,
+    pair_renames,
+    plan_changes,
+    survey_digest,
+)
+from vaultmem.models import PARSER_VERSION, TOKENIZER_VERSION, Link, Problem
+from vaultmem.storage.last_survey import (
+    IndexToken,
+    LastSurvey,
+    forget_last_survey,
+    index_token,
+    read_last_survey,
+    write_last_survey,
+)
 
-if TYPE_CHECKING:  # the workers' side loads only when a note must be parsed: not on a no-op
+if TYPE_CHECKING:  # the workers' side loads only when a note must be parsed: not on a no-op;
+    # DuckDB (storage) and the link resolver only when the index must be read: not on a no-op
+    # that the last survey settles (`steady`).
     from vaultmem.index.parallel import Chunk, Prepared
+    from vaultmem.note.links import LinkResolver
+    from vaultmem.storage.store import Connection
 
 Progress = Callable[[int, int], None]
 Mode = Literal["full", "paths", "rebuild"]
@@ -140,9 +155,6 @@ def reconcile(
 # -- the steps' values --------------------------------------------------------------------------
 
 
-IndexToken = tuple[tuple[int, int, int] | None, ...]
-
-
 @dataclass(frozen=True, slots=True)
 class State:
     """The index as read before deciding anything; `create` when it is built from nothing."""
@@ -158,7 +170,8 @@ class State:
 @dataclass(frozen=True, slots=True)
 class Survey:
     """The stat walk: note fingerprints and every file; `problems` None in paths mode, where
-    `candidates` holds the paths looked at and `indexed` the index's notes among them."""
+    `candidates` holds the paths looked at and `indexed` the index's notes among them.
+    `digest` (`plan.survey_digest`) only for a walk of the whole vault."""
 
     mode: Mode
     notes: tuple[Fingerprint, ...]
@@ -166,6 +179,7 @@ class Survey:
     problems: tuple[Problem, ...] | None
     candidates: frozenset[str] | None
     indexed: dict[str, IndexedNote]
+    digest: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,10 +242,16 @@ class _Run:
         self.started_at = datetime.now(UTC).replace(tzinfo=None)
 
     def run(self, *, rebuild: bool, paths: list[str] | None) -> ReconcileReport:
+        walk = None
+        if paths is None:
+            walk = self.walk(rebuild)
+            if not rebuild and (steady := self.steady(walk)) is not None:
+                return steady  # nothing changed since the last run: the index stays closed
         state = self.load_state(rebuild)
-        survey = self.survey(state, paths, rebuild)
+        survey = self.survey(state, paths, rebuild, walk)
         changes = plan_changes(survey.indexed, survey.notes)
         if self.is_noop(state, survey, changes):
+            self.remember(state.token, survey, len(state.notes), state.problem_count)
             return self.report(
                 survey.mode, survey, changes, None, state.problem_count, len(state.notes)
             )
@@ -245,7 +265,7 @@ class _Run:
             prep = self.prepare(changes, survey, state, staging / "a", 0)
             _check_writable(self.config)
             with writer_lock(self.config.state_dir, timeout_s=self.lock_timeout_s):
-                if _index_token(self.config.index_path) != state.token:
+                if index_token(self.config.index_path) != state.token:
                     # Another writer committed while the notes parsed: look again, and redo
                     # here what the workers' results no longer cover.
                     state = self.load_state(rebuild)
@@ -253,6 +273,8 @@ class _Run:
                     changes = plan_changes(survey.indexed, survey.notes)
                     prep = self.complete(prep, changes, survey, state, staging / "b")
                 if self.corrupt is not None and self.config.index_path.exists():
+                    from vaultmem.storage import store
+
                     moved = store.move_aside(self.config.index_path)
                     self.warnings.append(
                         f"The index could not be read ({self.corrupt}); moved it to {moved.name}."
@@ -261,6 +283,8 @@ class _Run:
 
     def resolver(self, survey: Survey) -> LinkResolver:
         """One resolver over the survey's files, built once for the run's in-process work."""
+        from vaultmem.note.links import LinkResolver
+
         cached = self._resolver
         if cached is None or cached[0] is not survey.files:
             cached = self._resolver = (survey.files, LinkResolver(survey.files))
@@ -270,9 +294,12 @@ class _Run:
 
     def load_state(self, rebuild: bool) -> State:
         """The index's current contents; an empty `create` state when it must be built anew."""
+        from vaultmem.storage import index_writes as writes
+        from vaultmem.storage import store
+
         path = self.config.index_path
         self.corrupt = None
-        token = _index_token(path)
+        token = index_token(path)
         empty = State({}, frozenset(), frozenset(), 0, token, create=True)
         if rebuild or not path.exists():
             return empty
@@ -303,15 +330,43 @@ class _Run:
             False,
         )
 
-    def survey(self, state: State, paths: list[str] | None, rebuild: bool) -> Survey:
-        """The stat walk: of the whole vault, or of the watcher's paths when an index exists."""
+    def survey(
+        self, state: State, paths: list[str] | None, rebuild: bool, walk: Survey | None = None
+    ) -> Survey:
+        """The stat walk: of the whole vault, or of the watcher's paths when an index exists.
+        `walk`: the whole vault's walk, already made."""
         if paths is not None and not state.create:
             return self.survey_paths(paths, state)
+        return replace(walk or self.walk(rebuild), indexed=dict(state.notes))
+
+    def walk(self, rebuild: bool) -> Survey:
+        """The stat walk of the whole vault, before the index is read (`indexed` empty)."""
         scan = scan_vault(self.config)
         mode: Mode = "rebuild" if rebuild else "full"
-        return Survey(
-            mode, scan.notes, frozenset(scan.files), scan.problems, None, dict(state.notes)
+        digest = survey_digest(
+            scan.notes, scan.files, [(p.path, p.code, p.message) for p in scan.problems]
         )
+        return Survey(mode, scan.notes, frozenset(scan.files), scan.problems, None, {}, digest)
+
+    def steady(self, walk: Survey) -> ReconcileReport | None:
+        """The no-op report when the walk equals the last one the index agreed with, and the
+        index is still the file it was then (`storage.last_survey`); else None."""
+        known = read_last_survey(self.config.state_dir)
+        if known is None or known.digest != walk.digest or known.token[0] is None:
+            return None
+        if known.token != index_token(self.config.index_path):
+            return None
+        if known.versions != index_versions(self.config):
+            return None
+        changes: ChangeSet[Fingerprint] = ChangeSet((), (), (), tuple(map(_path, walk.notes)))
+        return self.report(walk.mode, walk, changes, None, known.problems, known.notes)
+
+    def remember(self, token: IndexToken, survey: Survey, notes: int, problems: int) -> None:
+        """Record that the index (as `token` identifies it) equals this whole-vault walk."""
+        if survey.digest is None or token[0] is None:
+            return
+        record = LastSurvey(token, index_versions(self.config), survey.digest, notes, problems)
+        write_last_survey(self.config.state_dir, record)
 
     def survey_paths(self, paths: Iterable[str], state: State) -> Survey:
         """For the watcher: look only at the named paths (a folder stands for its contents)."""
@@ -481,6 +536,8 @@ class _Run:
     # -- step 6: link work ------------------------------------------------------------------------
 
     def link_work(self, state: State, survey: Survey, out: Outcomes) -> LinkWork:
+        from vaultmem.note.links import file_name_key
+
         added = survey.files - state.files
         removed = state.files - survey.files
         return LinkWork(
@@ -497,19 +554,25 @@ class _Run:
     ) -> ReconcileReport:
         ident = self.identities(state, survey, out)
         links = self.link_work(state, survey, out)
+        forget_last_survey(self.config.state_dir)  # the index is about to change
         if ident.new_renames:
             append_renames(self.config.state_dir, ident.new_renames)
-        if not state.create:
-            return self.transaction(self.config.index_path, state, survey, prep, out, ident, links)
-        # Build from nothing beside the index, then swap: a reader never finds it missing, and
-        # a crash leaves the old index. Only the old file's WAL goes first, so that it can
-        # never be replayed onto the new file.
         index = self.config.index_path
-        tmp = index.with_name(index.name + ".tmp")
-        store.remove_index(tmp)
-        report = self.transaction(tmp, state, survey, prep, out, ident, links)
-        index.with_name(index.name + ".wal").unlink(missing_ok=True)
-        tmp.replace(index)
+        if not state.create:
+            report = self.transaction(index, state, survey, prep, out, ident, links)
+        else:
+            # Build from nothing beside the index, then swap: a reader never finds it missing,
+            # and a crash leaves the old index. Only the old file's WAL goes first, so that it
+            # can never be replayed onto the new file.
+            from vaultmem.storage import store
+
+            tmp = index.with_name(index.name + ".tmp")
+            store.remove_index(tmp)
+            report = self.transaction(tmp, state, survey, prep, out, ident, links)
+            index.with_name(index.name + ".wal").unlink(missing_ok=True)
+            tmp.replace(index)
+        if _agrees(out, survey):
+            self.remember(index_token(index), survey, report.notes, report.problems)
         return report
 
     def transaction(
@@ -522,6 +585,10 @@ class _Run:
         ident: Identities,
         links: LinkWork,
     ) -> ReconcileReport:
+        from vaultmem.note.links import file_name_key
+        from vaultmem.storage import index_writes as writes
+        from vaultmem.storage import search_rows, store
+
         config = self.config
         create = state.create
         con = store.connect(index_path, read_only=False)
@@ -629,9 +696,12 @@ class _Run:
 
     # -- links after the load -----------------------------------------------------------------
 
-    def _check_subpaths(self, con: store.Connection, out: Outcomes, ident: Identities) -> None:
+    def _check_subpaths(self, con: Connection, out: Outcomes, ident: Identities) -> None:
         """Check the new links' heading and block subpaths into other notes, now that every
         note's headings are in the index."""
+        from vaultmem.note.links import subpath_matches
+        from vaultmem.storage import index_writes as writes
+
         pending = [
             (ident.ids[path], ord_, target, subpath)
             for path, prepared in out.parsed.items()
@@ -649,13 +719,16 @@ class _Run:
 
     def _reresolve(
         self,
-        con: store.Connection,
+        con: Connection,
         survey: Survey,
         out: Outcomes,
         ident: Identities,
         links: LinkWork,
     ) -> None:
         """Re-resolve exactly the stored links whose answer can have changed."""
+        from vaultmem.note.links import resolve_link, subpath_matches
+        from vaultmem.storage import index_writes as writes
+
         if not (links.affected_keys or links.changed_targets):
             return
         fresh = {ident.ids[p] for p in out.parsed}
@@ -691,6 +764,19 @@ def _still_valid(done: Prepared | None, fp: Fingerprint, known: IndexedNote | No
     return done.outcome == "parsed"
 
 
+def _agrees(out: Outcomes, survey: Survey) -> bool:
+    """Whether the index, once `out` is written, equals the walk: every note read cleanly,
+    with the fingerprint the walk saw (a file that changed between the walk and its read is
+    stored with the read's fingerprint, which the next run must look at again)."""
+    if out.failed:
+        return False
+    walked = {fp.path: fp for fp in (*out.changes.new, *out.changes.suspect)}
+    return all(
+        (p.size, p.mtime_ns) == (walked[p.path].size, walked[p.path].mtime_ns)
+        for p in (*out.parsed.values(), *out.touched)
+    )
+
+
 def _no_headings(path: str) -> None:
     return None
 
@@ -711,19 +797,6 @@ def _collect(chunks: Sequence[Chunk], next_number: int, spill_dir: Path) -> Prep
 
 def _path(fp: Fingerprint) -> str:
     return fp.path
-
-
-def _index_token(path: Path) -> IndexToken:
-    """Identity of the index file and its WAL: any commit by another writer changes it."""
-    token: list[tuple[int, int, int] | None] = []
-    for candidate in (path, path.with_name(path.name + ".wal")):
-        try:
-            st = os.stat(candidate)
-        except OSError:
-            token.append(None)
-            continue
-        token.append((st.st_ino, st.st_size, st.st_mtime_ns))
-    return tuple(token)
 
 
 def _check_writable(config: Config) -> None:
