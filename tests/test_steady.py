@@ -147,3 +147,63 @@ def test_a_read_only_state_folder_still_settles_a_no_op(vault: Config) -> None:
     finally:
         os.chmod(vault.state_dir, 0o755)
     assert not _record(vault).exists()
+
+
+# -- one-note changes as deltas ---------------------------------------------------------------
+
+
+def _df(config: Config, term: str) -> list[tuple[object, ...]]:
+    return query(config, "SELECT df FROM terms WHERE term = ?", [term])
+
+
+def test_an_edit_moves_terms_and_stats_by_its_own_delta(vault: Config) -> None:
+    write(vault.root, "B.md", "# B\n\nbeta zyzzyva\n\n## More\n\nzyzzyva again\n")
+    assert reconcile(vault).changed == 1
+    assert _df(vault, "zyzzyva") == [(2,)]  # first occurrence anywhere: a new term, 2 documents
+    assert _df(vault, "word") == [(1,)]  # `words` left B, stays in A
+    assert_equals_rebuild(vault)
+    write(vault.root, "B.md", "# B\n\nbeta\n")
+    reconcile(vault)
+    assert _df(vault, "zyzzyva") == []  # last occurrence gone: the term goes
+    assert_equals_rebuild(vault)
+
+
+def test_a_delete_and_a_rename_move_terms_and_stats(vault: Config) -> None:
+    (vault.root / "B.md").unlink()
+    assert reconcile(vault).removed == 1
+    assert _df(vault, "beta") == []
+    assert_equals_rebuild(vault)
+    before = query(vault, "SELECT id FROM notes WHERE path = 'sub/C.md'")
+    (vault.root / "sub/C.md").rename(vault.root / "D.md")
+    assert reconcile(vault).renamed == 1
+    assert query(vault, "SELECT id FROM notes WHERE path = 'D.md'") == before
+    assert_equals_rebuild(vault)
+
+
+def test_an_edit_deletes_only_that_notes_postings(vault: Config) -> None:
+    rows = "SELECT n.path, count(*) FROM postings p JOIN notes n ON n.id = p.note_id GROUP BY 1"
+    others = {p: c for p, c in query(vault, rows) if p != "B.md"}
+    write(vault.root, "B.md", "# B\n\nsomething else entirely\n")
+    reconcile(vault)
+    assert {p: c for p, c in query(vault, rows) if p != "B.md"} == others
+
+
+def test_ids_are_assigned_again_when_the_journal_changed(vault: Config) -> None:
+    """An edit keeps the stored ids only while the journal is the one they came from."""
+    (vault.root / "sub/C.md").rename(vault.root / "E.md")
+    reconcile(vault)
+    moved = query(vault, "SELECT id FROM notes WHERE path = 'E.md'")
+    (vault.state_dir / "renames.jsonl").unlink()  # the rename's id is forgotten...
+    write(vault.root, "B.md", "# B\n\nbeta edited\n")
+    reconcile(vault)  # ...so E.md takes its own path's id, as a rebuild would give it
+    assert query(vault, "SELECT id FROM notes WHERE path = 'E.md'") != moved
+    assert_equals_rebuild(vault)
+
+
+def test_a_claimed_id_taken_by_an_edit_reassigns_ids(vault: Config) -> None:
+    topic = "agent-memory/global/t.md"
+    write(vault.root, topic, "---\nid: t-one\n---\n# T\n")
+    reconcile(vault)
+    write(vault.root, "B.md", "---\nid: t-one\n---\n# B\n")  # B now claims the topic's id
+    reconcile(vault)
+    assert_equals_rebuild(vault)

