@@ -287,12 +287,14 @@ class _Run:
                 return self.write(state, survey, prep, self.outcomes(changes, prep, survey))
 
     def resolver(self, survey: Survey) -> LinkResolver:
-        """One resolver over the survey's files, built once for the run's in-process work."""
-        from vaultmem.note.links import LinkResolver
+        """One resolver over the survey's files, built once for the run's in-process work:
+        a lazy one, which indexes only the name keys the run's links ask for (a one-note edit
+        asks a handful; a large batch goes to the workers, each with its own)."""
+        from vaultmem.note.links import LazyLinkResolver
 
         cached = self._resolver
         if cached is None or cached[0] is not survey.files:
-            cached = self._resolver = (survey.files, LinkResolver(survey.files))
+            cached = self._resolver = (survey.files, LazyLinkResolver(tuple(survey.files)))
         return cached[1]
 
     # -- step 1: state and survey ---------------------------------------------------------------
