@@ -37,7 +37,7 @@ import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import BinaryIO
+from typing import BinaryIO, NamedTuple
 
 from vaultmem.config import Config
 from vaultmem.models import Problem
@@ -63,9 +63,11 @@ _CONFLICT_RE = re.compile(r"\.sync-conflict-|\bconflicted copy\b", re.IGNORECASE
 _DROPPING_SUFFIXES = (".icloud", ".tmp", "~")
 
 
-@dataclass(frozen=True, slots=True)
-class Fingerprint:
-    """What the scan knows about a note without reading it; a change means "re-read me"."""
+class Fingerprint(NamedTuple):
+    """What the scan knows about a note without reading it; a change means "re-read me".
+
+    A named tuple, not a dataclass: the walk makes one per note (100,000 in a large vault) and
+    a tuple is built at a third of the cost; sorted, tuples order by path (paths are unique)."""
 
     path: str
     size: int
@@ -287,7 +289,7 @@ def scan_vault(config: Config) -> ScanResult:
                 Problem(printable(prefix.rstrip("/") or "."), "file_unreadable", message)
             )
     problems.extend(_missing_folders(config))
-    notes.sort(key=lambda fp: fp.path)
+    notes.sort()
     files.sort()
     problems.sort(key=lambda p: (p.path, p.code))
     return ScanResult(tuple(notes), tuple(files), tuple(problems))
