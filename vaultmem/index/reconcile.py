@@ -3,10 +3,14 @@
 The run is a sequence of small typed steps; each takes the previous steps' values and returns
 a frozen value, so each can be read (and tested) on its own:
 
-1. `Survey`: the stat walk, (path, size, mtime_ns) of every note and the list of every file.
-   Nothing is read yet. With the index's `IndexState` (one cheap read of `notes`, `files` and
-   the scan's problems), `plan.plan_changes` says what is new, suspect (fingerprint moved) and
-   gone. Nothing changed: the run ends here, with no lock taken and nothing written.
+1. `Survey`: the stat walk, (path, size, mtime_ns) of every note and the list of every file,
+   and its digest. Nothing is read yet. The steady state (`steady`): when the digest equals
+   the last survey the index agreed with and the index is still that file
+   (`storage.last_survey`), nothing changed and the run ends without opening the index (nor
+   importing DuckDB). Otherwise, with the index's `IndexState` (one read of `notes`, `files`
+   and the scan's problems), `plan.plan_changes` says what is new, suspect (fingerprint moved)
+   and gone. Nothing changed: the run ends here, with no lock taken and nothing written but
+   the last survey.
 2. `Preparation`: workers (`parallel`) read, hash, parse, resolve and format the rows of every
    new and suspect note, chunk by chunk, into staging files; the main process keeps one small
    record per note. A suspect whose bytes did not change was merely *touched*. No lock is held
@@ -17,11 +21,16 @@ a frozen value, so each can be read (and tested) on its own:
 4. `Outcomes`: parsed, touched and unreadable notes; renames (a new file with exactly the bytes
    of one vanished note keeps that note's id and is journalled).
 5. `Identities`: every live note's id, a pure function of claims and the rename journal.
+   When no note came or went, no claim moved and the journal is the one the stored ids came
+   from (its digest in `meta`), the stored ids stand and nothing is assigned again.
 6. `LinkWork`: which stored links can resolve differently now: those whose name key matches
    a file that appeared or disappeared, and those pointing at a note that changed.
 7. The write, in one DuckDB transaction (every statement in `storage.index_writes`): delete
    the changed and gone notes' rows, bulk-load the staged files (numbers joined to ids), check
    the new links' heading subpaths, re-resolve the affected stored links, update terms.
+   A one-note edit touches that note's rows only: its postings go by integer `note_key`, and
+   `terms.df` moves by the note's own delta (its old documents' terms out, the new ones in).
+   After the commit, the walk becomes the last survey (when every note read cleanly).
 
 A build from nothing writes `index.duckdb.tmp` and renames it over the old file, so a crash
 during a rebuild leaves the previous index in place. A crash during an incremental transaction
