@@ -43,7 +43,6 @@ import hashlib
 import json
 import os
 import time
-from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
@@ -625,12 +624,8 @@ class _Run:
             with store.transaction(con):
                 if create:
                     store.create_schema(con, index_versions(config))
-                removed_df = (
-                    Counter()
-                    if create
-                    else search_rows.document_frequencies(con, ident.removed_ids)
-                )
-                writes.delete_notes(con, ident.removed_ids)
+                removed_df = search_rows.delete_postings(con, ident.removed_ids)
+                writes.delete_notes(con, ident.removed_ids, postings=False)
                 full_scan = survey.problems is not None
                 writes.replace_problems(
                     con,

@@ -86,8 +86,9 @@ def bound_memory(con: Connection, limit_mb: int, spill_dir: Path) -> None:
 # -- note rows ------------------------------------------------------------------------------
 
 
-def delete_notes(con: Connection, note_ids: Iterable[str]) -> None:
-    """Delete every row of these notes from every note table.
+def delete_notes(con: Connection, note_ids: Iterable[str], *, postings: bool = True) -> None:
+    """Delete every row of these notes from every note table (but `postings` when False:
+    reconcile deletes those with `search_rows.delete_postings`, which counts them too).
 
     Postings go by their integer `note_key`: the table is sorted by term, so every one of its
     ~22M rows (100,000 notes) is looked at, and comparing a BIGINT costs a fifth of comparing
@@ -97,7 +98,7 @@ def delete_notes(con: Connection, note_ids: Iterable[str]) -> None:
     ids = sorted(note_ids)
     for table in NOTE_TABLES:
         if table == "postings":
-            if ids:
+            if ids and postings:
                 con.execute(
                     "DELETE FROM postings WHERE note_key IN (SELECT unnest($1::BIGINT[]))",
                     [[note_key(i) for i in ids]],
