@@ -207,3 +207,26 @@ def test_a_claimed_id_taken_by_an_edit_reassigns_ids(vault: Config) -> None:
     write(vault.root, "B.md", "---\nid: t-one\n---\n# B\n")  # B now claims the topic's id
     reconcile(vault)
     assert_equals_rebuild(vault)
+
+
+def test_a_commit_between_the_walk_and_the_state_read_is_seen(
+    vault: Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The walk comes before the state read; a writer that commits in between must not make
+    this run delete a note its walk could not see yet."""
+    from vaultmem.index import reconcile as rc
+
+    real = rc._Run.walk
+
+    def walk_then_another_writer(self: rc._Run, rebuild: bool) -> rc.Survey:
+        survey = real(self, rebuild)
+        monkeypatch.setattr(rc._Run, "walk", real)
+        write(vault.root, "G.md", "# G\n")
+        reconcile(vault)  # another writer indexes G after this run's walk
+        return survey
+
+    monkeypatch.setattr(rc._Run, "walk", walk_then_another_writer)
+    write(vault.root, "B.md", "# B\n\nbeta changed\n")
+    reconcile(vault)
+    assert query(vault, "SELECT count(*) FROM notes WHERE path = 'G.md'") == [(1,)]
+    assert_equals_rebuild(vault)

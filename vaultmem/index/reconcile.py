@@ -255,12 +255,15 @@ class _Run:
         self.started_at = datetime.now(UTC).replace(tzinfo=None)
 
     def run(self, *, rebuild: bool, paths: list[str] | None) -> ReconcileReport:
+        # The index's identity before the walk: a writer that commits between the walk and
+        # the state read below then shows under the lock, as one that commits later does.
+        token = index_token(self.config.index_path)
         walk = None
         if paths is None:
             walk = self.walk(rebuild)
             if not rebuild and (steady := self.steady(walk)) is not None:
                 return steady  # nothing changed since the last run: the index stays closed
-        state = self.load_state(rebuild)
+        state = self.load_state(rebuild, token)
         survey = self.survey(state, paths, rebuild, walk)
         changes = plan_changes(survey.indexed, survey.notes)
         if self.is_noop(state, survey, changes):
@@ -307,14 +310,16 @@ class _Run:
 
     # -- step 1: state and survey ---------------------------------------------------------------
 
-    def load_state(self, rebuild: bool) -> State:
-        """The index's current contents; an empty `create` state when it must be built anew."""
+    def load_state(self, rebuild: bool, token: IndexToken | None = None) -> State:
+        """The index's current contents; an empty `create` state when it must be built anew.
+        `token`: the index's identity taken earlier, which the state then stands for."""
         from vaultmem.storage import index_writes as writes
         from vaultmem.storage import store
 
         path = self.config.index_path
         self.corrupt = None
-        token = index_token(path)
+        if token is None:
+            token = index_token(path)
         empty = State({}, frozenset(), frozenset(), 0, token, create=True)
         if rebuild or not path.exists():
             return empty
