@@ -15,6 +15,7 @@ from vaultmem import Vault
 from vaultmem.errors import NotFoundError
 from vaultmem.models import Block, Heading, Link
 from vaultmem.note.links import (
+    LazyLinkResolver,
     LinkResolver,
     _heading_key,
     file_name_key,
@@ -664,3 +665,32 @@ def test_show_finds_every_name_a_link_finds(tmp_path: Path) -> None:
     assert _links_of(vault, "Home") == [("straße", "Orte/Straße.md")]
     for name in ("Straße", "STRAßE", "orte/straße.md", "große allee"):
         assert vault.show(name).note["path"] == "Orte/Straße.md"
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    files=st.lists(
+        st.one_of(_paths(), st.sampled_from(["ΑΣ.md", "ας.md", "Σ/Σ.md", "line\nbreak.md"])),
+        max_size=25,
+    ),
+    targets=st.lists(
+        st.one_of(_targets(), st.sampled_from(["ΑΣ", "ας", "Σ", "break"])), max_size=15
+    ),
+    sources=st.lists(_paths(), min_size=1, max_size=3),
+    eager_after=st.sampled_from([1, 3, 64]),
+)
+def test_the_lazy_resolver_answers_as_the_full_one(
+    files: list[str], targets: list[str], sources: list[str], eager_after: int
+) -> None:
+    full = LinkResolver(files)
+    lazy = LazyLinkResolver(files, eager_after=eager_after)
+    for source in sources:
+        for target in targets:
+            assert lazy.resolve(target, source) == full.resolve(target, source), (target, source)
+
+
+def test_the_lazy_resolver_indexes_only_the_keys_asked() -> None:
+    lazy = LazyLinkResolver(VAULT)
+    assert lazy.resolve("Sub/Duplicate", "Projects/Plan.md") == "Projects/Sub/Duplicate.md"
+    assert lazy.resolve("café", "Dog.md") == "Café.md"
+    assert len(lazy) == 5  # four `duplicate` files and one `café`, of 17

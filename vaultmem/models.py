@@ -181,3 +181,7 @@ PARSER_VERSION = 2
 """Bump whenever `note.parse.parse_note`'s output changes: the index records it and rebuilds on
 a mismatch. Kept here (re-exported by `note.parse`) so that a no-op reconcile, which compares it,
 need not import the parser (mistune)."""
+
+TOKENIZER_VERSION = 2
+"""Bump whenever `search.tokenizer`'s output changes (it re-exports this): the index records it
+and rebuilds on a mismatch. Kept here so that a no-op reconcile need not import the tokenizer."""

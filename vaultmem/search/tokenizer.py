@@ -32,8 +32,9 @@ Speed: one regex `findall` over the text, then one dict lookup per word in a mem
 words (the analysis runs once per distinct word). On dwarvesf-brain (3.2 MB, 30k distinct
 words) CPython does 4-7 MB/s cold and 9-17 MB/s warm on one shared core, so 20 MB of notes take
 ~2-4 s. Importing the module costs ~20 ms (mark table, regex compile).
-`TOKENIZER_VERSION` must be bumped whenever any output changes: the index records it and rebuilds
-on mismatch. Output also depends on the Unicode database of the running Python (`\\w`, NFKC).
+`TOKENIZER_VERSION` (kept in `models.py`) must be bumped whenever any output changes: the index
+records it and rebuilds on mismatch. Output also depends on the Unicode database of the running
+Python (`\\w`, NFKC).
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ import unicodedata
 from collections.abc import Callable
 
 from vaultmem.config import DEFAULT_SEARCH_LANGUAGE, SEARCH_LANGUAGES
+from vaultmem.models import TOKENIZER_VERSION
 
 __all__ = [
     "DEFAULT_LANGUAGE",
@@ -59,7 +61,6 @@ __all__ = [
     "word_spans",
 ]
 
-TOKENIZER_VERSION = 2
 
 LANGUAGES = SEARCH_LANGUAGES
 """Stemmer languages (`[search] language` in config.toml): PyStemmer's Snowball stemmers;

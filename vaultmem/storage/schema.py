@@ -17,8 +17,8 @@ SCHEMA_VERSION = 4
 DDL = """
 -- Facts about the index itself: which versions built it. A mismatch means rebuild.
 CREATE TABLE meta (
-    key VARCHAR NOT NULL, -- schema_version, parser_version, tokenizer_version or vaultmem_version
-    value VARCHAR NOT NULL -- the version string
+    key VARCHAR NOT NULL, -- schema_version, parser_version, tokenizer_version, vaultmem_version, config_digest, embedding_model; rename_journal (not a version: the digest of the rename journal the note ids were assigned with)
+    value VARCHAR NOT NULL -- the version string (the digest for rename_journal)
 );
 
 -- One row per indexed note: a Markdown file inside a mapped folder.

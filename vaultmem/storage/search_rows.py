@@ -26,15 +26,38 @@ from vaultmem.storage.store import Connection
 
 
 def document_frequencies(con: Connection, note_ids: Iterable[str]) -> Counter[str]:
-    """For each term, in how many of these notes' documents it occurs (before they go)."""
-    ids = sorted(note_ids)
-    if not ids:
+    """For each term, in how many of these notes' documents it occurs (before they go).
+    By integer `note_key`, like `index_writes.delete_notes`: a fifth of the cost of the ids."""
+    keys = sorted(note_key(i) for i in note_ids)
+    if not keys:
         return Counter()
     rows = con.execute(
         "SELECT term, count(*) FROM postings "
-        "WHERE note_id IN (SELECT unnest($1::VARCHAR[])) GROUP BY term",
-        [ids],
+        "WHERE note_key IN (SELECT unnest($1::BIGINT[])) GROUP BY term",
+        [keys],
     ).fetchall()
+    return Counter({term: int(n) for term, n in rows})
+
+
+def delete_postings(con: Connection, note_ids: Iterable[str]) -> Counter[str]:
+    """Delete these notes' postings; return, per term, in how many of their documents it
+    occurred (`document_frequencies`, before they go).
+
+    One scan of the table instead of two: the rows of the notes' integer keys are set aside
+    (rowid, term), counted, then deleted by rowid (~0.06 s of CPU against ~0.09 s for counting
+    and deleting by key at 22M postings).
+    """
+    keys = sorted(note_key(i) for i in note_ids)
+    if not keys:
+        return Counter()
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE gone_postings AS SELECT rowid AS r, term FROM postings "
+        "WHERE note_key IN (SELECT unnest($1::BIGINT[]))",
+        [keys],
+    )
+    rows = con.execute("SELECT term, count(*) FROM gone_postings GROUP BY term").fetchall()
+    con.execute("DELETE FROM postings WHERE rowid IN (SELECT r FROM gone_postings)")
+    con.execute("DROP TABLE gone_postings")
     return Counter({term: int(n) for term, n in rows})
 
 
