@@ -5,6 +5,15 @@ document per section (ord 1, 2, …: the heading and the text under it). Searchi
 rather than whole notes finds the passage that answers a question, and lets a long note's
 unrelated sections stay out of its score. Each document carries its terms with their
 frequencies per field; the index stores them as postings.
+
+Boilerplate: a body line found, word for word (case and spacing aside), in at least
+`BOILERPLATE_NOTES` notes is a template, a footer or a navigation line, not a passage. Its words
+are not postings of the sections holding it (they still count in the section's length and show
+in snippets), so they neither match nor inflate a word's document frequency. Which lines are
+boilerplate depends on the whole vault, so a section records the keys of its candidate lines
+(`line_keys`) and the index decides (`storage.search_rows`): the workers tokenise the full text,
+and the load re-tokenises, with `section_postings`, the few sections that hold boilerplate.
+Lines inside fenced code are never candidates (`return (` in 15 notes is code, not a template).
 """
 
 from __future__ import annotations
@@ -40,6 +49,8 @@ class SearchDocument:
     text: str
     length: int
     terms: tuple[tuple[str, Field, int], ...]
+    line_keys: tuple[int, ...] = ()
+    """Sorted keys of the section's candidate boilerplate lines (`line_keys`); none for ord 0."""
 
 
 def note_documents(note: Note, language: str = DEFAULT_LANGUAGE) -> list[SearchDocument]:
@@ -61,8 +72,65 @@ def note_documents(note: Note, language: str = DEFAULT_LANGUAGE) -> list[SearchD
         ]
         if not any(terms for _, terms in fields):
             continue
-        docs.append(_document(i, section.heading, section.line, section.text, fields))
+        doc = _document(i, section.heading, section.line, section.text, fields)
+        docs.append(doc)
     return docs
+
+
+BOILERPLATE_NOTES = 8
+"""A body line in at least this many notes is boilerplate. An absolute count, not a share of
+the vault, so a note added or removed can move only its own lines across it, and a line that
+crosses re-scores exactly the sections holding it (about this many). At 5, two-word labels
+(`**Pros**`) and a reading list's shared entries already qualify on dwarvesf-brain; at 8 its
+boilerplate is a citation in 16 notes, a navigation line, a template sentence, a signature."""
+
+_FENCES = ("```", "~~~")
+
+
+def _line_key(line: str) -> int | None:
+    """63 bits of BLAKE2b of the line, case-folded with its white space collapsed; None for a
+    line with no letter or digit (it yields no term either)."""
+    norm = " ".join(line.split()).casefold()
+    if not any(c.isalnum() for c in norm):
+        return None
+    digest = hashlib.blake2b(norm.encode("utf-8"), digest_size=8).digest()
+    return int.from_bytes(digest, "big") >> 1
+
+
+def _keyed_lines(text: str) -> Iterator[tuple[str, int | None]]:
+    """Each line of a section's text with its boilerplate key (None: never boilerplate: fenced
+    code, its fence lines, lines without a letter or digit)."""
+    fence: str | None = None
+    for line in text.split("\n"):
+        stripped = line.lstrip()
+        if fence is not None:
+            if stripped.startswith(fence):
+                fence = None
+            yield line, None
+        elif stripped.startswith(_FENCES):
+            fence = stripped[:3]
+            yield line, None
+        else:
+            yield line, _line_key(line)
+
+
+def line_keys(text: str) -> tuple[int, ...]:
+    """The sorted distinct keys of a section text's candidate boilerplate lines."""
+    return tuple(sorted({key for _, key in _keyed_lines(text) if key is not None}))
+
+
+def section_postings(
+    heading: str | None, text: str, boilerplate: frozenset[int], language: str = DEFAULT_LANGUAGE
+) -> dict[str, float]:
+    """A section's postings (term -> field-weighted tf) with its `boilerplate` lines left out.
+
+    With no boilerplate line in the section it is exactly what `note_documents` and
+    `postings_lines` produce, which keeps an index that re-scores sections equal to a rebuild.
+    """
+    tokenize = analyzer(language).tokenize
+    kept = "\n".join(line for line, key in _keyed_lines(text) if key not in boilerplate)
+    fields = [("heading", tokenize(heading) if heading else []), ("body", tokenize(kept))]
+    return _weighted(_document(1, heading, 1, kept, fields).terms)
 
 
 def _document(
@@ -73,8 +141,9 @@ def _document(
         for field, terms in fields
         for term, count in sorted(Counter(terms).items())
     )
+    keys = line_keys(text) if ord_ > 0 else ()
     return SearchDocument(
-        ord_, heading, line, text, sum(len(terms) for _, terms in fields), triples
+        ord_, heading, line, text, sum(len(terms) for _, terms in fields), triples, keys
     )
 
 
@@ -94,8 +163,13 @@ def postings_lines(number: int, documents: Sequence[SearchDocument]) -> Iterator
     """
     note_length = sum(doc.length for doc in documents)
     for doc in documents:
-        weighted: dict[str, float] = {}
-        for term, field, tf in doc.terms:
-            weighted[term] = weighted.get(term, 0.0) + FIELD_WEIGHTS[field] * tf
-        for term, tf_w in weighted.items():
+        for term, tf_w in _weighted(doc.terms).items():
             yield f"{term}\t{number}\t{doc.ord}\t{tf_w!r}\t{doc.length}\t{note_length}\n"
+
+
+def _weighted(terms: Sequence[tuple[str, Field, int]]) -> dict[str, float]:
+    """term -> Σ weight(field) · occurrences."""
+    weighted: dict[str, float] = {}
+    for term, field, tf in terms:
+        weighted[term] = weighted.get(term, 0.0) + FIELD_WEIGHTS[field] * tf
+    return weighted

@@ -13,6 +13,16 @@ Layout, chosen so a query reads only its terms' postings and nothing else:
 
 `terms.df` and `search_stats` stay exactly what a rebuild computes: a fresh build counts them,
 an incremental run applies per-term deltas (documents added minus documents removed).
+
+Boilerplate (`search.documents.BOILERPLATE_NOTES`): the workers cannot know which lines the
+rest of the vault repeats, so they write every section's full postings and its candidate line
+keys (`documents.line_keys`). Between staging and inserting the postings, `load_postings`
+recounts, in how many notes, the lines of the notes loaded now and of the notes gone
+(`line_keys_of`, read before their rows go); `boilerplate_lines` keeps the lines at or above the
+threshold. Then it re-tokenises without those lines (`section_postings`) the staged sections that
+hold one, and, when a line crossed the threshold either way, every stored section holding that
+line. A line crosses one note at a time, so that costs about `BOILERPLATE_NOTES` sections; a
+vault without boilerplate pays one scan of `documents.line_keys` per run.
 """
 
 from __future__ import annotations
@@ -21,7 +31,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from vaultmem.search.documents import note_key
+from vaultmem.search.documents import BOILERPLATE_NOTES, note_key, section_postings
 from vaultmem.storage.store import Connection
 
 
@@ -38,25 +48,45 @@ def document_frequencies(con: Connection, note_ids: Iterable[str]) -> Counter[st
     return Counter({term: int(n) for term, n in rows})
 
 
+def line_keys_of(con: Connection, note_ids: Iterable[str]) -> list[int]:
+    """The candidate boilerplate line keys of these notes (read before their rows go)."""
+    ids = sorted(note_ids)
+    if not ids:
+        return []
+    rows = con.execute(
+        "SELECT DISTINCT unnest(line_keys) FROM documents "
+        "WHERE note_id IN (SELECT unnest($1::VARCHAR[]))",
+        [ids],
+    ).fetchall()
+    return sorted(int(k) for (k,) in rows)
+
+
 def load_postings(
-    con: Connection, files: Sequence[Path], *, create: bool, max_line_bytes: int
+    con: Connection,
+    files: Sequence[Path],
+    *,
+    create: bool,
+    max_line_bytes: int,
+    gone_lines: Sequence[int] = (),
+    language: str = "english",
 ) -> Counter[str]:
-    """Load the workers' postings files; return, per term, how many new documents hold it.
+    """Load the workers' postings files, boilerplate lines left out; return, per term, how many
+    documents hold it now minus before, for the new notes and the stored sections re-scored.
 
     The files number notes by their number in the run; the temp table `note_numbers`
     (`index_writes.number_notes`) maps numbers to ids and keys. `max_line_bytes` lifts
     DuckDB's 2 MB default line limit: one "word" as long as a note must not fail the load.
+    `gone_lines`: `line_keys_of` the notes deleted in this run (changed ones included).
     """
     files = [f for f in files if f.stat().st_size]
     if not files:
-        return Counter()
-    con.execute(
-        "CREATE OR REPLACE TEMP TABLE staged_postings AS SELECT * FROM read_csv($1, "
-        "delim='\t', header=false, quote='', escape='', columns={'term': 'VARCHAR', "
-        "'number': 'INTEGER', 'ord': 'INTEGER', 'tf': 'DOUBLE', 'length': 'INTEGER', "
-        f"'note_length': 'INTEGER'}}, max_line_size={max(max_line_bytes, 2_097_152)})",
-        [[str(f) for f in files]],
-    )
+        con.execute(
+            "CREATE OR REPLACE TEMP TABLE staged_postings (term VARCHAR, number INTEGER, "
+            "ord INTEGER, tf DOUBLE, length INTEGER, note_length INTEGER)"
+        )
+    else:
+        _stage_postings(con, files, max_line_bytes)
+    shift = _drop_boilerplate(con, gone_lines, create=create, language=language)
     order = " ORDER BY s.term, m.note_key, s.ord" if create else ""
     con.execute(
         "INSERT INTO postings SELECT s.term, m.note_id, m.note_key, s.ord, s.tf, s.length, "
@@ -69,8 +99,159 @@ def load_postings(
             "GROUP BY s.term"
         ).fetchall()
         added.update({term: int(n) for term, n in rows})
+        added.update(shift)
     con.execute("DROP TABLE staged_postings")
     return added
+
+
+def _stage_postings(con: Connection, files: Sequence[Path], max_line_bytes: int) -> None:
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE staged_postings AS SELECT * FROM read_csv($1, "
+        "delim='\t', header=false, quote='', escape='', columns={'term': 'VARCHAR', "
+        "'number': 'INTEGER', 'ord': 'INTEGER', 'tf': 'DOUBLE', 'length': 'INTEGER', "
+        f"'note_length': 'INTEGER'}}, max_line_size={max(max_line_bytes, 2_097_152)})",
+        [[str(f) for f in files]],
+    )
+
+
+def _drop_boilerplate(
+    con: Connection, gone_lines: Sequence[int], *, create: bool, language: str
+) -> Counter[str]:
+    """Recount the lines this run can move, keep `boilerplate_lines` current, re-score the
+    sections holding boilerplate: staged ones in `staged_postings`, stored ones (a line that
+    crossed the threshold) in `postings`. Returns the stored sections' df change per term."""
+    new_notes = "SELECT note_id FROM note_numbers"
+    if create:
+        counts = con.execute(
+            "SELECT k, count(DISTINCT note_id) FROM (SELECT note_id, unnest(line_keys) AS k "
+            "FROM documents) GROUP BY k HAVING count(DISTINCT note_id) >= $1",
+            [BOILERPLATE_NOTES],
+        ).fetchall()
+        con.execute("DELETE FROM boilerplate_lines")
+        crossed: list[int] = []
+    else:
+        con.execute(
+            "CREATE OR REPLACE TEMP TABLE touched_lines AS SELECT DISTINCT k FROM ("
+            f"SELECT unnest(line_keys) AS k FROM documents WHERE note_id IN ({new_notes}) "
+            "UNION ALL SELECT unnest($1::BIGINT[]))",
+            [list(gone_lines)],
+        )
+        counts = con.execute(
+            "SELECT x.k, count(DISTINCT note_id) FROM (SELECT note_id, unnest(line_keys) AS k "
+            "FROM documents) x SEMI JOIN touched_lines t ON t.k = x.k GROUP BY x.k "
+            "HAVING count(DISTINCT note_id) >= $1",
+            [BOILERPLATE_NOTES],
+        ).fetchall()
+        was = {
+            int(k)
+            for (k,) in con.execute(
+                "SELECT line_key FROM boilerplate_lines SEMI JOIN touched_lines t ON t.k = line_key"
+            ).fetchall()
+        }
+        crossed = sorted(was ^ {int(k) for k, _ in counts})
+        con.execute("DELETE FROM boilerplate_lines WHERE line_key IN (SELECT k FROM touched_lines)")
+        con.execute("DROP TABLE touched_lines")
+    if counts:
+        con.execute(
+            "INSERT INTO boilerplate_lines SELECT unnest($1::BIGINT[]), unnest($2::INTEGER[])",
+            [[int(k) for k, _ in counts], [int(n) for _, n in counts]],
+        )
+    lines = frozenset(
+        int(k) for (k,) in con.execute("SELECT line_key FROM boilerplate_lines").fetchall()
+    )
+    if lines:
+        _rescore_staged(con, lines, language)
+    if crossed:
+        return _rescore_stored(con, lines, crossed, language)
+    return Counter()
+
+
+_SECTIONS = """SELECT d.note_id, d.ord, d.heading, d.text, d.length,
+       sum(d.length) OVER (PARTITION BY d.note_id) AS note_length, d.line_keys
+FROM documents d WHERE d.note_id IN ({notes})"""
+
+
+def _rescore_staged(con: Connection, lines: frozenset[int], language: str) -> None:
+    """Staged sections holding a boilerplate line get their postings again without it."""
+    rows = con.execute(
+        "SELECT m.number, s.ord, s.heading, s.text, s.length, s.note_length FROM ("
+        + _SECTIONS.format(notes="SELECT note_id FROM note_numbers")
+        + ") s JOIN note_numbers m USING (note_id) "
+        "WHERE s.ord > 0 AND list_has_any(s.line_keys, $1::BIGINT[])",
+        [sorted(lines)],
+    ).fetchall()
+    if not rows:
+        return
+    out = _columns(
+        (term, number, ord_, tf, length, note_length)
+        for number, ord_, heading, text, length, note_length in rows
+        for term, tf in section_postings(heading, text, lines, language).items()
+    )
+    keys = "(SELECT unnest($1::INTEGER[]) AS number, unnest($2::INTEGER[]) AS ord)"
+    con.execute(
+        f"DELETE FROM staged_postings s USING {keys} k WHERE s.number = k.number AND s.ord = k.ord",
+        [[r[0] for r in rows], [r[1] for r in rows]],
+    )
+    con.execute(
+        "INSERT INTO staged_postings SELECT unnest($1::VARCHAR[]), unnest($2::INTEGER[]), "
+        "unnest($3::INTEGER[]), unnest($4::DOUBLE[]), unnest($5::INTEGER[]), "
+        "unnest($6::INTEGER[])",
+        out,
+    )
+
+
+def _columns(rows: Iterable[tuple[object, ...]], width: int = 6) -> list[list[object]]:
+    """Rows as `width` column lists (list parameters for `unnest`); empty lists for no rows."""
+    out: list[list[object]] = [[] for _ in range(width)]
+    for row in rows:
+        for column, value in zip(out, row, strict=True):
+            column.append(value)
+    return out
+
+
+def _rescore_stored(
+    con: Connection, lines: frozenset[int], crossed: list[int], language: str
+) -> Counter[str]:
+    """Stored sections (of notes not loaded now) holding a line that crossed the threshold
+    get their postings again under the current boilerplate; returns the df change per term."""
+    rows = con.execute(
+        "SELECT s.note_id, s.ord, s.heading, s.text, s.length, s.note_length FROM ("
+        + _SECTIONS.format(
+            notes="SELECT note_id FROM documents WHERE list_has_any(line_keys, $1::BIGINT[]) "
+            "EXCEPT SELECT note_id FROM note_numbers"
+        )
+        + ") s WHERE s.ord > 0 AND list_has_any(s.line_keys, $1::BIGINT[])",
+        [crossed],
+    ).fetchall()
+    if not rows:
+        return Counter()
+    ids, ords = [r[0] for r in rows], [r[1] for r in rows]
+    keys = "(SELECT unnest($1::VARCHAR[]) AS note_id, unnest($2::INTEGER[]) AS ord)"
+    before = con.execute(
+        f"SELECT p.term, count(*) FROM postings p JOIN {keys} k USING (note_id, ord) "
+        "GROUP BY p.term",
+        [ids, ords],
+    ).fetchall()
+    shift: Counter[str] = Counter()
+    shift.subtract({term: int(n) for term, n in before})
+    con.execute(
+        f"DELETE FROM postings p USING {keys} k WHERE p.note_id = k.note_id AND p.ord = k.ord",
+        [ids, ords],
+    )
+    fresh = [
+        (term, note_id, note_key(note_id), ord_, tf, length, note_length)
+        for note_id, ord_, heading, text, length, note_length in rows
+        for term, tf in section_postings(heading, text, lines, language).items()
+    ]
+    shift.update(row[0] for row in fresh)
+    out = _columns(fresh, width=7)
+    con.execute(
+        "INSERT INTO postings SELECT unnest($1::VARCHAR[]), unnest($2::VARCHAR[]), "
+        "unnest($3::BIGINT[]), unnest($4::INTEGER[]), unnest($5::DOUBLE[]), "
+        "unnest($6::INTEGER[]), unnest($7::INTEGER[])",
+        out,
+    )
+    return shift
 
 
 def rekey_postings(con: Connection, note_ids: list[str]) -> None:
