@@ -177,3 +177,27 @@ def test_incremental_equals_rebuild_across_the_threshold(
         incremental = dump(vault)
         vault.reconcile(rebuild=True)
         assert incremental == dump(vault)
+
+
+def test_a_footer_linking_to_each_note_itself_is_one_line() -> None:
+    def footer(path: str) -> str:
+        return (
+            f'<span>[Edit In GitHub](https://github.dev/o/hub/blob/main/{path} "git-hub-edit") '
+            f"| [Copy](https://raw.example.org/{path}) · see https://example.org/{path}</span>"
+        )
+
+    assert line_keys(footer("A%20note.md")) == line_keys(footer("Other.md"))
+    assert line_keys("[Edit](x.md)") != line_keys("[Copy](x.md)")  # the words still count
+
+
+def test_a_repeated_heading_is_boilerplate_too(tmp_path: Path) -> None:
+    notes = {
+        f"N{i}.md": f"# N{i}\n\nsubject{i} words\n\n## This note in GitHub\n\n[Edit](https://x/{i})\n"
+        for i in range(BOILERPLATE_NOTES)
+    }
+    notes["Intro.md"] = "# Intro\n\n## GitHub\n\nHow to use GitHub for notes.\n"
+    vault = make_vault(tmp_path / "v", notes)
+    assert rows(vault, "SELECT count(DISTINCT note_id) FROM postings WHERE term = 'github'") == [
+        (1,)
+    ]
+    assert vault.search("github note")[0].path == "Intro.md"

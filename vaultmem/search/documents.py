@@ -13,12 +13,15 @@ in snippets), so they neither match nor inflate a word's document frequency. Whi
 boilerplate depends on the whole vault, so a section records the keys of its candidate lines
 (`line_keys`) and the index decides (`storage.search_rows`): the workers tokenise the full text,
 and the load re-tokenises, with `section_postings`, the few sections that hold boilerplate.
-Lines inside fenced code are never candidates (`return (` in 15 notes is code, not a template).
+Lines inside fenced code are never candidates (`return (` in 15 notes is code, not a template);
+a section's heading is one (`## This note in GitHub` over a footer); a line is compared without
+its link destinations and URLs (a footer's "Edit on GitHub" link names the note's own file).
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -87,10 +90,15 @@ boilerplate is a citation in 16 notes, a navigation line, a template sentence, a
 _FENCES = ("```", "~~~")
 
 
+# A link's destination and a bare URL often name the note itself (a footer's "Edit on GitHub"
+# link to this very file): the key ignores them so the line is the same in every note.
+_DESTINATION = re.compile(r"\]\([^)]*\)|\b[a-z][a-z0-9+.-]*://\S+", re.IGNORECASE)
+
+
 def _line_key(line: str) -> int | None:
-    """63 bits of BLAKE2b of the line, case-folded with its white space collapsed; None for a
-    line with no letter or digit (it yields no term either)."""
-    norm = " ".join(line.split()).casefold()
+    """63 bits of BLAKE2b of the line, link destinations and URLs removed, case-folded, white
+    space collapsed; None for a line with no letter or digit (it yields no term either)."""
+    norm = " ".join(_DESTINATION.sub("]", line).split()).casefold()
     if not any(c.isalnum() for c in norm):
         return None
     digest = hashlib.blake2b(norm.encode("utf-8"), digest_size=8).digest()
@@ -115,8 +123,15 @@ def _keyed_lines(text: str) -> Iterator[tuple[str, int | None]]:
 
 
 def line_keys(text: str) -> tuple[int, ...]:
-    """The sorted distinct keys of a section text's candidate boilerplate lines."""
+    """The sorted distinct keys of a text's candidate boilerplate lines."""
     return tuple(sorted({key for _, key in _keyed_lines(text) if key is not None}))
+
+
+def section_line_keys(heading: str | None, text: str) -> tuple[int, ...]:
+    """A section's candidate lines: its heading's (a template's `## This note in GitHub`)
+    and its text's."""
+    key = _line_key(heading) if heading else None
+    return tuple(sorted({*line_keys(text), *([key] if key is not None else [])}))
 
 
 def section_postings(
@@ -129,6 +144,8 @@ def section_postings(
     """
     tokenize = analyzer(language).tokenize
     kept = "\n".join(line for line, key in _keyed_lines(text) if key not in boilerplate)
+    if heading and _line_key(heading) in boilerplate:
+        heading = None
     fields = [("heading", tokenize(heading) if heading else []), ("body", tokenize(kept))]
     return _weighted(_document(1, heading, 1, kept, fields).terms)
 
@@ -141,7 +158,7 @@ def _document(
         for field, terms in fields
         for term, count in sorted(Counter(terms).items())
     )
-    keys = line_keys(text) if ord_ > 0 else ()
+    keys = section_line_keys(heading, text) if ord_ > 0 else ()
     return SearchDocument(
         ord_, heading, line, text, sum(len(terms) for _, terms in fields), triples, keys
     )

@@ -107,7 +107,7 @@ CREATE TABLE documents (
     line INTEGER NOT NULL, -- 1-based line where the section starts
     length INTEGER NOT NULL, -- number of terms in the document (all fields), BM25's document length
     text VARCHAR NOT NULL, -- the section's Markdown, for snippets and phrase checks
-    line_keys BIGINT[] NOT NULL -- keys of the section's lines that can be boilerplate (63 bits of BLAKE2b of the case-folded line; not fenced code), sorted; empty for ord 0
+    line_keys BIGINT[] NOT NULL -- keys of the section's heading and lines that can be boilerplate (63 bits of BLAKE2b of the case-folded line without URLs; not fenced code), sorted; empty for ord 0
 );
 
 -- Point lookups of a few notes' documents (snippets, recall) would otherwise scan every
@@ -135,7 +135,7 @@ CREATE TABLE vectors (
     head FLOAT[128] NOT NULL -- embedding's first 128 dimensions, normalised to length 1: a search's first stage
 );
 
--- Boilerplate: body lines found in at least 8 notes (footers, templates, navigation). Their words are not postings of the sections holding them (docs/search.md).
+-- Boilerplate: lines and headings found in at least 8 notes (footers, templates, navigation). Their words are not postings of the sections holding them (docs/search.md).
 CREATE TABLE boilerplate_lines (
     line_key BIGINT NOT NULL, -- documents.line_keys element
     notes INTEGER NOT NULL -- number of notes holding the line
