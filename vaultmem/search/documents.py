@@ -98,7 +98,9 @@ _DESTINATION = re.compile(r"\]\([^)]*\)|\b[a-z][a-z0-9+.-]*://\S+", re.IGNORECAS
 def _line_key(line: str) -> int | None:
     """63 bits of BLAKE2b of the line, link destinations and URLs removed, case-folded, white
     space collapsed; None for a line with no letter or digit (it yields no term either)."""
-    norm = " ".join(_DESTINATION.sub("]", line).split()).casefold()
+    if "](" in line or "://" in line:
+        line = _DESTINATION.sub("]", line)
+    norm = " ".join(line.split()).casefold()
     if not any(c.isalnum() for c in norm):
         return None
     digest = hashlib.blake2b(norm.encode("utf-8"), digest_size=8).digest()
@@ -146,8 +148,14 @@ def section_postings(
     kept = "\n".join(line for line, key in _keyed_lines(text) if key not in boilerplate)
     if heading and _line_key(heading) in boilerplate:
         heading = None
-    fields = [("heading", tokenize(heading) if heading else []), ("body", tokenize(kept))]
-    return _weighted(_document(1, heading, 1, kept, fields).terms)
+    weighted: dict[str, float] = {}
+    for field, terms in (
+        ("heading", tokenize(heading) if heading else []),
+        ("body", tokenize(kept)),
+    ):
+        for term, count in Counter(terms).items():
+            weighted[term] = weighted.get(term, 0.0) + FIELD_WEIGHTS[field] * count
+    return weighted
 
 
 def _document(

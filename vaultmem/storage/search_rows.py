@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from vaultmem.search.documents import BOILERPLATE_NOTES, note_key, section_postings
@@ -85,8 +86,13 @@ def load_postings(
             "ord INTEGER, tf DOUBLE, length INTEGER, note_length INTEGER)"
         )
     else:
-        _stage_postings(con, files, max_line_bytes)
-    shift = _drop_boilerplate(con, gone_lines, create=create, language=language)
+        con.execute(
+            "CREATE OR REPLACE TEMP TABLE staged_postings AS SELECT * FROM "
+            + _read_postings(max_line_bytes),
+            [[str(f) for f in files]],
+        )
+    rescored = _Rescore(language, files[0].parent if files else None, max_line_bytes)
+    shift = _drop_boilerplate(con, gone_lines, create=create, rescore=rescored)
     order = " ORDER BY s.term, m.note_key, s.ord" if create else ""
     con.execute(
         "INSERT INTO postings SELECT s.term, m.note_id, m.note_key, s.ord, s.tf, s.length, "
@@ -104,18 +110,27 @@ def load_postings(
     return added
 
 
-def _stage_postings(con: Connection, files: Sequence[Path], max_line_bytes: int) -> None:
-    con.execute(
-        "CREATE OR REPLACE TEMP TABLE staged_postings AS SELECT * FROM read_csv($1, "
-        "delim='\t', header=false, quote='', escape='', columns={'term': 'VARCHAR', "
+def _read_postings(max_line_bytes: int) -> str:
+    """`read_csv` of postings TSV files (list parameter $1) as staged_postings' columns."""
+    return (
+        "read_csv($1, delim='\t', header=false, quote='', escape='', columns={'term': 'VARCHAR', "
         "'number': 'INTEGER', 'ord': 'INTEGER', 'tf': 'DOUBLE', 'length': 'INTEGER', "
-        f"'note_length': 'INTEGER'}}, max_line_size={max(max_line_bytes, 2_097_152)})",
-        [[str(f) for f in files]],
+        f"'note_length': 'INTEGER'}}, max_line_size={max(max_line_bytes, 2_097_152)})"
     )
 
 
+@dataclass(frozen=True, slots=True)
+class _Rescore:
+    """How to re-score sections: the stemmer language, and where re-scored staged postings
+    go as TSV (the workers' staging folder; None: no staged postings this run)."""
+
+    language: str
+    folder: Path | None
+    max_line_bytes: int
+
+
 def _drop_boilerplate(
-    con: Connection, gone_lines: Sequence[int], *, create: bool, language: str
+    con: Connection, gone_lines: Sequence[int], *, create: bool, rescore: _Rescore
 ) -> Counter[str]:
     """Recount the lines this run can move, keep `boilerplate_lines` current, re-score the
     sections holding boilerplate: staged ones in `staged_postings`, stored ones (a line that
@@ -159,54 +174,61 @@ def _drop_boilerplate(
     lines = frozenset(
         int(k) for (k,) in con.execute("SELECT line_key FROM boilerplate_lines").fetchall()
     )
-    if lines:
-        _rescore_staged(con, lines, language)
+    if lines and rescore.folder is not None:
+        _rescore_staged(con, lines, rescore)
     if crossed:
-        return _rescore_stored(con, lines, crossed, language)
+        return _rescore_stored(con, lines, crossed, rescore.language)
     return Counter()
 
 
-_SECTIONS = """SELECT d.note_id, d.ord, d.heading, d.text, d.length,
-       sum(d.length) OVER (PARTITION BY d.note_id) AS note_length, d.line_keys
-FROM documents d WHERE d.note_id IN ({notes})"""
+# The sections of `notes` holding any of the keys $1, with their note's length. Filtering
+# before the note lengths keeps a fresh build from reading every section's text twice.
+_SECTIONS = """WITH hit AS (
+    SELECT note_id, ord, heading, text, length FROM documents
+    WHERE ord > 0 AND list_has_any(line_keys, $1::BIGINT[]) AND note_id IN ({notes})),
+lengths AS (
+    SELECT note_id, sum(length) AS note_length FROM documents
+    WHERE note_id IN (SELECT note_id FROM hit) GROUP BY note_id)
+SELECT h.note_id, h.ord, h.heading, h.text, h.length, l.note_length
+FROM hit h JOIN lengths l USING (note_id)"""
 
 
-def _rescore_staged(con: Connection, lines: frozenset[int], language: str) -> None:
-    """Staged sections holding a boilerplate line get their postings again without it."""
+def _rescore_staged(con: Connection, lines: frozenset[int], rescore: _Rescore) -> None:
+    """Staged sections holding a boilerplate line get their postings again without it.
+
+    A fresh build may re-score thousands of sections (a footer in every note): their postings
+    go through a TSV file like the workers', which loads ~10x faster than list parameters."""
+    assert rescore.folder is not None
     rows = con.execute(
         "SELECT m.number, s.ord, s.heading, s.text, s.length, s.note_length FROM ("
         + _SECTIONS.format(notes="SELECT note_id FROM note_numbers")
-        + ") s JOIN note_numbers m USING (note_id) "
-        "WHERE s.ord > 0 AND list_has_any(s.line_keys, $1::BIGINT[])",
+        + ") s JOIN note_numbers m USING (note_id)",
         [sorted(lines)],
     ).fetchall()
     if not rows:
         return
-    out = _columns(
-        (term, number, ord_, tf, length, note_length)
-        for number, ord_, heading, text, length, note_length in rows
-        for term, tf in section_postings(heading, text, lines, language).items()
-    )
     keys = "(SELECT unnest($1::INTEGER[]) AS number, unnest($2::INTEGER[]) AS ord)"
     con.execute(
         f"DELETE FROM staged_postings s USING {keys} k WHERE s.number = k.number AND s.ord = k.ord",
         [[r[0] for r in rows], [r[1] for r in rows]],
     )
-    con.execute(
-        "INSERT INTO staged_postings SELECT unnest($1::VARCHAR[]), unnest($2::INTEGER[]), "
-        "unnest($3::INTEGER[]), unnest($4::DOUBLE[]), unnest($5::INTEGER[]), "
-        "unnest($6::INTEGER[])",
-        out,
-    )
+    tsv = rescore.folder / "boilerplate-postings.tsv"
+    with tsv.open("w", encoding="utf-8") as out:
+        for number, ord_, heading, text, length, note_length in rows:
+            for term, tf in section_postings(heading, text, lines, rescore.language).items():
+                out.write(f"{term}\t{number}\t{ord_}\t{tf!r}\t{length}\t{note_length}\n")
+    if tsv.stat().st_size:
+        con.execute(
+            "INSERT INTO staged_postings SELECT * FROM " + _read_postings(rescore.max_line_bytes),
+            [[str(tsv)]],
+        )
+    tsv.unlink()
 
 
 def _columns(rows: Iterable[tuple[object, ...]], width: int = 6) -> list[list[object]]:
     """Rows as `width` column lists (list parameters for `unnest`); empty lists for no rows."""
-    out: list[list[object]] = [[] for _ in range(width)]
-    for row in rows:
-        for column, value in zip(out, row, strict=True):
-            column.append(value)
-    return out
+    columns = [list(column) for column in zip(*rows, strict=True)]
+    return columns or [[] for _ in range(width)]
 
 
 def _rescore_stored(
@@ -215,12 +237,10 @@ def _rescore_stored(
     """Stored sections (of notes not loaded now) holding a line that crossed the threshold
     get their postings again under the current boilerplate; returns the df change per term."""
     rows = con.execute(
-        "SELECT s.note_id, s.ord, s.heading, s.text, s.length, s.note_length FROM ("
-        + _SECTIONS.format(
+        _SECTIONS.format(
             notes="SELECT note_id FROM documents WHERE list_has_any(line_keys, $1::BIGINT[]) "
             "EXCEPT SELECT note_id FROM note_numbers"
-        )
-        + ") s WHERE s.ord > 0 AND list_has_any(s.line_keys, $1::BIGINT[])",
+        ),
         [crossed],
     ).fetchall()
     if not rows:
