@@ -85,7 +85,8 @@ BOILERPLATE_NOTES = 8
 the vault, so a note added or removed can move only its own lines across it, and a line that
 crosses re-scores exactly the sections holding it (about this many). At 5, two-word labels
 (`**Pros**`) and a reading list's shared entries already qualify on dwarvesf-brain; at 8 its
-boilerplate is a citation in 16 notes, a navigation line, a template sentence, a signature."""
+boilerplate is template headings (`References`, `Description`), a citation in 16 notes, a
+navigation line, a template sentence, a signature."""
 
 _FENCES = ("```", "~~~")
 
