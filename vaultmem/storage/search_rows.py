@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vaultmem.search.documents import BOILERPLATE_NOTES, note_key, section_postings
+from vaultmem.search.tokenizer import DEFAULT_LANGUAGE
 from vaultmem.storage.store import Connection
 
 
@@ -69,7 +70,7 @@ def load_postings(
     create: bool,
     max_line_bytes: int,
     gone_lines: Sequence[int] = (),
-    language: str = "english",
+    language: str = DEFAULT_LANGUAGE,
 ) -> Counter[str]:
     """Load the workers' postings files, boilerplate lines left out; return, per term, how many
     documents hold it now minus before, for the new notes and the stored sections re-scored.
@@ -198,7 +199,8 @@ def _rescore_staged(con: Connection, lines: frozenset[int], rescore: _Rescore) -
 
     A fresh build may re-score thousands of sections (a footer in every note): their postings
     go through a TSV file like the workers', which loads ~10x faster than list parameters."""
-    assert rescore.folder is not None
+    if rescore.folder is None:  # no staged postings this run, so none to re-score
+        return
     rows = con.execute(
         "SELECT m.number, s.ord, s.heading, s.text, s.length, s.note_length FROM ("
         + _SECTIONS.format(notes="SELECT note_id FROM note_numbers")
