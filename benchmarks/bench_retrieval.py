@@ -7,8 +7,13 @@ has one, else `Vault.init` maps the whole vault), reconciled, and every question
 per set, and per kind of question with `--kinds`; `--misses` lists the questions vaultmem
 ranks worse than rank 1.
 
+A set in `retrieval.VARIANTS` runs on a changed copy (`dwarvesf-brain-boilerplate`: a footer
+and a navigation line appended to 4 notes in 5), which both engines index; the run also ranks
+its questions on an unchanged copy and prints how much each engine's rankings moved (the
+share of questions with the same first note, the mean top-10 overlap).
+
 Usage: `python -m benchmarks.bench_retrieval [--quick] [--json] [--set NAME ...] [--kinds]
-[--misses]`. `--quick` is the same run (the sets are small).
+[--misses] [--no-boilerplate]`. `--quick` is the same run (the sets are small).
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ if __package__ in (None, ""):  # run as a script: make `benchmarks` importable
 from benchmarks.generate_vault import OUT_DIR
 from benchmarks.retrieval import (
     QUESTIONS_DIR,
+    VARIANTS,
     Question,
     fts5_rank,
     load_questions,
@@ -38,14 +44,17 @@ from benchmarks.retrieval import (
 NAME = "retrieval"
 
 
-def prepared_vault(name: str) -> Path:
-    """A fresh copy of the set's vault with an index built by this vaultmem."""
+def prepared_vault(name: str, variant: bool = True) -> Path:
+    """A fresh copy of the set's vault with an index built by this vaultmem; `variant` False
+    leaves out the set's change to its vault (`retrieval.VARIANTS`)."""
     from vaultmem.vault import Vault
 
     source = vault_for(name)
-    target = OUT_DIR / f"retrieval-{name}"
+    target = OUT_DIR / f"retrieval-{name}{'' if variant else '-unchanged'}"
     shutil.rmtree(target, ignore_errors=True)
     shutil.copytree(source, target, ignore=shutil.ignore_patterns("index.duckdb*", ".git"))
+    if variant and name in VARIANTS:  # e.g. a footer appended to most notes
+        VARIANTS[name](target)
     if not (target / ".vaultmem" / "config.toml").exists():
         Vault.init(target)
     Vault(target).reconcile()
@@ -107,6 +116,13 @@ def run_set(name: str, do_sweep: bool = False) -> dict[str, Any]:
         f"title {w[0]}, whole {w[1]}": metrics(sweep_rank(root, questions, w), questions)
         for w in (SWEEP if do_sweep else ())
     }
+    stability = {}
+    if name in VARIANTS:  # how far the change moved each engine's rankings
+        clean = prepared_vault(name, variant=False)
+        stability = {
+            "vaultmem": _agreement(ours, vaultmem_rank(clean, questions)),
+            "fts5": _agreement(base, fts5_rank(clean, questions)),
+        }
     misses = [
         {"q": q.q, "expected": q.expected, "got": r[:3], "fts5": b[:3]}
         for q, r, b in zip(questions, ours, base, strict=True)
@@ -120,7 +136,20 @@ def run_set(name: str, do_sweep: bool = False) -> dict[str, Any]:
         "kinds": kinds,
         "misses": misses,
         "sweep": sweep,
+        "stability": stability,
     }
+
+
+def _agreement(changed: list[list[str]], clean: list[list[str]]) -> dict[str, float]:
+    """How much rankings on the changed vault agree with the unchanged vault's: the share of
+    questions with the same first note, and the mean overlap of the top 10 (0..1)."""
+    n = max(len(clean), 1)
+    same = sum(bool(a and b and a[0] == b[0]) for a, b in zip(changed, clean, strict=True))
+    overlap = sum(
+        len(set(a[:10]) & set(b[:10])) / max(len(b[:10]), 1)
+        for a, b in zip(changed, clean, strict=True)
+    )
+    return {"same top 1": same / n, "overlap@10": overlap / n}
 
 
 def _row(label: str, ours: dict[str, float], base: dict[str, float]) -> str:
@@ -142,7 +171,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--sweep", action="store_true", help="also rank with other weights of the whole note"
     )
+    parser.add_argument(
+        "--no-boilerplate",
+        action="store_true",
+        help="index boilerplate lines like any text (measures what the rule gains)",
+    )
     args = parser.parse_args(argv)
+    if args.no_boilerplate:  # the rule runs in this process, in the postings load
+        from vaultmem.storage import search_rows
+
+        search_rows.BOILERPLATE_NOTES = sys.maxsize
     names = args.set or question_sets()
     results = [run_set(name, args.sweep) for name in names if vault_for(name).exists()]
     if args.json:
@@ -161,6 +199,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     for res in results:
         for weight, m in res["sweep"].items():
             print(_row(f"  {res['set']} · {weight}", m, res["fts5"]))
+    for res in results:
+        for engine, agreement in res["stability"].items():
+            cells = ", ".join(f"{k} {v:.2f}" for k, v in agreement.items())
+            print(f"{res['set']}: {engine} against the unchanged vault: {cells}")
     if args.misses:
         for res in results:
             for miss in res["misses"]:

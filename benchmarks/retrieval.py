@@ -19,9 +19,10 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import quote
 
 REPO = Path(__file__).resolve().parent.parent
 QUESTIONS_DIR = Path(__file__).resolve().parent / "questions"
@@ -46,6 +47,41 @@ def vault_for(name: str) -> Path:
         if alt.exists():
             return alt
     return path
+
+
+BOILERPLATE_FOOTER = """
+
+%% Hub footer: Please don't edit anything below this line %%
+
+## This note in GitHub
+
+<span class="git-footer">[Edit In GitHub](https://github.dev/dwarvesf/brain/blob/main/{path} \
+"git-hub-edit-note") | [Copy this note](https://raw.githubusercontent.com/dwarvesf/brain/main/\
+{path} "git-hub-copy-note")</span>
+
+Contribute on GitHub · Edit this page · Join our Discord
+[[_index|Home]] · Previous page · Next page
+"""
+"""What a published vault appends to most notes: obsidian-hub's footer (a heading, a line of
+links to the note's own file on GitHub) and a docs site's contribute and navigation lines."""
+
+
+def add_boilerplate(root: Path) -> None:
+    """Append `BOILERPLATE_FOOTER` to 4 notes in 5 (all but every fifth, in path order)."""
+    notes = sorted(
+        p
+        for p in root.rglob("*.md")
+        if not any(part.startswith(".") for part in p.relative_to(root).parts)
+    )
+    for i, path in enumerate(notes):
+        if i % 5:
+            quoted = quote(path.relative_to(root).as_posix())
+            with path.open("a", encoding="utf-8") as out:
+                out.write(BOILERPLATE_FOOTER.format(path=quoted))
+
+
+VARIANTS: dict[str, Callable[[Path], None]] = {"dwarvesf-brain-boilerplate": add_boilerplate}
+"""Question sets asked of a changed copy of their vault: the change, applied to the copy."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -630,6 +630,7 @@ class _Run:
                 if create:
                     store.create_schema(con, index_versions(config))
                 removed_df = search_rows.delete_postings(con, ident.removed_ids)
+                gone_lines = [] if create else search_rows.line_keys_of(con, ident.removed_ids)
                 writes.delete_notes(con, ident.removed_ids, postings=False)
                 full_scan = survey.problems is not None
                 writes.replace_problems(
@@ -656,7 +657,12 @@ class _Run:
                 if not create:
                     self._reresolve(con, survey, out, ident, links)
                 added_df = search_rows.load_postings(
-                    con, prep.postings, create=create, max_line_bytes=config.max_note_bytes + 64
+                    con,
+                    prep.postings,
+                    create=create,
+                    max_line_bytes=config.max_note_bytes + 64,
+                    gone_lines=gone_lines,
+                    language=config.search_language,
                 )
                 if create:
                     search_rows.recount_terms(con, None)

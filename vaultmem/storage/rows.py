@@ -141,7 +141,9 @@ class StagedRows:
                 res.subpath_found,
             )
         for doc in rec.documents:
-            self._add("documents", n, doc.ord, doc.heading, doc.line, doc.length, doc.text)
+            self._add(
+                "documents", n, doc.ord, doc.heading, doc.line, doc.length, doc.text, doc.line_keys
+            )
 
     def write(self, folder: Path, stem: str) -> dict[str, Path]:
         """Write one file per table that has rows: {table: file}."""

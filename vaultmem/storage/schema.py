@@ -12,7 +12,7 @@ import re
 import sys
 from dataclasses import dataclass
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 DDL = """
 -- Facts about the index itself: which versions built it. A mismatch means rebuild.
@@ -106,7 +106,8 @@ CREATE TABLE documents (
     heading VARCHAR, -- the section's heading; NULL for ord 0 and for text before the first heading
     line INTEGER NOT NULL, -- 1-based line where the section starts
     length INTEGER NOT NULL, -- number of terms in the document (all fields), BM25's document length
-    text VARCHAR NOT NULL -- the section's Markdown, for snippets and phrase checks
+    text VARCHAR NOT NULL, -- the section's Markdown, for snippets and phrase checks
+    line_keys BIGINT[] NOT NULL -- keys of the section's heading and lines that can be boilerplate (63 bits of BLAKE2b of the case-folded line without URLs; not fenced code), sorted; empty for ord 0
 );
 
 -- Point lookups of a few notes' documents (snippets, recall) would otherwise scan every
@@ -132,6 +133,12 @@ CREATE TABLE vectors (
     ord INTEGER NOT NULL, -- documents.ord
     embedding FLOAT[256] NOT NULL, -- the mean of the document's static token embeddings, normalised to length 1 (meta.embedding_model)
     head FLOAT[128] NOT NULL -- embedding's first 128 dimensions, normalised to length 1: a search's first stage
+);
+
+-- Boilerplate: lines and headings found in at least 8 notes (footers, templates, navigation). Their words are not postings of the sections holding them (docs/search.md).
+CREATE TABLE boilerplate_lines (
+    line_key BIGINT NOT NULL, -- documents.line_keys element
+    notes INTEGER NOT NULL -- number of notes holding the line
 );
 
 -- Document frequency per term: in how many documents the term occurs (any field).
@@ -182,6 +189,7 @@ DERIVED_TABLES: tuple[str, ...] = (
     "postings",
     "terms",
     "search_stats",
+    "boilerplate_lines",
     "vectors",
     "problems",
 )

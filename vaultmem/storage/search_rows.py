@@ -13,15 +13,27 @@ Layout, chosen so a query reads only its terms' postings and nothing else:
 
 `terms.df` and `search_stats` stay exactly what a rebuild computes: a fresh build counts them,
 an incremental run applies per-term deltas (documents added minus documents removed).
+
+Boilerplate (`search.documents.BOILERPLATE_NOTES`): the workers cannot know which lines the
+rest of the vault repeats, so they write every section's full postings and its candidate line
+keys (`documents.line_keys`). Between staging and inserting the postings, `load_postings`
+recounts, in how many notes, the lines of the notes loaded now and of the notes gone
+(`line_keys_of`, read before their rows go); `boilerplate_lines` keeps the lines at or above the
+threshold. Then it re-tokenises without those lines (`section_postings`) the staged sections that
+hold one, and, when a line crossed the threshold either way, every stored section holding that
+line. A line crosses one note at a time, so that costs about `BOILERPLATE_NOTES` sections; a
+vault without boilerplate pays one scan of `documents.line_keys` per run.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
-from vaultmem.search.documents import note_key
+from vaultmem.search.documents import BOILERPLATE_NOTES, note_key, section_postings
+from vaultmem.search.tokenizer import DEFAULT_LANGUAGE
 from vaultmem.storage.store import Connection
 
 
@@ -61,25 +73,50 @@ def delete_postings(con: Connection, note_ids: Iterable[str]) -> Counter[str]:
     return Counter({term: int(n) for term, n in rows})
 
 
+def line_keys_of(con: Connection, note_ids: Iterable[str]) -> list[int]:
+    """The candidate boilerplate line keys of these notes (read before their rows go)."""
+    ids = sorted(note_ids)
+    if not ids:
+        return []
+    rows = con.execute(
+        "SELECT DISTINCT unnest(line_keys) FROM documents "
+        "WHERE note_id IN (SELECT unnest($1::VARCHAR[]))",
+        [ids],
+    ).fetchall()
+    return sorted(int(k) for (k,) in rows)
+
+
 def load_postings(
-    con: Connection, files: Sequence[Path], *, create: bool, max_line_bytes: int
+    con: Connection,
+    files: Sequence[Path],
+    *,
+    create: bool,
+    max_line_bytes: int,
+    gone_lines: Sequence[int] = (),
+    language: str = DEFAULT_LANGUAGE,
 ) -> Counter[str]:
-    """Load the workers' postings files; return, per term, how many new documents hold it.
+    """Load the workers' postings files, boilerplate lines left out; return, per term, how many
+    documents hold it now minus before, for the new notes and the stored sections re-scored.
 
     The files number notes by their number in the run; the temp table `note_numbers`
     (`index_writes.number_notes`) maps numbers to ids and keys. `max_line_bytes` lifts
     DuckDB's 2 MB default line limit: one "word" as long as a note must not fail the load.
+    `gone_lines`: `line_keys_of` the notes deleted in this run (changed ones included).
     """
     files = [f for f in files if f.stat().st_size]
     if not files:
-        return Counter()
-    con.execute(
-        "CREATE OR REPLACE TEMP TABLE staged_postings AS SELECT * FROM read_csv($1, "
-        "delim='\t', header=false, quote='', escape='', columns={'term': 'VARCHAR', "
-        "'number': 'INTEGER', 'ord': 'INTEGER', 'tf': 'DOUBLE', 'length': 'INTEGER', "
-        f"'note_length': 'INTEGER'}}, max_line_size={max(max_line_bytes, 2_097_152)})",
-        [[str(f) for f in files]],
-    )
+        con.execute(
+            "CREATE OR REPLACE TEMP TABLE staged_postings (term VARCHAR, number INTEGER, "
+            "ord INTEGER, tf DOUBLE, length INTEGER, note_length INTEGER)"
+        )
+    else:
+        con.execute(
+            "CREATE OR REPLACE TEMP TABLE staged_postings AS SELECT * FROM "
+            + _read_postings(max_line_bytes),
+            [[str(f) for f in files]],
+        )
+    rescored = _Rescore(language, files[0].parent if files else None, max_line_bytes)
+    shift = _drop_boilerplate(con, gone_lines, create=create, rescore=rescored)
     order = " ORDER BY s.term, m.note_key, s.ord" if create else ""
     con.execute(
         "INSERT INTO postings SELECT s.term, m.note_id, m.note_key, s.ord, s.tf, s.length, "
@@ -92,8 +129,174 @@ def load_postings(
             "GROUP BY s.term"
         ).fetchall()
         added.update({term: int(n) for term, n in rows})
+        added.update(shift)
     con.execute("DROP TABLE staged_postings")
     return added
+
+
+def _read_postings(max_line_bytes: int) -> str:
+    """`read_csv` of postings TSV files (list parameter $1) as staged_postings' columns."""
+    return (
+        "read_csv($1, delim='\t', header=false, quote='', escape='', columns={'term': 'VARCHAR', "
+        "'number': 'INTEGER', 'ord': 'INTEGER', 'tf': 'DOUBLE', 'length': 'INTEGER', "
+        f"'note_length': 'INTEGER'}}, max_line_size={max(max_line_bytes, 2_097_152)})"
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Rescore:
+    """How to re-score sections: the stemmer language, and where re-scored staged postings
+    go as TSV (the workers' staging folder; None: no staged postings this run)."""
+
+    language: str
+    folder: Path | None
+    max_line_bytes: int
+
+
+def _drop_boilerplate(
+    con: Connection, gone_lines: Sequence[int], *, create: bool, rescore: _Rescore
+) -> Counter[str]:
+    """Recount the lines this run can move, keep `boilerplate_lines` current, re-score the
+    sections holding boilerplate: staged ones in `staged_postings`, stored ones (a line that
+    crossed the threshold) in `postings`. Returns the stored sections' df change per term."""
+    new_notes = "SELECT note_id FROM note_numbers"
+    if create:
+        counts = con.execute(
+            "SELECT k, count(DISTINCT note_id) FROM (SELECT note_id, unnest(line_keys) AS k "
+            "FROM documents) GROUP BY k HAVING count(DISTINCT note_id) >= $1",
+            [BOILERPLATE_NOTES],
+        ).fetchall()
+        con.execute("DELETE FROM boilerplate_lines")
+        crossed: list[int] = []
+    else:
+        con.execute(
+            "CREATE OR REPLACE TEMP TABLE touched_lines AS SELECT DISTINCT k FROM ("
+            f"SELECT unnest(line_keys) AS k FROM documents WHERE note_id IN ({new_notes}) "
+            "UNION ALL SELECT unnest($1::BIGINT[]))",
+            [list(gone_lines)],
+        )
+        counts = con.execute(
+            "SELECT x.k, count(DISTINCT note_id) FROM (SELECT note_id, unnest(line_keys) AS k "
+            "FROM documents) x SEMI JOIN touched_lines t ON t.k = x.k GROUP BY x.k "
+            "HAVING count(DISTINCT note_id) >= $1",
+            [BOILERPLATE_NOTES],
+        ).fetchall()
+        was = {
+            int(k)
+            for (k,) in con.execute(
+                "SELECT line_key FROM boilerplate_lines SEMI JOIN touched_lines t ON t.k = line_key"
+            ).fetchall()
+        }
+        crossed = sorted(was ^ {int(k) for k, _ in counts})
+        con.execute("DELETE FROM boilerplate_lines WHERE line_key IN (SELECT k FROM touched_lines)")
+        con.execute("DROP TABLE touched_lines")
+    if counts:
+        con.execute(
+            "INSERT INTO boilerplate_lines SELECT unnest($1::BIGINT[]), unnest($2::INTEGER[])",
+            [[int(k) for k, _ in counts], [int(n) for _, n in counts]],
+        )
+    lines = frozenset(
+        int(k) for (k,) in con.execute("SELECT line_key FROM boilerplate_lines").fetchall()
+    )
+    if lines and rescore.folder is not None:
+        _rescore_staged(con, lines, rescore)
+    if crossed:
+        return _rescore_stored(con, lines, crossed, rescore.language)
+    return Counter()
+
+
+# The sections of `notes` holding any of the keys $1, with their note's length. Filtering
+# before the note lengths keeps a fresh build from reading every section's text twice.
+_SECTIONS = """WITH hit AS (
+    SELECT note_id, ord, heading, text, length FROM documents
+    WHERE ord > 0 AND list_has_any(line_keys, $1::BIGINT[]) AND note_id IN ({notes})),
+lengths AS (
+    SELECT note_id, sum(length) AS note_length FROM documents
+    WHERE note_id IN (SELECT note_id FROM hit) GROUP BY note_id)
+SELECT h.note_id, h.ord, h.heading, h.text, h.length, l.note_length
+FROM hit h JOIN lengths l USING (note_id)"""
+
+
+def _rescore_staged(con: Connection, lines: frozenset[int], rescore: _Rescore) -> None:
+    """Staged sections holding a boilerplate line get their postings again without it.
+
+    A fresh build may re-score thousands of sections (a footer in every note): their postings
+    go through a TSV file like the workers', which loads ~10x faster than list parameters."""
+    if rescore.folder is None:  # no staged postings this run, so none to re-score
+        return
+    rows = con.execute(
+        "SELECT m.number, s.ord, s.heading, s.text, s.length, s.note_length FROM ("
+        + _SECTIONS.format(notes="SELECT note_id FROM note_numbers")
+        + ") s JOIN note_numbers m USING (note_id)",
+        [sorted(lines)],
+    ).fetchall()
+    if not rows:
+        return
+    keys = "(SELECT unnest($1::INTEGER[]) AS number, unnest($2::INTEGER[]) AS ord)"
+    con.execute(
+        f"DELETE FROM staged_postings s USING {keys} k WHERE s.number = k.number AND s.ord = k.ord",
+        [[r[0] for r in rows], [r[1] for r in rows]],
+    )
+    tsv = rescore.folder / "boilerplate-postings.tsv"
+    with tsv.open("w", encoding="utf-8") as out:
+        for number, ord_, heading, text, length, note_length in rows:
+            for term, tf in section_postings(heading, text, lines, rescore.language).items():
+                out.write(f"{term}\t{number}\t{ord_}\t{tf!r}\t{length}\t{note_length}\n")
+    if tsv.stat().st_size:
+        con.execute(
+            "INSERT INTO staged_postings SELECT * FROM " + _read_postings(rescore.max_line_bytes),
+            [[str(tsv)]],
+        )
+    tsv.unlink()
+
+
+def _columns(rows: Iterable[tuple[object, ...]], width: int = 6) -> list[list[object]]:
+    """Rows as `width` column lists (list parameters for `unnest`); empty lists for no rows."""
+    columns = [list(column) for column in zip(*rows, strict=True)]
+    return columns or [[] for _ in range(width)]
+
+
+def _rescore_stored(
+    con: Connection, lines: frozenset[int], crossed: list[int], language: str
+) -> Counter[str]:
+    """Stored sections (of notes not loaded now) holding a line that crossed the threshold
+    get their postings again under the current boilerplate; returns the df change per term."""
+    rows = con.execute(
+        _SECTIONS.format(
+            notes="SELECT note_id FROM documents WHERE list_has_any(line_keys, $1::BIGINT[]) "
+            "EXCEPT SELECT note_id FROM note_numbers"
+        ),
+        [crossed],
+    ).fetchall()
+    if not rows:
+        return Counter()
+    ids, ords = [r[0] for r in rows], [r[1] for r in rows]
+    keys = "(SELECT unnest($1::VARCHAR[]) AS note_id, unnest($2::INTEGER[]) AS ord)"
+    before = con.execute(
+        f"SELECT p.term, count(*) FROM postings p JOIN {keys} k USING (note_id, ord) "
+        "GROUP BY p.term",
+        [ids, ords],
+    ).fetchall()
+    shift: Counter[str] = Counter()
+    shift.subtract({term: int(n) for term, n in before})
+    con.execute(
+        f"DELETE FROM postings p USING {keys} k WHERE p.note_id = k.note_id AND p.ord = k.ord",
+        [ids, ords],
+    )
+    fresh = [
+        (term, note_id, note_key(note_id), ord_, tf, length, note_length)
+        for note_id, ord_, heading, text, length, note_length in rows
+        for term, tf in section_postings(heading, text, lines, language).items()
+    ]
+    shift.update(row[0] for row in fresh)
+    out = _columns(fresh, width=7)
+    con.execute(
+        "INSERT INTO postings SELECT unnest($1::VARCHAR[]), unnest($2::VARCHAR[]), "
+        "unnest($3::BIGINT[]), unnest($4::INTEGER[]), unnest($5::DOUBLE[]), "
+        "unnest($6::INTEGER[]), unnest($7::INTEGER[])",
+        out,
+    )
+    return shift
 
 
 def rekey_postings(con: Connection, note_ids: list[str]) -> None:
