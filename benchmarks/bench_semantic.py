@@ -44,7 +44,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")  # belt and braces: nothing may dow
 from benchmarks.generate_vault import OUT_DIR, ensure_vault
 from benchmarks.retrieval import QUESTIONS_DIR, VAULTS, Question, load_questions, metrics, vault_for
 from vaultmem.config import load_config, render_config
-from vaultmem.search import vectors
+from vaultmem.search import embedding, vectors
 from vaultmem.search.query import SearchFilters
 from vaultmem.storage import store, vector_queries
 from vaultmem.vault import Vault
@@ -152,10 +152,10 @@ def variants(vault: Vault, questions: list[Question], words: list[list[str]]) ->
             "JOIN notes n ON n.id = d.note_id ORDER BY n.path, d.ord"
         ).fetchall()
     paths = [r[0] for r in rows]
-    texts = [vectors.embedding_text(*r[1:]) for r in rows]
+    texts = [embedding.embedding_text(*r[1:]) for r in rows]
     out: dict[str, Any] = {}
     for dims in (64, 128, 256):
-        model = vectors.Embedder.load(dims)
+        model = embedding.Embedder.load(dims)
         matrix = model.embed(texts)
         queries = model.embed([vectors.query_text(q.q) for q in questions])
         ranked: list[list[str]] = []
@@ -183,7 +183,7 @@ def scale(notes: int, out: Path) -> dict[str, Any]:
     with store.reading(vault.config.index_path) as con:
         (documents,) = con.execute("SELECT count(*) FROM vectors").fetchone() or (0,)
         texts = [
-            vectors.embedding_text(*row)
+            embedding.embedding_text(*row)
             for row in con.execute(
                 "SELECT n.title, d.ord, d.heading, d.text FROM documents d "
                 "JOIN notes n ON n.id = d.note_id"
@@ -191,7 +191,7 @@ def scale(notes: int, out: Path) -> dict[str, Any]:
         ]
         size_mb = vault.config.index_path.stat().st_size / 1e6
     started = time.perf_counter()
-    vectors.embedder().embed(texts)
+    embedding.embedder().embed(texts)
     embed_s = time.perf_counter() - started
     del texts
     _log(f"{notes}: reconcile {seconds:.1f} s, {documents} vectors, embedding {embed_s:.1f} s")

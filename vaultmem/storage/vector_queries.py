@@ -1,7 +1,12 @@
-"""SQL for the `vectors` table: loading document embeddings and brute-force nearest notes.
+"""SQL for the `vectors` table: loading document embeddings and the nearest notes to a query.
 
-Embeddings load through a registered numpy column (one array per row), not a LIST parameter:
-binding 60,000 x 256 floats as Python lists took 20 s, the registered column 0.6 s. Search
+The parse workers embed the documents they make and stage them in one `.npz` file per chunk
+(`stage_vectors`: note numbers, ords, embeddings and heads as numpy arrays); the write
+transaction loads the files (`load_staged_vectors`), numbers joined to ids through
+`note_numbers` as for the other staged rows. They load through a registered numpy column (one
+array per row), not a LIST parameter: binding 60,000 x 256 floats as Python lists took 20 s,
+the registered column 0.6 s. This module imports neither numpy nor DuckDB at import time (a
+parse worker imports it). Search
 uses DuckDB's built-in `array_inner_product` (the rows are unit vectors, so it is the cosine):
 no extension, nothing downloaded. It runs in two stages: a scan of every document's `head`
 (its first HEAD_DIMS dimensions, renormalised: the model is trained to be cut) keeps the
@@ -13,13 +18,14 @@ the time. benchmarks/bench_semantic.py measures it against the exact scan, and t
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-from vaultmem.storage.store import Connection
 
 if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
+
+    from vaultmem.storage.store import Connection
 
 Ranked = list[tuple[str, list[tuple[int, float]]]]
 """Notes, best first, each with its best documents as (ord, score), best first."""
@@ -52,48 +58,71 @@ def _column(rows: NDArray[np.float32]) -> NDArray[Any]:
     return column
 
 
-def load_vectors(
-    con: Connection, note_ids: Sequence[str], ords: Sequence[int], matrix: NDArray[np.float32]
+def stage_vectors(
+    path: Path, numbers: Sequence[int], ords: Sequence[int], matrix: NDArray[np.float32]
 ) -> None:
-    """Insert one row per document: `matrix` row i belongs to (note_ids[i], ords[i])."""
+    """Write one chunk's vectors for `load_staged_vectors`: row i is document `ords[i]` of the
+    note numbered `numbers[i]` in this run; `head` is computed here, in the worker."""
     import numpy as np
 
-    dims = int(matrix.shape[1]) if matrix.ndim == 2 else 0
-    for start in range(0, len(note_ids), LOAD_ROWS):
-        stop = min(start + LOAD_ROWS, len(note_ids))
+    with open(path, "wb") as handle:
+        np.savez(
+            handle,
+            number=np.asarray(numbers, dtype=np.int64),
+            ord=np.asarray(ords, dtype=np.int32),
+            embedding=np.asarray(matrix, dtype=np.float32),
+            head=heads(matrix),
+        )
+
+
+def load_staged_vectors(con: Connection, paths: Sequence[Path]) -> int:
+    """Insert the staged vectors of these chunk files, LOAD_ROWS rows at a time, each note's
+    number joined to its id through `note_numbers` (`index_writes.number_notes`): rows of a
+    number not in it (a note prepared again since) are dropped. Returns the rows inserted."""
+    import numpy as np
+
+    written = 0
+    pending: list[dict[str, Any]] = []
+
+    def flush() -> None:
+        nonlocal written
+        if not pending:
+            return
+        batch = {key: np.concatenate([part[key] for part in pending]) for key in pending[0]}
+        pending.clear()
+        if not len(batch["number"]):
+            return
+        dims, head_dims = int(batch["embedding"].shape[1]), int(batch["head"].shape[1])
         con.register(
             "vectors_staged",
             {
-                "note_id": np.array(note_ids[start:stop], dtype=object),
-                "ord": np.array(ords[start:stop], dtype=np.int32),
-                "embedding": _column(matrix[start:stop]),
-                "head": _column(heads(matrix[start:stop])),
+                "number": batch["number"],
+                "ord": batch["ord"],
+                "embedding": _column(batch["embedding"]),
+                "head": _column(batch["head"]),
             },
         )
+        del batch
         try:
-            con.execute(
-                f"INSERT INTO vectors SELECT note_id, ord, embedding::FLOAT[{dims}], "
-                f"head::FLOAT[{HEAD_DIMS}] FROM vectors_staged ORDER BY note_id, ord"
-            )
+            (count,) = con.execute(
+                f"INSERT INTO vectors SELECT m.note_id, s.ord, s.embedding::FLOAT[{dims}], "
+                f"s.head::FLOAT[{head_dims}] FROM vectors_staged s "
+                "JOIN note_numbers m ON m.number = s.number ORDER BY m.note_id, s.ord"
+            ).fetchone() or (0,)
+            written += int(count)
         finally:
             con.unregister("vectors_staged")
 
-
-def embedding_rows(
-    con: Connection, note_ids: Sequence[str]
-) -> list[tuple[str, int, str, str | None, str]]:
-    """(note_id, ord, note title, heading, text) of every search document of these notes, by
-    note and ord: what their vectors are made of (`vectors.embedding_text`). The literal IN-list
-    lets DuckDB use `documents_by_note` instead of scanning every document's text."""
-    if not note_ids:
-        return []
-    rows = con.execute(
-        "SELECT d.note_id, d.ord, n.title, d.heading, d.text FROM documents d "
-        "JOIN notes n ON n.id = d.note_id "
-        f"WHERE d.note_id IN ({', '.join('?' * len(note_ids))}) ORDER BY d.note_id, d.ord",
-        list(note_ids),
-    ).fetchall()
-    return [(r[0], int(r[1]), r[2], r[3], r[4]) for r in rows]
+    rows = 0
+    for path in paths:
+        with np.load(path) as staged:
+            pending.append({key: staged[key] for key in ("number", "ord", "embedding", "head")})
+        rows += len(pending[-1]["number"])
+        if rows >= LOAD_ROWS:
+            flush()
+            rows = 0
+    flush()
+    return written
 
 
 def embedding_model(con: Connection) -> str:
