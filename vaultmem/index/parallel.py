@@ -140,7 +140,7 @@ class _Worker:
             with open(postings_path, "w", encoding="utf-8", newline="\n") as handle:
                 handle.writelines(postings)
         embed = self.context.embed
-        vectors = embed(out / f"{stem}.vectors.npz", embedded) if embed and embedded else None
+        vectors = embed(out / f"{stem}.vectors.parquet", embedded) if embed and embedded else None
         return Chunk(tuple(notes), staged, postings_path, vectors)
 
     def note(

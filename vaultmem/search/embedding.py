@@ -159,9 +159,9 @@ def embedder() -> Embedder:
 
 def stage_vectors(path: Path, notes: Sequence[tuple[int, str, Sequence[SearchDocument]]]) -> Path:
     """Embed the search documents of a chunk's parsed notes, given as (note number, title, its
-    documents), and stage them in `path` for the load (`vector_queries.load_staged_vectors`).
-    Runs in the process that made the documents: a parse worker, or reconcile's own process
-    for a small batch."""
+    documents), and stage them in `path`, a Parquet file that the write transaction loads
+    (`vector_queries.load_staged_vectors`). Runs in the process that made the documents: a
+    parse worker, or reconcile's own process for a small batch."""
     texts = [
         embedding_text(title, doc.ord, doc.heading, doc.text)
         for _, title, docs in notes

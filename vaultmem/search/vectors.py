@@ -48,16 +48,14 @@ def query_text(query: str) -> str:
     return " ".join(_OPERATOR.sub(" ", query).replace('"', " ").split())
 
 
-def fuse(
-    rankings: Sequence[Sequence[str]], *, k: int = RRF_K, weights: Sequence[float] | None = None
-) -> list[tuple[str, float]]:
-    """Reciprocal rank fusion: each ranking (ids, best first) gives an id w / (k + rank), rank
-    from 1; ids are returned by the sum, best first, ties by id."""
-    weights = weights or [1.0] * len(rankings)
+def fuse(rankings: Sequence[Sequence[str]], *, k: int = RRF_K) -> list[tuple[str, float]]:
+    """Reciprocal rank fusion: each ranking (ids, best first) gives an id 1 / (k + rank), rank
+    from 1; ids are returned by the sum, best first, ties by id. Equal weights: a words-heavy
+    weighting was never measured on questions it was not tuned on, so none is offered."""
     scores: dict[str, float] = {}
-    for ranking, weight in zip(rankings, weights, strict=True):
+    for ranking in rankings:
         for rank, item in enumerate(ranking, start=1):
-            scores[item] = scores.get(item, 0.0) + weight / (k + rank)
+            scores[item] = scores.get(item, 0.0) + 1.0 / (k + rank)
     return sorted(scores.items(), key=lambda pair: (-pair[1], pair[0]))
 
 
