@@ -33,7 +33,8 @@ DEFAULT_WHEN_ON = SEARCH_MODE_WHEN_ON
 the rule in docs/search.md: hybrid becomes it only if it beats words on r@5 AND MRR@10 on every
 question set and stays within 2x of words' warm latency. After search v2 it does not
 (benchmarks/bench_semantic.py: it loses to words on dwarvesf-brain and example-vault, ties on
-example-vault-mismatch's r@5), so vectors are asked for explicitly."""
+example-vault-mismatch's r@5; at 100,000 notes it also costs 2.8x words), so vectors are asked
+for explicitly. tests/test_vectors.py checks the quality half against this value."""
 POOL = 50
 """How many notes each ranking contributes to a fusion (at least; more for a larger limit)."""
 
