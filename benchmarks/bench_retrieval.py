@@ -12,8 +12,12 @@ and a navigation line appended to 4 notes in 5), which both engines index; the r
 its questions on an unchanged copy and prints how much each engine's rankings moved (the
 share of questions with the same first note, the mean top-10 overlap).
 
+`--modes` ranks every set again with semantic recall on, once per search mode (words,
+vectors, hybrid), and applies the rule's quality half (docs/search.md; latency is
+`benchmarks.bench_semantic`'s).
+
 Usage: `python -m benchmarks.bench_retrieval [--quick] [--json] [--set NAME ...] [--kinds]
-[--misses] [--no-boilerplate]`. `--quick` is the same run (the sets are small).
+[--misses] [--no-boilerplate] [--modes]`. `--quick` is the same run (the sets are small).
 """
 
 from __future__ import annotations
@@ -99,7 +103,18 @@ SWEEP = [(t, w) for t in (0.0, 0.5, 1.0) for w in (1.0, 2.0, 4.0, 100.0)]
 """(title document weight, whole-note weight) pairs tried by `--sweep`."""
 
 
-def run_set(name: str, do_sweep: bool = False) -> dict[str, Any]:
+def mode_metrics(name: str, questions: Sequence[Question]) -> dict[str, Any]:
+    """Metrics of each search mode on a copy of the set's vault with semantic recall on."""
+    from benchmarks import bench_semantic
+
+    vault = bench_semantic.semantic_copy(
+        vault_for(name), OUT_DIR / f"retrieval-modes-{name}", question_set=name
+    )
+    vault.reconcile()
+    return bench_semantic.mode_metrics(vault, list(questions))
+
+
+def run_set(name: str, do_sweep: bool = False, modes: bool = False) -> dict[str, Any]:
     questions = load_questions(QUESTIONS_DIR / f"{name}.jsonl")
     root = prepared_vault(name)
     ours = vaultmem_rank(root, questions)
@@ -137,6 +152,7 @@ def run_set(name: str, do_sweep: bool = False) -> dict[str, Any]:
         "misses": misses,
         "sweep": sweep,
         "stability": stability,
+        "modes": mode_metrics(name, questions) if modes else {},
     }
 
 
@@ -176,13 +192,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="index boilerplate lines like any text (measures what the rule gains)",
     )
+    parser.add_argument(
+        "--modes", action="store_true", help="also rank with semantic recall on, every mode"
+    )
     args = parser.parse_args(argv)
     if args.no_boilerplate:  # the rule runs in this process, in the postings load
         from vaultmem.storage import search_rows
 
         search_rows.BOILERPLATE_NOTES = sys.maxsize
     names = args.set or question_sets()
-    results = [run_set(name, args.sweep) for name in names if vault_for(name).exists()]
+    results = [run_set(name, args.sweep, args.modes) for name in names if vault_for(name).exists()]
     if args.json:
         print(json.dumps({"benchmark": NAME, "sets": results}))
         return 0
@@ -203,6 +222,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         for engine, agreement in res["stability"].items():
             cells = ", ".join(f"{k} {v:.2f}" for k, v in agreement.items())
             print(f"{res['set']}: {engine} against the unchanged vault: {cells}")
+    if args.modes:
+        from benchmarks.bench_semantic import hybrid_wins
+        from vaultmem.search.vectors import DEFAULT_WHEN_ON
+
+        print("\n| question set | mode | r@1 | r@5 | MRR@10 |\n|---|---|---|---|---|")
+        for res in results:
+            for mode, m in res["modes"].items():
+                cells = f"{m['r@1']:.2f} | {m['r@5']:.2f} | {m['mrr@10']:.3f}"
+                print(f"| {res['set']} | {mode} | {cells} |")
+        wins = hybrid_wins({res["set"]: res["modes"] for res in results})
+        print(
+            f"hybrid above words on r@5 and MRR@10 on every set: {wins}; default {DEFAULT_WHEN_ON}"
+        )
     if args.misses:
         for res in results:
             for miss in res["misses"]:

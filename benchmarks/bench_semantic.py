@@ -14,8 +14,11 @@
    a one-note edit (which must re-embed that note only) and the vector query latency next to
    BM25's over 20 queries of the vault's own words.
 
+   With `--built DIR ...`: the query half only, on vaults already reconciled with semantic
+   recall on (a 100,000-note build is timed on its own: `/usr/bin/time vaultmem reconcile`).
+
 Usage: `python -m benchmarks.bench_semantic [--quick] [--json] [--notes N ...]
-[--no-scale | --scale-only]`.
+[--no-scale | --scale-only] [--built DIR ...]`.
 Timings on a shared 2-core machine are noisy: compare the ratios measured in the same run.
 """
 
@@ -42,9 +45,17 @@ if __package__ in (None, ""):  # run as a script: make `benchmarks` importable
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # belt and braces: nothing may download
 
 from benchmarks.generate_vault import OUT_DIR, ensure_vault
-from benchmarks.retrieval import QUESTIONS_DIR, VAULTS, Question, load_questions, metrics, vault_for
+from benchmarks.retrieval import (
+    QUESTIONS_DIR,
+    VARIANTS,
+    VAULTS,
+    Question,
+    load_questions,
+    metrics,
+    vault_for,
+)
 from vaultmem.config import load_config, render_config
-from vaultmem.search import vectors
+from vaultmem.search import embedding, vectors
 from vaultmem.search.query import SearchFilters
 from vaultmem.storage import store, vector_queries
 from vaultmem.vault import Vault
@@ -53,7 +64,8 @@ NAME = "semantic"
 MODES: tuple[vectors.Mode, ...] = ("words", "vectors", "hybrid")
 FULL_NOTES = (10_000, 100_000)
 QUICK_NOTES = (1_000,)
-_WORD = re.compile(r"[a-z][a-z0-9]{2,}")
+_WORD = re.compile(r"[a-z][a-z0-9]{4,}")
+"""Query words: five letters or more, so that no query is made of stop words only."""
 
 
 def _log(message: str) -> None:
@@ -64,8 +76,14 @@ def _median_ms(runs: Sequence[float]) -> float:
     return statistics.median(runs) * 1000
 
 
-def _semantic_copy(source: Path, target: Path, *, link: bool = False) -> Vault:
-    """A copy of `source` (hard links when `link`) with semantic recall on and no index."""
+def semantic_copy(
+    source: Path, target: Path, *, link: bool = False, question_set: str | None = None
+) -> Vault:
+    """A copy of `source` (hard links when `link`) with semantic recall on and no index; a
+    `question_set` listed in `retrieval.VARIANTS` gets its change (a real copy then: the
+    change writes notes, and must never write through hard links into the source)."""
+    change = VARIANTS.get(question_set or "")
+    link = link and change is None
     if target.exists():
         shutil.rmtree(target)
     try:
@@ -82,6 +100,8 @@ def _semantic_copy(source: Path, target: Path, *, link: bool = False) -> Vault:
     if config_file.exists():
         config_file.unlink()  # a hard link to the source's file: never write through it
     config_file.write_text(render_config(config), encoding="utf-8")
+    if change is not None:
+        change(target)
     return Vault(target)
 
 
@@ -101,16 +121,45 @@ def _timed(call: Callable[[], Any]) -> tuple[float, Any]:
     return time.perf_counter() - started, result
 
 
-def quality(out: Path) -> dict[str, Any]:
-    """Part 1 and 2 on every question set with a known vault."""
-    results: dict[str, Any] = {}
+def question_sets() -> list[tuple[str, Path]]:
+    """(set name, its vault) of every question set whose vault is known and present."""
+    sets = []
     for path in sorted(QUESTIONS_DIR.glob("*.jsonl")):
         source = _vault_of(path.stem)
         if source is None:
             _log(f"{path.stem}: no known vault, skipped")
             continue
+        sets.append((path.stem, source))
+    return sets
+
+
+def mode_metrics(vault: Vault, questions: list[Question]) -> dict[str, dict[str, float]]:
+    """r@1, r@5 and MRR@10 of each mode on one question set (no timing)."""
+    return {
+        mode: metrics(
+            [[h.path for h in vault.search(q.q, limit=10, mode=mode)] for q in questions],
+            questions,
+        )
+        for mode in MODES
+    }
+
+
+def hybrid_wins(results: dict[str, Any]) -> bool:
+    """The rule's quality half: hybrid strictly above words on r@5 and MRR@10 on every set."""
+    return bool(results) and all(
+        row["hybrid"]["r@5"] > row["words"]["r@5"]
+        and row["hybrid"]["mrr@10"] > row["words"]["mrr@10"]
+        for row in results.values()
+    )
+
+
+def quality(out: Path) -> dict[str, Any]:
+    """Part 1 and 2 on every question set with a known vault."""
+    results: dict[str, Any] = {}
+    for name, source in question_sets():
+        path = QUESTIONS_DIR / f"{name}.jsonl"
         questions = load_questions(path)
-        vault = _semantic_copy(source, out / f"semantic-{source.name}")
+        vault = semantic_copy(source, out / f"semantic-{name}", question_set=name)
         seconds, _ = _timed(vault.reconcile)
         _log(f"{path.stem}: {len(questions)} questions, reconcile {seconds:.1f} s")
         row: dict[str, Any] = {"questions": len(questions), "reconcile_s": seconds}
@@ -152,10 +201,10 @@ def variants(vault: Vault, questions: list[Question], words: list[list[str]]) ->
             "JOIN notes n ON n.id = d.note_id ORDER BY n.path, d.ord"
         ).fetchall()
     paths = [r[0] for r in rows]
-    texts = [vectors.embedding_text(*r[1:]) for r in rows]
+    texts = [embedding.embedding_text(*r[1:]) for r in rows]
     out: dict[str, Any] = {}
     for dims in (64, 128, 256):
-        model = vectors.Embedder.load(dims)
+        model = embedding.Embedder.load(dims)
         matrix = model.embed(texts)
         queries = model.embed([vectors.query_text(q.q) for q in questions])
         ranked: list[list[str]] = []
@@ -178,12 +227,12 @@ def scale(notes: int, out: Path) -> dict[str, Any]:
     """Part 3 on a generated vault of `notes` notes."""
     cached = Path(f"/work/cache/gen-{notes // 1000}k")
     source = cached if notes % 1000 == 0 and cached.is_dir() else ensure_vault(notes)[0]
-    vault = _semantic_copy(source, out / f"semantic-{notes}")  # a real copy: the cache is shared
+    vault = semantic_copy(source, out / f"semantic-{notes}")  # a real copy: the cache is shared
     seconds, report = _timed(vault.reconcile)
     with store.reading(vault.config.index_path) as con:
         (documents,) = con.execute("SELECT count(*) FROM vectors").fetchone() or (0,)
         texts = [
-            vectors.embedding_text(*row)
+            embedding.embedding_text(*row)
             for row in con.execute(
                 "SELECT n.title, d.ord, d.heading, d.text FROM documents d "
                 "JOIN notes n ON n.id = d.note_id"
@@ -191,7 +240,7 @@ def scale(notes: int, out: Path) -> dict[str, Any]:
         ]
         size_mb = vault.config.index_path.stat().st_size / 1e6
     started = time.perf_counter()
-    vectors.embedder().embed(texts)
+    embedding.embedder().embed(texts)
     embed_s = time.perf_counter() - started
     del texts
     _log(f"{notes}: reconcile {seconds:.1f} s, {documents} vectors, embedding {embed_s:.1f} s")
@@ -202,18 +251,7 @@ def scale(notes: int, out: Path) -> dict[str, Any]:
     victim.unlink()
     victim.write_bytes(data)
     edit_s, _ = _timed(vault.reconcile)
-    # Latency: 20 queries of 2-4 of the vault's own words, each mode, warm.
-    rng = random.Random(7)
-    words = _WORD.findall(data.decode("utf-8", "replace").lower()) or ["note", "project"]
-    queries = [" ".join(rng.sample(words, min(len(words), rng.randint(2, 4)))) for _ in range(20)]
-    latency: dict[str, float] = {}
-    with store.reading(vault.config.index_path) as con:
-        for mode in MODES:
-            for q in queries[:3]:
-                vectors.search(con, q, SearchFilters(), mode=mode)
-            runs = [_timed(lambda q=q, m=mode: vectors.search(con, q, mode=m))[0] for q in queries]
-            latency[f"{mode}_ms"] = _median_ms(runs)
-        latency.update(_stages(con, queries))
+    latency = query_latency(vault, data.decode("utf-8", "replace"))
     _log(f"{notes}: edit of {rel} {edit_s:.2f} s; latency {latency}")
     return {
         "notes": notes,
@@ -223,6 +261,47 @@ def scale(notes: int, out: Path) -> dict[str, Any]:
         "one_note_edit_s": edit_s,
         "index_mb": size_mb,
         "added": report.added,
+        **latency,
+    }
+
+
+def query_latency(vault: Vault, text: str) -> dict[str, float]:
+    """Warm latency of each mode on an open connection, modes interleaved per query (noise hits
+    them alike): median of 20 queries of 2-4 words of `text`, after 3 warm-up queries; then
+    the vector query's two stages against the exact scan (`_stages`)."""
+    rng = random.Random(7)
+    words = _WORD.findall(text.lower()) or ["note", "project"]
+    queries = [" ".join(rng.sample(words, min(len(words), rng.randint(2, 4)))) for _ in range(20)]
+    runs: dict[str, list[float]] = {mode: [] for mode in MODES}
+    with store.reading(vault.config.index_path) as con:
+        for q in queries[:3]:
+            for mode in MODES:
+                vectors.search(con, q, SearchFilters(), mode=mode)
+        for q in queries:
+            for mode in MODES:
+                runs[mode].append(_timed(lambda q=q, m=mode: vectors.search(con, q, mode=m))[0])  # type: ignore[misc]
+        latency = {f"{mode}_ms": _median_ms(runs[mode]) for mode in MODES}
+        latency.update(_stages(con, queries))
+    return latency
+
+
+def built(root: Path) -> dict[str, Any]:
+    """Part 3's query half on a vault already reconciled with semantic recall on (`--built`):
+    a 100,000-note build takes long enough to be run and timed on its own."""
+    vault = Vault(root)
+    with store.reading(vault.config.index_path) as con:
+        notes, documents = con.execute(
+            "SELECT (SELECT count(*) FROM notes), (SELECT count(*) FROM vectors)"
+        ).fetchone() or (0, 0)
+        (first,) = con.execute("SELECT path FROM notes ORDER BY path LIMIT 1").fetchone() or ("",)
+    size_mb = vault.config.index_path.stat().st_size / 1e6
+    latency = query_latency(vault, (root / first).read_text(encoding="utf-8", errors="replace"))
+    _log(f"{root}: {notes} notes, {documents} vectors; latency {latency}")
+    return {
+        "vault": str(root),
+        "notes": notes,
+        "vectors": documents,
+        "index_mb": size_mb,
         **latency,
     }
 
@@ -260,16 +339,16 @@ def _stages(con: Any, queries: list[str]) -> dict[str, float]:
 
 
 def _verdict(results: dict[str, Any]) -> dict[str, Any]:
-    wins = all(
-        row["hybrid"]["r@5"] > row["words"]["r@5"]
-        and row["hybrid"]["mrr@10"] > row["words"]["mrr@10"]
-        for row in results.values()
-    )
+    """The rule, and whether the code's default (`vectors.DEFAULT_WHEN_ON`) follows it."""
+    wins = hybrid_wins(results)
     fast = all(row["hybrid"]["warm_ms"] <= 2 * row["words"]["warm_ms"] for row in results.values())
+    default = "hybrid" if wins and fast else "words"
     return {
         "hybrid_better_everywhere": wins,
         "hybrid_within_2x": fast,
-        "default": ("hybrid" if wins and fast else "words"),
+        "default": default,
+        "code_default": vectors.DEFAULT_WHEN_ON,
+        "code_follows_rule": default == vectors.DEFAULT_WHEN_ON,
     }
 
 
@@ -296,6 +375,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--notes", type=int, nargs="*", help="vault sizes for the scale part")
     parser.add_argument("--no-scale", action="store_true", help="question sets only")
     parser.add_argument("--scale-only", action="store_true", help="skip the question sets")
+    parser.add_argument(
+        "--built",
+        type=Path,
+        nargs="*",
+        default=[],
+        help="vaults already reconciled with semantic recall on: query latency and two-stage "
+        "recall only (no build, no edit)",
+    )
     args = parser.parse_args(argv)
     out = OUT_DIR
     out.mkdir(parents=True, exist_ok=True)
@@ -305,7 +392,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         _print_table(results)
         print(json.dumps(verdict), flush=True)
     sizes = [] if args.no_scale else (args.notes or (QUICK_NOTES if args.quick else FULL_NOTES))
-    scaled = []
+    if args.built:
+        sizes = args.notes or []
+    scaled = [built(root) for root in args.built]
+    if not args.json:
+        for row in scaled:
+            print(json.dumps(row), flush=True)
     for n in sizes:
         scaled.append(scale(n, out))
         if not args.json:

@@ -44,10 +44,17 @@ from vaultmem.memory.topics import read_topic
 from vaultmem.models import Block, Heading, Problem, Resolution
 from vaultmem.note.links import LinkResolver, resolve_link
 from vaultmem.note.parse import parse_note
-from vaultmem.search.documents import note_documents, postings_lines
+from vaultmem.search.documents import SearchDocument, note_documents, postings_lines
 from vaultmem.storage.rows import NoteRecord, StagedRows
 
 Progress = Callable[[int, int], None]
+
+EmbeddedNotes = Sequence[tuple[int, str, Sequence[SearchDocument]]]
+"""(note number, title, search documents) of a chunk's parsed notes."""
+Embed = Callable[[Path, EmbeddedNotes], Path]
+"""Embeds a chunk's documents and stages the vectors in the file it is given: semantic
+recall's hook (`search.embedding.stage_vectors`), passed in so that this module stays free of
+the model."""
 
 PARALLEL_MIN_BYTES = 1_500_000
 """Below this much Markdown one process beats a pool (measured: benchmarks/bench_parse)."""
@@ -97,16 +104,18 @@ class Chunk:
     notes: tuple[Prepared, ...]
     staged: dict[str, Path] = field(default_factory=dict)
     postings: Path | None = None
+    vectors: Path | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class Context:
     """What every worker needs, sent once per worker: the config, every file a link can reach,
-    and the staging folder."""
+    the staging folder and, with semantic recall on, the embedding hook (one call per chunk)."""
 
     config: Config
     files: tuple[str, ...]
     out_dir: str
+    embed: Embed | None = None
 
 
 class _Worker:
@@ -120,7 +129,8 @@ class _Worker:
     def chunk(self, index: int, jobs: Sequence[Job]) -> Chunk:
         rows = StagedRows()
         postings: list[str] = []
-        notes = [self.note(job, rows, postings) for job in jobs]
+        embedded: list[tuple[int, str, Sequence[SearchDocument]]] = []
+        notes = [self.note(job, rows, postings, embedded) for job in jobs]
         out = Path(self.context.out_dir)
         stem = f"chunk-{index:06d}"
         staged = rows.write(out, stem)
@@ -129,9 +139,17 @@ class _Worker:
             postings_path = out / f"{stem}.postings.tsv"
             with open(postings_path, "w", encoding="utf-8", newline="\n") as handle:
                 handle.writelines(postings)
-        return Chunk(tuple(notes), staged, postings_path)
+        embed = self.context.embed
+        vectors = embed(out / f"{stem}.vectors.parquet", embedded) if embed and embedded else None
+        return Chunk(tuple(notes), staged, postings_path, vectors)
 
-    def note(self, job: Job, rows: StagedRows, postings: list[str]) -> Prepared:
+    def note(
+        self,
+        job: Job,
+        rows: StagedRows,
+        postings: list[str],
+        embedded: list[tuple[int, str, Sequence[SearchDocument]]],
+    ) -> Prepared:
         config = self.config
         path = job.path
         got = read_note_fingerprinted(config, path)
@@ -179,6 +197,7 @@ class _Worker:
             )
         )
         postings.extend(postings_lines(job.number, documents))
+        embedded.append((job.number, note.title, documents))
         return Prepared(
             job.number,
             path,

@@ -118,9 +118,9 @@ def index_versions(config: Config) -> dict[str, str]:
 def _embedding_model(config: Config) -> str:
     if not config.semantic:
         return "none"
-    from vaultmem.search import vectors
+    from vaultmem.search import embedding
 
-    return vectors.INDEX_ID
+    return embedding.INDEX_ID
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,6 +200,7 @@ class Preparation:
     by_path: dict[str, Prepared]
     staged: dict[str, list[Path]]
     postings: list[Path]
+    vectors: list[Path]
     next_number: int
     spill_dir: Path
     """Where DuckDB may spill during the load: inside the run's staging folder."""
@@ -274,9 +275,9 @@ class _Run:
         from vaultmem.index.parallel import staging_folder
 
         if self.config.semantic:
-            from vaultmem.search import vectors
+            from vaultmem.search import embedding
 
-            vectors.embedder()  # the model loads now: a missing extra fails before any work
+            embedding.embedder()  # the model loads now: a missing extra fails before any work
         with staging_folder() as staging:
             prep = self.prepare(changes, survey, state, staging / "a", 0)
             _check_writable(self.config)
@@ -438,7 +439,7 @@ class _Run:
         only: Sequence[Fingerprint] | None = None,
     ) -> Preparation:
         """Prepare every new and suspect note (or just `only`) in the workers."""
-        from vaultmem.index.parallel import Context, Job, prepare_all
+        from vaultmem.index.parallel import Context, Embed, Job, prepare_all
 
         staging.mkdir(parents=True, exist_ok=True)
         todo = sorted(only if only is not None else (*changes.new, *changes.suspect), key=_path)
@@ -451,7 +452,12 @@ class _Run:
             )
             for i, fp in enumerate(todo)
         ]
-        context = Context(self.config, tuple(sorted(survey.files)), str(staging))
+        embed: Embed | None = None
+        if self.config.semantic:  # the workers embed the documents they make
+            from vaultmem.search import embedding
+
+            embed = embedding.stage_vectors
+        context = Context(self.config, tuple(sorted(survey.files)), str(staging), embed)
         chunks = (
             prepare_all(
                 jobs, context, progress=self.progress, resolver=lambda: self.resolver(survey)
@@ -484,7 +490,12 @@ class _Run:
             for t in {*prep.staged, *more.staged}
         }
         return Preparation(
-            by_path, staged, [*prep.postings, *more.postings], more.next_number, prep.spill_dir
+            by_path,
+            staged,
+            [*prep.postings, *more.postings],
+            [*prep.vectors, *more.vectors],
+            more.next_number,
+            prep.spill_dir,
         )
 
     # -- step 4: outcomes -------------------------------------------------------------------------
@@ -669,11 +680,10 @@ class _Run:
                 else:
                     added_df.subtract(removed_df)
                     search_rows.recount_terms(con, added_df)
-                if config.semantic:  # a vector per search document of the notes parsed now,
-                    # read back from the documents just loaded, EMBED_NOTES notes at a time
-                    from vaultmem.search import vectors
+                if config.semantic:  # embedded by the workers, with the documents
+                    from vaultmem.storage import vector_queries
 
-                    vectors.index_notes(con, [ident.ids[path] for path in out.parsed])
+                    vector_queries.load_staged_vectors(con, prep.vectors)
                 writes.update_fingerprints(con, [(p.path, p.size, p.mtime_ns) for p in out.touched])
                 writes.replace_files(
                     con,
@@ -829,6 +839,7 @@ def _collect(chunks: Sequence[Chunk], next_number: int, spill_dir: Path) -> Prep
     by_path: dict[str, Prepared] = {}
     staged: dict[str, list[Path]] = {}
     postings: list[Path] = []
+    vectors: list[Path] = []
     for chunk in chunks:
         for prepared in chunk.notes:
             by_path[prepared.path] = prepared
@@ -836,7 +847,9 @@ def _collect(chunks: Sequence[Chunk], next_number: int, spill_dir: Path) -> Prep
             staged.setdefault(table, []).append(path)
         if chunk.postings is not None:
             postings.append(chunk.postings)
-    return Preparation(by_path, staged, postings, next_number, spill_dir)
+        if chunk.vectors is not None:
+            vectors.append(chunk.vectors)
+    return Preparation(by_path, staged, postings, vectors, next_number, spill_dir)
 
 
 def _path(fp: Fingerprint) -> str:

@@ -42,8 +42,7 @@ NOTE_TABLES = (
 )
 """Tables holding one note's rows, keyed by `note_id` (`source_id` for links). Postings arrive
 as TSV files from the parse workers (`search.documents.postings_lines`), not as staged rows;
-vectors are embedded from the loaded documents in the write transaction
-(`search.vectors.index_notes`)."""
+vectors as Parquet files, embedded by the parse workers too (`search.embedding.stage_vectors`)."""
 
 STAGED_TABLES = tuple(t for t in NOTE_TABLES if t not in ("postings", "vectors"))
 

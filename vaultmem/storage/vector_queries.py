@@ -1,7 +1,12 @@
-"""SQL for the `vectors` table: loading document embeddings and brute-force nearest notes.
+"""SQL for the `vectors` table: loading document embeddings and the nearest notes to a query.
 
-Embeddings load through a registered numpy column (one array per row), not a LIST parameter:
-binding 60,000 x 256 floats as Python lists took 20 s, the registered column 0.6 s. Search
+The parse workers embed the documents they make and stage them in one Parquet file per chunk
+(`stage_vectors`: note numbers, ords, embeddings and heads); the write transaction loads every
+file in one INSERT (`load_staged_vectors`), numbers joined to ids through `note_numbers` as for
+the other staged rows. Numpy rows become `FLOAT[n]` through a registered object column (one
+array per row), not a LIST parameter: binding 60,000 x 256 floats as Python lists took 20 s,
+the registered column 0.6 s. This module imports neither numpy nor DuckDB at import time (the
+parse workers import it). Search
 uses DuckDB's built-in `array_inner_product` (the rows are unit vectors, so it is the cosine):
 no extension, nothing downloaded. It runs in two stages: a scan of every document's `head`
 (its first HEAD_DIMS dimensions, renormalised: the model is trained to be cut) keeps the
@@ -13,21 +18,17 @@ the time. benchmarks/bench_semantic.py measures it against the exact scan, and t
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-from vaultmem.storage.store import Connection
 
 if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
 
+    from vaultmem.storage.store import Connection
+
 Ranked = list[tuple[str, list[tuple[int, float]]]]
 """Notes, best first, each with its best documents as (ord, score), best first."""
-
-
-LOAD_ROWS = 20_000
-"""Rows registered per INSERT: converting the object column costs memory per row (a 100,000-note
-build loading 600,000 rows at once peaked above 5 GB), so it goes in slices."""
 
 
 HEAD_DIMS = 128
@@ -52,48 +53,51 @@ def _column(rows: NDArray[np.float32]) -> NDArray[Any]:
     return column
 
 
-def load_vectors(
-    con: Connection, note_ids: Sequence[str], ords: Sequence[int], matrix: NDArray[np.float32]
+def stage_vectors(
+    path: Path, numbers: Sequence[int], ords: Sequence[int], matrix: NDArray[np.float32]
 ) -> None:
-    """Insert one row per document: `matrix` row i belongs to (note_ids[i], ords[i])."""
+    """Write one chunk's vectors as a Parquet file for `load_staged_vectors`: row i is
+    document `ords[i]` of the note numbered `numbers[i]` in this run. Runs in the worker,
+    with a private in-memory DuckDB (one thread: the pool already uses every core); the
+    conversion of numpy rows to `FLOAT[n]` arrays happens here, not in the loading process."""
+    import duckdb
     import numpy as np
 
     dims = int(matrix.shape[1]) if matrix.ndim == 2 else 0
-    for start in range(0, len(note_ids), LOAD_ROWS):
-        stop = min(start + LOAD_ROWS, len(note_ids))
+    with duckdb.connect(config={"threads": 1}) as con:
         con.register(
             "vectors_staged",
             {
-                "note_id": np.array(note_ids[start:stop], dtype=object),
-                "ord": np.array(ords[start:stop], dtype=np.int32),
-                "embedding": _column(matrix[start:stop]),
-                "head": _column(heads(matrix[start:stop])),
+                "number": np.asarray(numbers, dtype=np.int64),
+                "ord": np.asarray(ords, dtype=np.int32),
+                "embedding": _column(matrix),
+                "head": _column(heads(matrix)),
             },
         )
-        try:
-            con.execute(
-                f"INSERT INTO vectors SELECT note_id, ord, embedding::FLOAT[{dims}], "
-                f"head::FLOAT[{HEAD_DIMS}] FROM vectors_staged ORDER BY note_id, ord"
-            )
-        finally:
-            con.unregister("vectors_staged")
+        con.execute(
+            f"COPY (SELECT number, ord, embedding::FLOAT[{dims}] AS embedding, "
+            f"head::FLOAT[{HEAD_DIMS}] AS head FROM vectors_staged) TO $path (FORMAT parquet)",
+            {"path": str(path)},
+        )
 
 
-def embedding_rows(
-    con: Connection, note_ids: Sequence[str]
-) -> list[tuple[str, int, str, str | None, str]]:
-    """(note_id, ord, note title, heading, text) of every search document of these notes, by
-    note and ord: what their vectors are made of (`vectors.embedding_text`). The literal IN-list
-    lets DuckDB use `documents_by_note` instead of scanning every document's text."""
-    if not note_ids:
-        return []
-    rows = con.execute(
-        "SELECT d.note_id, d.ord, n.title, d.heading, d.text FROM documents d "
-        "JOIN notes n ON n.id = d.note_id "
-        f"WHERE d.note_id IN ({', '.join('?' * len(note_ids))}) ORDER BY d.note_id, d.ord",
-        list(note_ids),
-    ).fetchall()
-    return [(r[0], int(r[1]), r[2], r[3], r[4]) for r in rows]
+def load_staged_vectors(con: Connection, paths: Sequence[Path]) -> int:
+    """Insert the staged vectors of these chunk files in one statement, each note's number
+    joined to its id through `note_numbers` (`index_writes.number_notes`): rows of a number
+    not in it (a note prepared again since) are dropped. Returns the rows inserted.
+
+    One INSERT from the files lets DuckDB write the rows out as it goes, within the
+    connection's memory limit. Inserting the same rows from registered numpy columns, 20,000
+    per statement, held all of them in memory until the commit: 1.5 GB for 533,000 vectors
+    (the 100,000-note build peaked at 1.8 GB), against 0.64 GB from the files."""
+    if not paths:
+        return 0
+    row = con.execute(
+        "INSERT INTO vectors SELECT m.note_id, s.ord, s.embedding, s.head "
+        "FROM read_parquet($paths) s JOIN note_numbers m ON m.number = s.number",
+        {"paths": [str(p) for p in paths]},
+    ).fetchone()
+    return int(row[0]) if row else 0
 
 
 def embedding_model(con: Connection) -> str:
