@@ -1,7 +1,7 @@
 """The tokenizer: turns note text and query strings into index terms (pure, no I/O).
 
 Notes and queries go through the same analysis, so a term found in a note is found by a query
-that spells the word the same way up to Unicode compatibility forms, case and plural endings.
+that spells the word the same way up to Unicode compatibility forms, case and word endings.
 
 - A word is a run of word characters (letters, digits, `_`, combining marks; soft hyphen and
   zero-width joiners are allowed and dropped) with single internal `-` `.` `/` `'` between runs.
@@ -15,14 +15,11 @@ that spells the word the same way up to Unicode compatibility forms, case and pl
 - Apostrophes: a final `'s` is dropped (`OpenAI's` -> `openai`, `it's` -> `it`), other
   apostrophes are removed (`don't` -> `dont`, a stop word); curly `'` counts as `'`.
 - About 120 English stop words count for nothing: they are removed before stemming.
-- Stemming is an S-stemmer (plurals only, no -ing/-ed), ~25 lines in `_stem`. It maps a
-  singular and its plural to one key that need not be a word: `queries`/`query` -> `query`,
-  `statuses`/`status` -> `status`, `cases`/`case` -> `cas`; `status`, `analysis`, `class` and
-  `bus` are kept. Measured with `benchmarks/tokenizer_eval.py` (BM25 over the 843 notes of
-  the dwarvesf-brain vault, 38 hand-made queries, 27 of them title-like): recall@3 is 1.00
-  either way; MRR 0.961 without stemming and 0.974 with it on bodies alone, 0.974 and 0.987
-  with the file name as title. Adding -ing/-ed stripping changed no rank, so plurals only
-  (it also makes false merges such as `speed` -> `spe`, `ceiling` -> `ceil`).
+- Stemming is Snowball (PyStemmer's C stemmers), English by default, on words of more than
+  three letters without digits: `synced`/`sync`, `listed`/`list`, `queries`/`query` fold
+  together. `analyzer(language)` gives the other Snowball languages (`LANGUAGES`; `none` turns
+  stemming off). `benchmarks/tokenizer_eval.py` compares no stemming with the default on a real
+  vault; the question sets of `benchmarks/bench_retrieval.py` judge the whole ranking.
 - Scripts written without spaces (Han, Hiragana, Katakana, Thai, Lao, Khmer, Myanmar) become
   overlapping character bigrams per run (a lone character is a unigram): `東京都` gives `東京`
   `京都`; a script change ends a run (`DuckDB索引` gives `duckdb duck db 索引`). Hangul is
