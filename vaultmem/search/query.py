@@ -16,12 +16,15 @@ from __future__ import annotations
 import itertools
 import re
 import shlex
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from vaultmem.errors import QueryError
+from vaultmem.search import bm25
+from vaultmem.search.documents import note_key
 from vaultmem.search.tokenizer import DEFAULT_LANGUAGE, analyzer
 from vaultmem.storage import search_queries as queries
 from vaultmem.storage.store import Connection
@@ -256,20 +259,34 @@ def ranked_notes(
         if not only:
             return [], set(words)
     joined = joined_terms(words)
+    stats = bm25.Stats(*queries.collection_stats(con, notes))
+    excluded = queries.keys_with_terms(con, query.excluded)
+    only_keys = frozenset(note_key(i) for i in only) if only is not None else None
 
     def rank(terms: list[str]) -> list[queries.RankedNote]:
-        return queries.note_scores(
-            con,
-            [*terms, *joined],
+        counts = Counter([*terms, *joined])  # a term twice counts twice, as it was asked
+        unique = list(counts)
+        scored, matched = bm25.rank(
+            queries.term_postings(con, unique, notes),
+            [float(counts[t]) for t in unique],
+            stats,
             k1=k1,
             b=b,
             limit=limit,
-            notes=notes,
             whole_weight=whole_weight,
             title_weight=title_weight,
-            excluded=query.excluded,
-            only=only,
+            excluded=excluded,
+            only=only_keys,
         )
+        ids = queries.note_ids(con, [note.row for note in scored])
+        cards = queries.note_cards(con, ids)
+        found = frozenset(unique[i] for i in matched)
+        return [
+            queries.RankedNote(
+                note_id, n.score, n.section, n.title, n.whole, n.documents, cards[note_id], found
+            )
+            for note_id, n in zip(ids, scored, strict=True)
+        ]
 
     ranked = rank(words)
     # Typos: a query whose every word matched (the usual case) costs no further statement.

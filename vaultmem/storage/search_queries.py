@@ -22,7 +22,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from vaultmem.search.documents import note_key
 from vaultmem.storage.store import Connection
 
 WHOLE_NOTE = 1.0
@@ -88,44 +87,6 @@ ORDER BY score DESC, note_id, ord"""
 )
 _DOCUMENTS_EXTRA = """, any_value(p.note_id) AS note_id,
            count(*) FILTER (WHERE list_contains($needed::VARCHAR[], p.term)) AS needed"""
-
-# Notes: best section + title document + whole note (tf summed over the note's documents).
-_NOTES_SQL = (
-    _SCORED
-    + """,
-whole AS (
-    SELECT nt.note_key,
-           sum(w.qw * w.nidf * nt.tf * ($k1 + 1)
-               / (nt.tf + $k1 * (1 - $b + $b * nt.note_length / st.avgnl))) AS score
-    FROM nt JOIN w USING (term), st
-    GROUP BY nt.note_key
-),
-per_note AS (
-    SELECT note_key,
-           coalesce(max(score) FILTER (WHERE ord > 0), 0) AS section,
-           coalesce(max(score) FILTER (WHERE ord = 0), 0) AS title
-    FROM docs GROUP BY note_key
-),
-ranked AS (
-    SELECT pn.note_key, pn.section, pn.title, wh.score AS whole,
-           pn.section + $title_weight * pn.title + $whole_weight * wh.score AS score
-    FROM per_note pn JOIN whole wh USING (note_key) {post}
-    ORDER BY score DESC, note_key LIMIT $limit
-),
-best AS (
-    SELECT d.note_key, list(d.ord ORDER BY d.score DESC, d.ord)[1:5] AS ords,
-           list(d.score ORDER BY d.score DESC, d.ord)[1:5] AS scores
-    FROM docs d SEMI JOIN ranked r USING (note_key) GROUP BY d.note_key
-),
-ids AS (SELECT DISTINCT p.note_key, p.note_id FROM p SEMI JOIN ranked r USING (note_key))
-SELECT ids.note_id, r.score, r.section, r.title, r.whole, best.ords, best.scores,
-       n.path, n.title, n.scope, n.scope_id, (SELECT list(term) FROM ddf) AS matched
-FROM ranked r JOIN best USING (note_key) JOIN ids USING (note_key)
-JOIN notes n ON n.id = ids.note_id
-ORDER BY r.score DESC, r.note_key
-"""
-)
-
 
 NoteRow = tuple[str, str, str, str, str | None]
 """id, path, title, scope, scope_id."""
@@ -193,52 +154,72 @@ def document_scores(
     return [(r[0], int(r[1]), float(r[2])) for r in rows]
 
 
-def note_scores(
-    con: Connection,
-    terms: list[str],
-    *,
-    k1: float,
-    b: float,
-    limit: int,
-    notes: NoteFilter = NoteFilter(),
-    weights: list[float] | None = None,
-    whole_weight: float = WHOLE_NOTE,
-    title_weight: float = TITLE_DOCUMENT,
-    excluded: tuple[str, ...] = (),
-    only: list[str] | None = None,
-) -> list[RankedNote]:
-    """The `limit` best notes by section + title + whole_weight · whole-note score.
+def collection_stats(con: Connection, notes: NoteFilter = NoteFilter()) -> tuple[float, ...]:
+    """(documents, mean document length, notes, mean note length) of the notes the filter
+    keeps: `search_stats` without a filter, counted from `documents` with one."""
+    if notes.active:
+        sql = f"WITH kept_notes AS (SELECT n.id FROM notes n WHERE {notes.where}), {_STATS_KEPT}"
+    else:
+        sql = f"WITH {_STATS_ALL}"
+    row = con.execute(sql + " SELECT n, avgdl, nn, avgnl FROM st", notes.params or {}).fetchone()
+    return tuple(float(v) for v in row) if row else (0.0, 0.0, 0.0, 0.0)
 
-    `excluded` drops notes holding any of these terms; `only` keeps just these note ids.
-    Neither changes the statistics (the filters in `notes` do).
+
+def term_postings(
+    con: Connection, terms: list[str], notes: NoteFilter = NoteFilter()
+) -> dict[str, Any]:
+    """The postings of `terms` in the kept notes, as numpy columns (`search.bm25.rank`'s):
+    `term` (its index in `terms`), `note_key`, `ord`, `tf`, `length`, `note_length`, `row`.
+
+    Only these rows are read: the literal `term IN (...)` list lets DuckDB skip every row
+    group of other terms (a fresh index writes postings sorted by term). No string comes
+    back (turning note ids into Python strings cost more than the scan); `row` is the rowid
+    by which `note_ids` fetches the ids of the few notes that rank.
     """
-    post = []
-    bound = {**_bound(terms, weights, k1, b, notes), "limit": limit}
-    bound.update(whole_weight=whole_weight, title_weight=title_weight)
-    if excluded:
-        post.append(
-            "note_key NOT IN (SELECT x.note_key FROM postings x "
-            "WHERE x.term IN (SELECT unnest($excluded::VARCHAR[])))"
-        )
-        bound["excluded"] = list(excluded)
-    if only is not None:
-        post.append("note_key IN (SELECT unnest($only::BIGINT[]))")
-        bound["only"] = [note_key(i) for i in only]
-    where = f"WHERE {' AND '.join(post)}" if post else ""
-    rows = con.execute(_sql(_NOTES_SQL, notes, len(terms), where), bound).fetchall()
-    return [
-        RankedNote(
-            r[0],
-            float(r[1]),
-            float(r[2]),
-            float(r[3]),
-            float(r[4]),
-            [(int(o), float(s)) for o, s in zip(r[5], r[6], strict=True)],
-            (r[0], r[7], r[8], r[9], r[10]),
-            frozenset(r[11]),
-        )
-        for r in rows
-    ]
+    params: dict[str, Any] = {f"t{i}": term for i, term in enumerate(terms)}
+    params.update(notes.params or {})
+    case = " ".join(f"WHEN $t{i} THEN {i}" for i in range(len(terms)))
+    kept = ""
+    if notes.active:
+        kept = f"SEMI JOIN (SELECT n.id FROM notes n WHERE {notes.where}) k ON k.id = p.note_id "
+    sql = (
+        f"SELECT (CASE p.term {case} END)::INTEGER AS term, p.note_key, p.ord, p.tf, p.length, "
+        f"p.note_length, p.rowid AS row FROM postings p {kept}"
+        f"WHERE p.term IN ({', '.join(f'$t{i}' for i in range(len(terms)))})"
+    )
+    return dict(con.execute(sql, params).fetchnumpy())
+
+
+def keys_with_terms(con: Connection, terms: tuple[str, ...]) -> frozenset[int]:
+    """Note keys of the notes holding any of `terms` (a query's -exclusions)."""
+    if not terms:
+        return frozenset()
+    rows = con.execute(
+        f"SELECT DISTINCT note_key FROM postings WHERE term IN ({', '.join('?' * len(terms))})",
+        list(terms),
+    ).fetchall()
+    return frozenset(int(r[0]) for r in rows)
+
+
+def note_ids(con: Connection, rowids: list[int]) -> list[str]:
+    """The note ids of these postings rows (row ids from `term_postings`, same connection)."""
+    if not rowids:
+        return []
+    marks = ", ".join(str(int(r)) for r in rowids)
+    by_row = dict(
+        con.execute(f"SELECT rowid, note_id FROM postings WHERE rowid IN ({marks})").fetchall()
+    )
+    return [by_row[r] for r in rowids]
+
+
+def note_cards(con: Connection, ids: list[str]) -> dict[str, NoteRow]:
+    """id → (id, path, title, scope, scope_id) of these notes."""
+    if not ids:
+        return {}
+    marks = ", ".join("?" * len(ids))
+    sql = f"SELECT id, path, title, scope, scope_id FROM notes WHERE id IN ({marks})"
+    rows = con.execute(sql, ids).fetchall()
+    return {r[0]: (r[0], r[1], r[2], r[3], r[4]) for r in rows}
 
 
 def index_language(con: Connection) -> str:
