@@ -1,10 +1,10 @@
-"""BM25 of documents and whole notes, computed with numpy from the query terms' postings.
+"""BM25 of documents and whole notes, computed from the query terms' postings.
 
 The index hands over the rows a query needs as columns (`storage.search_queries.term_postings`:
 one row per query term and document, a few hundred for a typical query at 10,000 notes, tens of
 thousands for a common word at 100,000) and the collection's statistics; the scoring happens
 here. In SQL it took about ten CTE stages that DuckDB planned and ran for every query, several
-times the cost of reading the rows; a Python loop costs ~1 µs per row, numpy a fixed ~0.3 ms.
+times the cost of reading the rows.
 
     bm25(t,u) = qw(t) · idf(t) · tf'(t,u)·(k1+1) / (tf'(t,u) + k1·(1 − b + b·|u|/avgdl))
     idf(t)    = ln(1 + (N − df(t) + 0.5) / (df(t) + 0.5))
@@ -15,18 +15,24 @@ summed over its documents, |note| = Σ|d|, N notes, df in notes). A note's score
     score(note) = max_{section d} bm25(d) + title_weight · bm25(title document)
                   + whole_weight · bm25(note)
 
-Rows are sorted (note, ord, term) before any sum, so equal postings give equal floats whatever
-order the scan returned them in: an incrementally kept index and a rebuild rank ties alike.
+Two scorers give the same result: `rank_rows` in plain Python for up to COLUMNS_FROM rows (no
+numpy import for a cold CLI's typical query), `rank_columns` with numpy above. Both sum in a
+fixed order (query term order; rows sorted by note, ord, term), so equal postings give equal
+floats whatever order the scan returned them in: an incrementally kept index and a rebuild
+rank ties alike.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import heapq
+import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import numpy.typing as npt
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 POSTING_COLUMNS = ("term", "note_key", "ord", "tf", "length", "note_length", "row")
 """The columns `rank` reads: the query term's index in the query, the note's integer key, the
@@ -57,8 +63,98 @@ class ScoredNote:
     row: int
 
 
+COLUMNS_FROM = 2000
+"""From how many postings rows the numpy scorer runs: below, plain Python is as fast and a cold
+CLI search does not import numpy (~0.05–0.1 s, a quarter of the whole command)."""
+
+Row = tuple[int, int, int, float, int, int, int]
+"""One posting as `rank_rows` reads it, in POSTING_COLUMNS order."""
+
+
+def rank_rows(
+    postings: Iterable[Row],
+    weights: Sequence[float],
+    stats: Stats,
+    *,
+    k1: float,
+    b: float,
+    limit: int,
+    whole_weight: float,
+    title_weight: float,
+    excluded: frozenset[int] = frozenset(),
+    only: frozenset[int] | None = None,
+    best_documents: int = 5,
+) -> tuple[list[ScoredNote], set[int]]:
+    """`rank` over rows in plain Python: the same result for a few hundred rows, without
+    numpy. Sums run term by term in query order, so they do not depend on row order."""
+    by_term: list[list[Row]] = [[] for _ in weights]
+    for posting in postings:
+        by_term[posting[0]].append(posting)
+    docs: dict[tuple[int, int], float] = {}
+    whole: dict[int, float] = {}
+    handles: dict[int, int] = {}
+    doc_norm = k1 * b / (stats.avgdl or 1.0)
+    note_norm = k1 * b / (stats.avgnl or 1.0)
+    base = k1 * (1 - b)
+    matched: set[int] = set()
+    for ti, rows in enumerate(by_term):
+        if not rows:
+            continue
+        matched.add(ti)
+        per_note: dict[int, list[float]] = {}
+        factor = weights[ti] * _idf_one(stats.documents, len(rows)) * (k1 + 1)
+        for _, key, ord_, tf, length, note_length, handle in rows:
+            docs[key, ord_] = docs.get((key, ord_), 0.0) + factor * tf / (
+                tf + base + doc_norm * length
+            )
+            entry = per_note.get(key)
+            if entry is None:
+                per_note[key] = [tf, float(note_length)]
+                handles[key] = handle
+            else:
+                entry[0] += tf
+        nfactor = weights[ti] * _idf_one(stats.notes, len(per_note)) * (k1 + 1)
+        for key, (tf_sum, note_len) in per_note.items():
+            whole[key] = whole.get(key, 0.0) + nfactor * tf_sum / (
+                tf_sum + base + note_norm * note_len
+            )
+    section: dict[int, float] = {}
+    title: dict[int, float] = {}
+    best: dict[int, list[tuple[int, float]]] = {}
+    for (key, ord_), score in docs.items():
+        best.setdefault(key, []).append((ord_, score))
+        if ord_ == 0:
+            title[key] = score
+        elif score > section.get(key, 0.0):
+            section[key] = score
+    totals = {
+        key: section.get(key, 0.0) + title_weight * title.get(key, 0.0) + whole_weight * score
+        for key, score in whole.items()
+        if key not in excluded and (only is None or key in only)
+    }
+    top = heapq.nsmallest(limit, totals, key=lambda key: (-totals[key], key))
+    return [
+        ScoredNote(
+            key,
+            totals[key],
+            section.get(key, 0.0),
+            title.get(key, 0.0),
+            whole[key],
+            sorted(best[key], key=lambda d: (-d[1], d[0]))[:best_documents],
+            handles[key],
+        )
+        for key in top
+    ], matched
+
+
+def _idf_one(n: float, df: float) -> float:
+    return math.log(1 + (n - df + 0.5) / (df + 0.5))
+
+
 def _starts(*keys: npt.NDArray[Any]) -> npt.NDArray[np.intp]:
     """Indexes where a run of equal keys begins (the arrays are sorted by these keys)."""
+    import numpy as np
+
     new = np.ones(len(keys[0]), dtype=bool)
     for key in keys:
         new[1:] &= key[1:] == key[:-1]
@@ -67,10 +163,12 @@ def _starts(*keys: npt.NDArray[Any]) -> npt.NDArray[np.intp]:
 
 
 def _idf(n: float, df: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    import numpy as np
+
     return np.log(1 + (n - df + 0.5) / (df + 0.5))
 
 
-def rank(
+def rank_columns(
     postings: Mapping[str, npt.NDArray[Any]],
     weights: Sequence[float],
     stats: Stats,
@@ -85,8 +183,10 @@ def rank(
     best_documents: int = 5,
 ) -> tuple[list[ScoredNote], set[int]]:
     """The `limit` best notes (score descending, then note key) and the indexes of the query
-    terms that matched. `excluded` and `only` (note keys) apply after scoring: they never
-    change the statistics."""
+    terms that matched, from numpy columns (POSTING_COLUMNS). `excluded` and `only` (note
+    keys) apply after scoring: they never change the statistics."""
+    import numpy as np
+
     term = np.asarray(postings["term"], dtype=np.intp)
     if not len(term):
         return [], set()

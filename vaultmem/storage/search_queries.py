@@ -154,22 +154,34 @@ def document_scores(
     return [(r[0], int(r[1]), float(r[2])) for r in rows]
 
 
-def collection_stats(con: Connection, notes: NoteFilter = NoteFilter()) -> tuple[float, ...]:
+def collection_stats(
+    con: Connection, terms: list[str], notes: NoteFilter = NoteFilter()
+) -> tuple[tuple[float, float, float, float], int]:
     """(documents, mean document length, notes, mean note length) of the notes the filter
-    keeps: `search_stats` without a filter, counted from `documents` with one."""
+    keeps (`search_stats` without a filter, counted from `documents` with one), and how many
+    postings `terms` have in the whole index (Σ df: the rows `term_postings` reads, at most)."""
     if notes.active:
         sql = f"WITH kept_notes AS (SELECT n.id FROM notes n WHERE {notes.where}), {_STATS_KEPT}"
     else:
         sql = f"WITH {_STATS_ALL}"
-    row = con.execute(sql + " SELECT n, avgdl, nn, avgnl FROM st", notes.params or {}).fetchone()
-    return tuple(float(v) for v in row) if row else (0.0, 0.0, 0.0, 0.0)
+    marks = ", ".join(f"$t{i}" for i in range(len(terms)))
+    sql += (
+        " SELECT n, avgdl, nn, avgnl, "
+        f"(SELECT coalesce(sum(df), 0) FROM terms WHERE term IN ({marks})) FROM st"
+    )
+    params = {**{f"t{i}": term for i, term in enumerate(terms)}, **(notes.params or {})}
+    row = con.execute(sql, params).fetchone()
+    if row is None:
+        return (0.0, 0.0, 0.0, 0.0), 0
+    return (float(row[0]), float(row[1]), float(row[2]), float(row[3])), int(row[4])
 
 
 def term_postings(
-    con: Connection, terms: list[str], notes: NoteFilter = NoteFilter()
-) -> dict[str, Any]:
-    """The postings of `terms` in the kept notes, as numpy columns (`search.bm25.rank`'s):
-    `term` (its index in `terms`), `note_key`, `ord`, `tf`, `length`, `note_length`, `row`.
+    con: Connection, terms: list[str], notes: NoteFilter = NoteFilter(), *, columns: bool
+) -> Any:
+    """The postings of `terms` in the kept notes: `term` (its index in `terms`), `note_key`,
+    `ord`, `tf`, `length`, `note_length`, `row` (`search.bm25.POSTING_COLUMNS`), as numpy
+    columns when `columns` (a dict of arrays), else as a list of row tuples.
 
     Only these rows are read: the literal `term IN (...)` list lets DuckDB skip every row
     group of other terms (a fresh index writes postings sorted by term). No string comes
@@ -187,7 +199,8 @@ def term_postings(
         f"p.note_length, p.rowid AS row FROM postings p {kept}"
         f"WHERE p.term IN ({', '.join(f'$t{i}' for i in range(len(terms)))})"
     )
-    return dict(con.execute(sql, params).fetchnumpy())
+    cursor = con.execute(sql, params)
+    return dict(cursor.fetchnumpy()) if columns else cursor.fetchall()
 
 
 def keys_with_terms(con: Connection, terms: tuple[str, ...]) -> frozenset[int]:
