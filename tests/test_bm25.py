@@ -113,7 +113,7 @@ def test_search_gives_the_same_hits_through_either_scorer(
     ]
     monkeypatch.setattr(bm25, "COLUMNS_FROM", 10**9)
     plain = [vault.search(q, limit=20) for q in queries]
-    monkeypatch.setattr(bm25, "COLUMNS_FROM", 0)
-    vector = [vault.search(q, limit=20) for q in queries]
-    assert plain == vector
+    for columns_from in (0, 3):  # all rows as columns; the first rows as tuples, then columns
+        monkeypatch.setattr(bm25, "COLUMNS_FROM", columns_from)
+        assert [vault.search(q, limit=20) for q in queries] == plain
     assert all(plain)

@@ -71,6 +71,18 @@ Row = tuple[int, int, int, float, int, int, int]
 """One posting as `rank_rows` reads it, in POSTING_COLUMNS order."""
 
 
+def rank(
+    postings: Sequence[Row] | Mapping[str, npt.NDArray[Any]],
+    weights: Sequence[float],
+    stats: Stats,
+    **options: Any,
+) -> tuple[list[ScoredNote], set[int]]:
+    """`rank_rows` for a list of rows, `rank_columns` for numpy columns (same options)."""
+    if isinstance(postings, Mapping):
+        return rank_columns(postings, weights, stats, **options)
+    return rank_rows(postings, weights, stats, **options)
+
+
 def rank_rows(
     postings: Iterable[Row],
     weights: Sequence[float],

@@ -259,19 +259,18 @@ def ranked_notes(
         if not only:
             return [], set(words)
     joined = joined_terms(words)
+    stats = bm25.Stats(*queries.collection_stats(con, notes))
     excluded = queries.keys_with_terms(con, query.excluded)
     only_keys = frozenset(note_key(i) for i in only) if only is not None else None
 
     def rank(terms: list[str]) -> list[queries.RankedNote]:
         counts = Counter([*terms, *joined])  # a term twice counts twice, as it was asked
         unique = list(counts)
-        stats, rows = queries.collection_stats(con, unique, notes)
-        columns = rows >= bm25.COLUMNS_FROM
-        scorer = bm25.rank_columns if columns else bm25.rank_rows
-        scored, matched = scorer(
-            queries.term_postings(con, unique, notes, columns=columns),
+        postings = queries.term_postings(con, unique, notes, columns_from=bm25.COLUMNS_FROM)
+        scored, matched = bm25.rank(
+            postings,
             [float(counts[t]) for t in unique],
-            bm25.Stats(*stats),
+            stats,
             k1=k1,
             b=b,
             limit=limit,

@@ -155,33 +155,27 @@ def document_scores(
 
 
 def collection_stats(
-    con: Connection, terms: list[str], notes: NoteFilter = NoteFilter()
-) -> tuple[tuple[float, float, float, float], int]:
+    con: Connection, notes: NoteFilter = NoteFilter()
+) -> tuple[float, float, float, float]:
     """(documents, mean document length, notes, mean note length) of the notes the filter
-    keeps (`search_stats` without a filter, counted from `documents` with one), and how many
-    postings `terms` have in the whole index (Σ df: the rows `term_postings` reads, at most)."""
+    keeps: one row of `search_stats` without a filter, counted from `documents` with one."""
     if notes.active:
         sql = f"WITH kept_notes AS (SELECT n.id FROM notes n WHERE {notes.where}), {_STATS_KEPT}"
     else:
         sql = f"WITH {_STATS_ALL}"
-    marks = ", ".join(f"$t{i}" for i in range(len(terms)))
-    sql += (
-        " SELECT n, avgdl, nn, avgnl, "
-        f"(SELECT coalesce(sum(df), 0) FROM terms WHERE term IN ({marks})) FROM st"
-    )
-    params = {**{f"t{i}": term for i, term in enumerate(terms)}, **(notes.params or {})}
-    row = con.execute(sql, params).fetchone()
+    row = con.execute(sql + " SELECT n, avgdl, nn, avgnl FROM st", notes.params or {}).fetchone()
     if row is None:
-        return (0.0, 0.0, 0.0, 0.0), 0
-    return (float(row[0]), float(row[1]), float(row[2]), float(row[3])), int(row[4])
+        return 0.0, 0.0, 0.0, 0.0
+    return float(row[0]), float(row[1]), float(row[2]), float(row[3])
 
 
 def term_postings(
-    con: Connection, terms: list[str], notes: NoteFilter = NoteFilter(), *, columns: bool
+    con: Connection, terms: list[str], notes: NoteFilter = NoteFilter(), *, columns_from: int
 ) -> Any:
     """The postings of `terms` in the kept notes: `term` (its index in `terms`), `note_key`,
-    `ord`, `tf`, `length`, `note_length`, `row` (`search.bm25.POSTING_COLUMNS`), as numpy
-    columns when `columns` (a dict of arrays), else as a list of row tuples.
+    `ord`, `tf`, `length`, `note_length`, `row` (`search.bm25.POSTING_COLUMNS`). Fewer than
+    `columns_from` rows come as a list of tuples; more as numpy columns (a dict of arrays),
+    so numpy is imported only for queries that read many rows.
 
     Only these rows are read: the literal `term IN (...)` list lets DuckDB skip every row
     group of other terms (a fresh index writes postings sorted by term). No string comes
@@ -200,7 +194,17 @@ def term_postings(
         f"WHERE p.term IN ({', '.join(f'$t{i}' for i in range(len(terms)))})"
     )
     cursor = con.execute(sql, params)
-    return dict(cursor.fetchnumpy()) if columns else cursor.fetchall()
+    head = cursor.fetchmany(columns_from)
+    if len(head) < columns_from:
+        return head
+    import numpy as np  # only here: a cold CLI's typical query never needs it
+
+    rest = cursor.fetchnumpy()
+    names = [d[0] for d in cursor.description or ()]
+    return {
+        name: np.concatenate([np.array([r[i] for r in head], dtype=rest[name].dtype), rest[name]])
+        for i, name in enumerate(names)
+    }
 
 
 def keys_with_terms(con: Connection, terms: tuple[str, ...]) -> frozenset[int]:
