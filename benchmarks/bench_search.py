@@ -9,9 +9,10 @@ hard-linked copy `benchmarks/out/search-<N>/` so the cached vault keeps no index
    a fresh database); for the one-note edit, the same statements reconcile runs for that
    note's search rows, inside a transaction that is rolled back.
 2. Search latency over 50 queries of 1–4 words drawn (seeded) from the vault's own words:
-   warm `Vault.search` (its shared read connection kept between calls, secrets redacted),
-   `search.search` on an already-open connection, and the same with a connection opened and
-   closed per call (what `Vault.search` did before); median and p95 (nearest rank). Then a
+   warm `Vault.search` (its shared read connection kept between calls, secrets redacted) and
+   `search.search` on an already-open connection, alternating, after one untimed pass over
+   the queries; then a connection opened and closed per call (what `Vault.search` did
+   before); median and p95 (nearest rank). Then a
    cold CLI: `python -m vaultmem search QUERY --json` as a fresh process, median of 5 queries,
    beside `python -c pass` (the interpreter alone) in the same run.
 3. SQLite FTS5 (stdlib `sqlite3`, `porter unicode61`, `bm25()` with heading weight 2): index
@@ -254,18 +255,20 @@ def run_size(n_notes: int, existing: Path | None = None) -> dict[str, Any]:
     _log(f"incremental {incremental_s:.3f} s (BM25 {one_bm25_s:.3f} s); queries")
     queries = draw_queries([t for _, _, t in texts[:20_000]])
     k1, b = vault.config.bm25_k1, vault.config.bm25_b
-    vault.search(queries[0])  # warm: imports, page cache
-    open_runs, ours = [], []
+    # Warm: imports, the page cache and DuckDB's buffers hold what the queries read. Then
+    # Vault.search and search.search on an open connection alternate query by query, so
+    # the machine's load (shared, noisy) weighs on both alike.
     for q in queries:
-        seconds, hits = _timed(lambda q=q: vault.search(q, limit=10))
-        open_runs.append(seconds)
-        ours.append([h.note_id for h in hits])
-    vault.close()
-    query_runs, reopen_runs = [], []
+        vault.search(q, limit=10)
+    open_runs, ours, query_runs, reopen_runs = [], [], [], []
     with store.reading(vault.config.index_path) as con:
         for q in queries:
+            seconds, hits = _timed(lambda q=q: vault.search(q, limit=10))
+            open_runs.append(seconds)
+            ours.append([h.note_id for h in hits])
             seconds, _ = _timed(lambda q=q: search.search(con, q, limit=10, k1=k1, b=b))
             query_runs.append(seconds)
+    vault.close()  # else the next opens reuse its open database
 
     def per_call(q: str) -> None:
         with store.reading(vault.config.index_path) as con:
@@ -279,7 +282,8 @@ def run_size(n_notes: int, existing: Path | None = None) -> dict[str, Any]:
 
     _log("FTS5")
     fts_build_s, fts = fts5_build(texts)
-    fts5_query(fts, queries[0])
+    for q in queries:
+        fts5_query(fts, q)
     fts_runs, theirs = [], []
     for q in queries:
         seconds, top = _timed(lambda q=q: fts5_query(fts, q))

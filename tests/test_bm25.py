@@ -111,9 +111,9 @@ def test_search_gives_the_same_hits_through_either_scorer(
         "signal ledger orbit",
         '"quartz velvet"',
     ]
-    monkeypatch.setattr(bm25, "COLUMNS_FROM", 10**9)
+    monkeypatch.setattr(bm25, "columns_from", lambda: 10**9)
     plain = [vault.search(q, limit=20) for q in queries]
     for columns_from in (0, 3):  # all rows as columns; the first rows as tuples, then columns
-        monkeypatch.setattr(bm25, "COLUMNS_FROM", columns_from)
+        monkeypatch.setattr(bm25, "columns_from", lambda n=columns_from: n)
         assert [vault.search(q, limit=20) for q in queries] == plain
     assert all(plain)

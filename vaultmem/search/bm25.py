@@ -15,8 +15,9 @@ summed over its documents, |note| = Σ|d|, N notes, df in notes). A note's score
     score(note) = max_{section d} bm25(d) + title_weight · bm25(title document)
                   + whole_weight · bm25(note)
 
-Two scorers give the same result: `rank_rows` in plain Python for up to COLUMNS_FROM rows (no
-numpy import for a cold CLI's typical query), `rank_columns` with numpy above. Both sum in a
+Two scorers give the same result: `rank_rows` in plain Python for up to COLUMNS_FROM rows (and
+up to COLD_COLUMNS_FROM in a process that has not loaded numpy: a cold CLI's one query never
+imports it), `rank_columns` with numpy above. Both sum in a
 fixed order (query term order; rows sorted by note, ord, term), so equal postings give equal
 floats whatever order the scan returned them in: an incrementally kept index and a rebuild
 rank ties alike.
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -64,8 +66,28 @@ class ScoredNote:
 
 
 COLUMNS_FROM = 2000
-"""From how many postings rows the numpy scorer runs: below, plain Python is as fast and a cold
-CLI search does not import numpy (~0.05–0.1 s, a quarter of the whole command)."""
+"""From how many postings rows the numpy scorer runs once numpy is loaded: below, plain Python
+is as fast."""
+COLD_COLUMNS_FROM = 50_000
+"""The same before numpy is loaded: importing it (~0.07 s idle, a quarter of a cold CLI search)
+costs more than scoring this many rows in Python (~1 µs a row). A process that ranks a second
+time is long-lived and loads it (`warm`), so only a one-query process keeps to this."""
+_ranked = 0
+
+
+def columns_from() -> int:
+    """The row count from which to fetch numpy columns, given what this process has loaded."""
+    return COLUMNS_FROM if "numpy" in sys.modules else COLD_COLUMNS_FROM
+
+
+def warm() -> None:
+    """Called before each ranking: from the second one on, load numpy (a long-lived process:
+    the MCP server, a library user), so large queries get the numpy scorer."""
+    global _ranked
+    _ranked += 1
+    if _ranked == 2:
+        import numpy  # noqa: F401
+
 
 Row = tuple[int, int, int, float, int, int, int]
 """One posting as `rank_rows` reads it, in POSTING_COLUMNS order."""

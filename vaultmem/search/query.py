@@ -266,7 +266,8 @@ def ranked_notes(
     def rank(terms: list[str]) -> list[queries.RankedNote]:
         counts = Counter([*terms, *joined])  # a term twice counts twice, as it was asked
         unique = list(counts)
-        postings = queries.term_postings(con, unique, notes, columns_from=bm25.COLUMNS_FROM)
+        bm25.warm()
+        postings = queries.term_postings(con, unique, notes, columns_from=bm25.columns_from())
         scored, matched = bm25.rank(
             postings,
             [float(counts[t]) for t in unique],
