@@ -70,7 +70,7 @@ COLUMNS_FROM = 2000
 is as fast."""
 COLD_COLUMNS_FROM = 50_000
 """The same before numpy is loaded: importing it (~0.07 s idle, a quarter of a cold CLI search)
-costs more than scoring this many rows in Python (~1 µs a row). A process that ranks a second
+costs more than scoring this many rows in Python (~1 µs a row). A process that searches a second
 time is long-lived and loads it (`warm`), so only a one-query process keeps to this."""
 _ranked = 0
 
@@ -81,7 +81,7 @@ def columns_from() -> int:
 
 
 def warm() -> None:
-    """Called before each ranking: from the second one on, load numpy (a long-lived process:
+    """Called once per search: from the second one on, load numpy (a long-lived process:
     the MCP server, a library user), so large queries get the numpy scorer."""
     global _ranked
     _ranked += 1

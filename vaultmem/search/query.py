@@ -253,6 +253,7 @@ def ranked_notes(
         )
     notes = note_filter(query, filters)
     words = list(query.terms)
+    bm25.warm()
     only = None
     if query.phrases:
         only = _phrase_notes(con, query.phrases, language, k1=k1, b=b, notes=notes)
@@ -266,7 +267,6 @@ def ranked_notes(
     def rank(terms: list[str]) -> list[queries.RankedNote]:
         counts = Counter([*terms, *joined])  # a term twice counts twice, as it was asked
         unique = list(counts)
-        bm25.warm()
         postings = queries.term_postings(con, unique, notes, columns_from=bm25.columns_from())
         scored, matched = bm25.rank(
             postings,
