@@ -1,20 +1,14 @@
-"""The search SQL: BM25 scores of documents and notes, fuzzy term lookup, hit assembly reads.
+"""The search SQL: the query terms' postings and the statistics BM25 needs, the ranked notes'
+rows, fuzzy term lookup, phrase candidates and hit assembly reads.
 
-Scores are computed at query time from `postings`, `documents`, `notes` and `search_stats`, so
-a one-note edit touches only that note's rows and incremental equals rebuild. Document
-frequencies are counted from the query terms' own postings (which the score reads anyway),
-restricted to the notes the filters keep: under `--folder`/`--scope`/`tag:`… the statistics
-are those of the filtered collection, so a word common elsewhere but rare here keeps its
-weight. Without filters, N and the average length come from `search_stats` (one row).
-
-    bm25(t,d) = qw(t) · idf(t) · tf'(t,d)·(k1+1) / (tf'(t,d) + k1·(1 − b + b·|d|/avgdl))
-    idf(t)    = ln(1 + (N − df(t) + 0.5) / (df(t) + 0.5))
-    tf'(t,d)  = Σ_field weight(field) · tf(t, field, d)
-
-computed twice: over documents (N documents, df in documents) and over whole notes (a note's
-tf' summed over its documents, |note| = Σ|d|, N notes, df in notes). A note's score is
-
-    score(note) = max_{section d} bm25(d) + bm25(title document) + WHOLE_NOTE · bm25(note)
+Notes are ranked in `search/bm25.py` from the rows `term_postings` returns (numbers only); the
+formulas are there. Everything is read at query time from `postings`, `documents`, `notes`
+and `search_stats`, so a one-note edit touches only that note's rows and incremental equals
+rebuild. Document frequencies are counted from the query terms' own postings, restricted to
+the notes the filters keep: under `--folder`/`--scope`/`tag:`… the statistics are those of the
+filtered collection, so a word common elsewhere but rare here keeps its weight. Without
+filters, N and the average lengths come from `search_stats` (one row). Phrase candidates
+(`document_scores`) are still scored in SQL, by the same document formula.
 """
 
 from __future__ import annotations
