@@ -36,10 +36,9 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-POSTING_COLUMNS = ("term", "note_key", "ord", "tf", "length", "note_length", "row")
+POSTING_COLUMNS = ("term", "note_key", "ord", "tf", "length", "note_length")
 """The columns `rank` reads: the query term's index in the query, the note's integer key, the
-document's ord, field-weighted tf, document length, note length, and `row`, an opaque handle of
-the posting carried to the note that ranks (storage reads the note's id by it)."""
+document's ord, field-weighted tf, document length and note length."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +61,6 @@ class ScoredNote:
     title: float
     whole: float
     documents: list[tuple[int, float]]
-    row: int
 
 
 COLUMNS_FROM = 2000
@@ -89,7 +87,7 @@ def warm() -> None:
         import numpy  # noqa: F401
 
 
-Row = tuple[int, int, int, float, int, int, int]
+Row = tuple[int, int, int, float, int, int]
 """One posting as `rank_rows` reads it, in POSTING_COLUMNS order."""
 
 
@@ -126,7 +124,6 @@ def rank_rows(
         by_term[posting[0]].append(posting)
     docs: dict[tuple[int, int], float] = {}
     whole: dict[int, float] = {}
-    handles: dict[int, int] = {}
     doc_norm = k1 * b / (stats.avgdl or 1.0)
     note_norm = k1 * b / (stats.avgnl or 1.0)
     base = k1 * (1 - b)
@@ -137,14 +134,13 @@ def rank_rows(
         matched.add(ti)
         per_note: dict[int, list[float]] = {}
         factor = weights[ti] * _idf_one(stats.documents, len(rows)) * (k1 + 1)
-        for _, key, ord_, tf, length, note_length, handle in rows:
+        for _, key, ord_, tf, length, note_length in rows:
             docs[key, ord_] = docs.get((key, ord_), 0.0) + factor * tf / (
                 tf + base + doc_norm * length
             )
             entry = per_note.get(key)
             if entry is None:
                 per_note[key] = [tf, float(note_length)]
-                handles[key] = handle
             else:
                 entry[0] += tf
         nfactor = weights[ti] * _idf_one(stats.notes, len(per_note)) * (k1 + 1)
@@ -175,7 +171,6 @@ def rank_rows(
             title.get(key, 0.0),
             whole[key],
             sorted(best[key], key=lambda d: (-d[1], d[0]))[:best_documents],
-            handles[key],
         )
         for key in top
     ], matched
@@ -231,7 +226,6 @@ def rank_columns(
     tf = np.asarray(postings["tf"], dtype=np.float64)[order]
     length = np.asarray(postings["length"], dtype=np.float64)[order]
     note_length = np.asarray(postings["note_length"], dtype=np.float64)[order]
-    row = np.asarray(postings["row"], dtype=np.int64)[order]
     qw = np.asarray(weights, dtype=np.float64)
     n_terms = len(qw)
 
@@ -270,7 +264,6 @@ def rank_columns(
     top = kept[np.lexsort((note_keys[kept], -total[kept]))[:limit]]
 
     bounds = np.append(per_note, len(doc_key))
-    note_row = row[doc[per_note]]
     scored = []
     for i in top.tolist():
         lo, hi = bounds[i], bounds[i + 1]
@@ -286,7 +279,6 @@ def rank_columns(
                 float(title[i]),
                 float(whole[i]),
                 documents[:best_documents],
-                int(note_row[i]),
             )
         )
     return scored, {int(t) for t in np.flatnonzero(df)}

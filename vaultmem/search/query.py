@@ -280,14 +280,20 @@ def ranked_notes(
             excluded=excluded,
             only=only_keys,
         )
-        ids = queries.note_ids(con, [note.row for note in scored])
-        cards = queries.note_cards(con, ids)
+        rows = queries.note_rows(con, [note.note_key for note in scored])
         found = frozenset(unique[i] for i in matched)
         return [
             queries.RankedNote(
-                note_id, n.score, n.section, n.title, n.whole, n.documents, cards[note_id], found
+                rows[n.note_key][0],
+                n.score,
+                n.section,
+                n.title,
+                n.whole,
+                n.documents,
+                rows[n.note_key],
+                found,
             )
-            for note_id, n in zip(ids, scored, strict=True)
+            for n in scored
         ]
 
     ranked = rank(words)

@@ -167,14 +167,14 @@ def term_postings(
     con: Connection, terms: list[str], notes: NoteFilter = NoteFilter(), *, columns_from: int
 ) -> Any:
     """The postings of `terms` in the kept notes: `term` (its index in `terms`), `note_key`,
-    `ord`, `tf`, `length`, `note_length`, `row` (`search.bm25.POSTING_COLUMNS`). Fewer than
+    `ord`, `tf`, `length`, `note_length` (`search.bm25.POSTING_COLUMNS`). Fewer than
     `columns_from` rows come as a list of tuples; more as numpy columns (a dict of arrays),
     so numpy is imported only for queries that read many rows.
 
     Only these rows are read: the literal `term IN (...)` list lets DuckDB skip every row
     group of other terms (a fresh index writes postings sorted by term). No string comes
-    back (turning note ids into Python strings cost more than the scan); `row` is the rowid
-    by which `note_ids` fetches the ids of the few notes that rank.
+    back (turning note ids into Python strings cost more than the scan); `note_rows` reads
+    the few notes that rank by their key.
     """
     params: dict[str, Any] = {f"t{i}": term for i, term in enumerate(terms)}
     params.update(notes.params or {})
@@ -184,7 +184,7 @@ def term_postings(
         kept = f"SEMI JOIN (SELECT n.id FROM notes n WHERE {notes.where}) k ON k.id = p.note_id "
     sql = (
         f"SELECT (CASE p.term {case} END)::INTEGER AS term, p.note_key, p.ord, p.tf, p.length, "
-        f"p.note_length, p.rowid AS row FROM postings p {kept}"
+        f"p.note_length FROM postings p {kept}"
         f"WHERE p.term IN ({', '.join(f'$t{i}' for i in range(len(terms)))})"
     )
     cursor = con.execute(sql, params)
@@ -212,25 +212,16 @@ def keys_with_terms(con: Connection, terms: tuple[str, ...]) -> frozenset[int]:
     return frozenset(int(r[0]) for r in rows)
 
 
-def note_ids(con: Connection, rowids: list[int]) -> list[str]:
-    """The note ids of these postings rows (row ids from `term_postings`, same connection)."""
-    if not rowids:
-        return []
-    marks = ", ".join(str(int(r)) for r in rowids)
-    by_row = dict(
-        con.execute(f"SELECT rowid, note_id FROM postings WHERE rowid IN ({marks})").fetchall()
-    )
-    return [by_row[r] for r in rowids]
-
-
-def note_cards(con: Connection, ids: list[str]) -> dict[str, NoteRow]:
-    """id → (id, path, title, scope, scope_id) of these notes."""
-    if not ids:
+def note_rows(con: Connection, keys: list[int]) -> dict[int, NoteRow]:
+    """note key → (id, path, title, scope, scope_id) of these notes (one scan of a BIGINT
+    column: `notes` holds each note's key, so the ranked notes need no string lookup)."""
+    if not keys:
         return {}
-    marks = ", ".join("?" * len(ids))
-    sql = f"SELECT id, path, title, scope, scope_id FROM notes WHERE id IN ({marks})"
-    rows = con.execute(sql, ids).fetchall()
-    return {r[0]: (r[0], r[1], r[2], r[3], r[4]) for r in rows}
+    marks = ", ".join(str(int(k)) for k in keys)
+    rows = con.execute(
+        f"SELECT note_key, id, path, title, scope, scope_id FROM notes WHERE note_key IN ({marks})"
+    ).fetchall()
+    return {int(r[0]): (r[1], r[2], r[3], r[4], r[5]) for r in rows}
 
 
 def index_language(con: Connection) -> str:
