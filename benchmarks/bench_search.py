@@ -21,7 +21,7 @@ hard-linked copy `benchmarks/out/search-<N>/` so the cached vault keeps no index
 4. Agreement: mean overlap@10 and Jaccard of both engines' top-10 notes.
 
 Usage: `python -m benchmarks.bench_search [--quick] [--json] [--notes N ...]`; `--vault DIR`
-instead runs on an existing vault (e.g. a copy of /work/cache/gen-100k already reconciled):
+instead runs on an existing vault (e.g. a generated one, copied and reconciled once):
 its index is brought up to date incrementally and no full build is timed.
 """
 
