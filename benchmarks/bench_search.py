@@ -9,20 +9,27 @@ hard-linked copy `benchmarks/out/search-<N>/` so the cached vault keeps no index
    a fresh database); for the one-note edit, the same statements reconcile runs for that
    note's search rows, inside a transaction that is rolled back.
 2. Search latency over 50 queries of 1–4 words drawn (seeded) from the vault's own words:
-   warm `Vault.search` (opens a read-only connection per call) and `search.search` on an
-   already-open connection; median and p95 (nearest rank).
+   warm `Vault.search` (its shared read connection kept between calls, secrets redacted) and
+   `search.search` on an already-open connection, alternating, after one untimed pass over
+   the queries; then a connection opened and closed per call (what `Vault.search` did
+   before); median and p95 (nearest rank). Then a
+   cold CLI: `python -m vaultmem search QUERY --json` as a fresh process, median of 5 queries,
+   beside `python -c pass` (the interpreter alone) in the same run.
 3. SQLite FTS5 (stdlib `sqlite3`, `porter unicode61`, `bm25()` with heading weight 2): index
    build over the same documents' text, and the same 50 queries (words OR-ed, best section
    per note, top 10).
 4. Agreement: mean overlap@10 and Jaccard of both engines' top-10 notes.
 
-Usage: `python -m benchmarks.bench_search [--quick] [--json] [--notes N ...]`.
+Usage: `python -m benchmarks.bench_search [--quick] [--json] [--notes N ...]`; `--vault DIR`
+instead runs on an existing vault (e.g. a generated one, copied and reconciled once):
+its index is brought up to date incrementally and no full build is timed.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import random
 import re
@@ -190,18 +197,44 @@ def fts5_query(con: sqlite3.Connection, query: str) -> list[str]:
     return [r[0] for r in rows]
 
 
-def run_size(n_notes: int) -> dict[str, Any]:
+def cold_cli(root: Path, queries: Sequence[str]) -> dict[str, float]:
+    """Median seconds of a fresh `python -m vaultmem search Q --json` and of `python -c pass`."""
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VAULTMEM_")}
+
+    def run(args: list[str]) -> float:
+        start = time.perf_counter()
+        subprocess.run(args, cwd=root, env=env, capture_output=True, check=True)
+        return time.perf_counter() - start
+
+    search_s, bare_s = [], []
+    for q in queries:
+        bare_s.append(run([sys.executable, "-c", "pass"]))
+        search_s.append(run([sys.executable, "-m", "vaultmem", "search", q, "--json"]))
+    return {
+        "cold_cli_search_s": statistics.median(search_s),
+        "cold_python_s": statistics.median(bare_s),
+    }
+
+
+def run_size(n_notes: int, existing: Path | None = None) -> dict[str, Any]:
     from vaultmem.note.parse import parse_note
     from vaultmem.search import query as search
     from vaultmem.storage import store
     from vaultmem.vault import Vault
 
-    root = search_copy(n_notes)
+    root = existing or search_copy(n_notes)
     vault = Vault(root)
-    _log(f"{n_notes} notes: full reconcile")
-    full_s, report = _timed(lambda: vault.reconcile(rebuild=True))
-    _log(f"full reconcile {full_s:.2f} s; BM25 build phases")
-    phases = bm25_build_phases(root)
+    if existing is None:
+        _log(f"{n_notes} notes: full reconcile")
+        full_s, report = _timed(lambda: vault.reconcile(rebuild=True))
+        _log(f"full reconcile {full_s:.2f} s; BM25 build phases")
+        phases = bm25_build_phases(root)
+    else:
+        _log(f"{root}: reconcile (incremental)")
+        full_s, report = math.nan, vault.reconcile()
+        phases = {"documents_s": math.nan, "tables_s": math.nan, "bm25_s": math.nan}
     _log(f"phases {phases}; one-note edit")
 
     # One-note edit: append a sentence, reconcile, then measure its search statements alone.
@@ -222,21 +255,35 @@ def run_size(n_notes: int) -> dict[str, Any]:
     _log(f"incremental {incremental_s:.3f} s (BM25 {one_bm25_s:.3f} s); queries")
     queries = draw_queries([t for _, _, t in texts[:20_000]])
     k1, b = vault.config.bm25_k1, vault.config.bm25_b
-    vault.search(queries[0])  # warm: imports, page cache
-    open_runs, ours = [], []
+    # Warm: imports, the page cache and DuckDB's buffers hold what the queries read. Then
+    # Vault.search and search.search on an open connection alternate query by query, so
+    # the machine's load (shared, noisy) weighs on both alike.
     for q in queries:
-        seconds, hits = _timed(lambda q=q: vault.search(q, limit=10))
-        open_runs.append(seconds)
-        ours.append([h.note_id for h in hits])
-    query_runs = []
+        vault.search(q, limit=10)
+    open_runs, ours, query_runs, reopen_runs = [], [], [], []
     with store.reading(vault.config.index_path) as con:
         for q in queries:
+            seconds, hits = _timed(lambda q=q: vault.search(q, limit=10))
+            open_runs.append(seconds)
+            ours.append([h.note_id for h in hits])
             seconds, _ = _timed(lambda q=q: search.search(con, q, limit=10, k1=k1, b=b))
             query_runs.append(seconds)
+    vault.close()  # else the next opens reuse its open database
+
+    def per_call(q: str) -> None:
+        with store.reading(vault.config.index_path) as con:
+            search.search(con, q, limit=10, k1=k1, b=b)
+
+    for q in queries:
+        seconds, _ = _timed(lambda q=q: per_call(q))
+        reopen_runs.append(seconds)
+    _log("cold CLI")
+    cold = cold_cli(root, queries[:5])
 
     _log("FTS5")
     fts_build_s, fts = fts5_build(texts)
-    fts5_query(fts, queries[0])
+    for q in queries:
+        fts5_query(fts, q)
     fts_runs, theirs = [], []
     for q in queries:
         seconds, top = _timed(lambda q=q: fts5_query(fts, q))
@@ -259,9 +306,12 @@ def run_size(n_notes: int) -> dict[str, Any]:
         "incremental_bm25_s": one_bm25_s,
         "search_open_and_query": _stats(open_runs),
         "search_query": query,
+        "search_connection_per_call": _stats(reopen_runs),
+        **cold,
         "fts5_build_s": fts_build_s,
         "fts5_query": fts_query,
         "query_ratio_to_fts5": query["median_ms"] / fts_query["median_ms"],
+        "vault_ratio_to_fts5": _stats(open_runs)["median_ms"] / fts_query["median_ms"],
         "build_ratio_to_fts5": phases["bm25_s"] / fts_build_s,
         "overlap_at_10": statistics.mean(overlap),
         "jaccard_at_10": statistics.mean(jaccard),
@@ -274,6 +324,7 @@ def render(rows: Sequence[dict[str, Any]]) -> str:
         f"{'incr s':>7} {'incr bm25':>9} {'fts5 build':>10} {'open+q ms':>15} "
         f"{'query ms':>15} {'fts5 ms':>13} {'×fts5':>6} {'ovl@10':>6}",
     ]
+    extra = []
     for r in rows:
         so, sq, fq = r["search_open_and_query"], r["search_query"], r["fts5_query"]
         lines.append(
@@ -286,6 +337,12 @@ def render(rows: Sequence[dict[str, Any]]) -> str:
             f"{fq['median_ms']:>5.2f} / {fq['p95_ms']:>5.2f} "
             f"{r['query_ratio_to_fts5']:>6.1f} {r['overlap_at_10']:>6.2f}"
         )
+        extra.append(
+            f"{r['notes']:>7} Vault.search ×fts5 {r['vault_ratio_to_fts5']:.2f}; connection per "
+            f"call {r['search_connection_per_call']['median_ms']:.1f} ms; cold CLI search "
+            f"{r['cold_cli_search_s']:.3f} s (python -c pass {r['cold_python_s']:.3f} s)"
+        )
+    lines += extra
     lines.append("(latencies: median / p95 over 50 queries; bm25 s = docs s + tables s)")
     return "\n".join(lines)
 
@@ -295,9 +352,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="1,000 and 10,000 notes")
     parser.add_argument("--json", action="store_true", help="one JSON object on one line")
     parser.add_argument("--notes", type=int, nargs="*", help="vault sizes to run")
+    parser.add_argument("--vault", type=Path, help="an existing vault instead (no full build)")
     args = parser.parse_args(argv)
     sizes = args.notes or (QUICK_NOTES if args.quick else FULL_NOTES)
-    rows = [run_size(n) for n in sizes]
+    rows = [run_size(0, args.vault)] if args.vault else [run_size(n) for n in sizes]
     if args.json:
         print(json.dumps({"benchmark": NAME, "rows": rows}))
     else:

@@ -423,9 +423,23 @@ def test_incremental_postings_equal_rebuild(edits: list[tuple[str, int, str]]) -
             elif (root / rel).exists() and not (root / f"n{arg}.md").exists():
                 (root / rel).rename(root / f"n{arg}.md")
             vault.reconcile()
-        incremental = dump(vault)
+        incremental, answers = dump(vault), ranked_answers(vault)
         vault.reconcile(rebuild=True)
         assert incremental == dump(vault)
+        assert answers == ranked_answers(vault)
+
+
+def ranked_answers(vault: Vault) -> list[list[tuple[object, ...]]]:
+    """Every note each query finds, by path (ids differ after renames, so ties may order
+    differently): path, score, shown section and snippet."""
+    out = []
+    for query in ("lock", "timeout queries", "duckdb plan search", '"query plan"', "lock -db"):
+        try:
+            hits = vault.search(query, limit=50)
+        except QueryError:
+            hits = []
+        out.append(sorted((h.path, h.score, h.heading, h.line, h.snippet) for h in hits))
+    return out
 
 
 # -- (d) relevance over example-vault ------------------------------------------------------

@@ -1,8 +1,9 @@
 """`Vault`: the one API that the CLI, the MCP server and Python callers all use.
 
 Each method is one hop to an operation: it resolves what the caller named (a path inside the
-vault), opens what the operation needs (a read-only index connection per call, never held
-between calls; the usage counts recall ranks by) and returns the operation's plain values.
+vault), opens what the operation needs (the read-only index connection, kept between calls and
+given up whenever a writer may want the file: `store.SharedReader`; the usage counts recall
+ranks by) and returns the operation's plain values.
 The work itself (SQL, scans, link resolution) happens below, in the operations and storage;
 `get`, `read` and `used` record a use; `recall` never does (a returned hit is not a use).
 Secrets in what people wrote are redacted here, on the one path both adapters take. Nothing
@@ -21,9 +22,12 @@ from typing import TYPE_CHECKING, Any
 
 from vaultmem.config import Config, FolderMapping, find_vault, init_vault, load_config
 from vaultmem.errors import InvalidArgumentError, NotFoundError, VaultNotFoundError
+from vaultmem.files.lock import LOCK_NAME
 from vaultmem.models import CONTEXT_BUDGET_CHARS, CONTEXT_PER_SCOPE, CONTEXT_SCOPES, READ_MAX_BYTES
 
 if TYPE_CHECKING:  # imported where used: a cold CLI command loads only what it runs
+    from contextlib import AbstractContextManager
+
     from vaultmem.index import catalog, reading
     from vaultmem.index.catalog import NoteDetail, NoteRef, SqlResult, Status
     from vaultmem.index.preview import ParsedView
@@ -39,6 +43,8 @@ if TYPE_CHECKING:  # imported where used: a cold CLI command loads only what it 
     from vaultmem.okf import validate as okf_validate
     from vaultmem.search import vectors
     from vaultmem.search.query import SearchFilters, SearchHit
+    from vaultmem.storage import store
+    from vaultmem.storage.store import Connection
 
 
 class Vault:
@@ -53,6 +59,23 @@ class Vault:
     ) -> None:
         root = find_vault(path, cwd=cwd, environ=environ)
         self.config: Config = load_config(root)
+        self._reader: store.SharedReader | None = None
+
+    def _reading(self) -> AbstractContextManager[Connection]:
+        """The index, read-only, for one call: one connection kept between calls and given
+        up to writers (`store.SharedReader`; docs/architecture.md, "Connections")."""
+        from vaultmem.storage import store
+
+        if self._reader is None:
+            self._reader = store.SharedReader(
+                self.config.index_path, lock_path=self.config.state_dir / LOCK_NAME
+            )
+        return self._reader.use()
+
+    def close(self) -> None:
+        """Let go of the index now (it is also let go when idle or when a writer waits)."""
+        if self._reader is not None:
+            self._reader.close()
 
     @classmethod
     def init(
@@ -116,24 +139,21 @@ class Vault:
 
     def problems(self, *, code: str | None = None) -> list[dict[str, Any]]:
         from vaultmem.index import catalog
-        from vaultmem.storage import store
 
-        with store.reading(self.config.index_path) as con:
+        with self._reading() as con:
             return catalog.problems(con, code=code)
 
     def find(self, name: str) -> NoteRef:
         from vaultmem.index import catalog
-        from vaultmem.storage import store
 
-        with store.reading(self.config.index_path) as con:
+        with self._reading() as con:
             return catalog.find_note(con, name)
 
     def show(self, name: str) -> NoteDetail:
         from vaultmem.index import catalog
         from vaultmem.memory.secrets import compile_patterns
-        from vaultmem.storage import store
 
-        with store.reading(self.config.index_path) as con:
+        with self._reading() as con:
             detail = catalog.note_detail(con, catalog.find_note(con, name))
         # Frontmatter is a person's text (`password: …`): redacted like search output.
         patterns = compile_patterns(self.config.secret_patterns)
@@ -142,33 +162,29 @@ class Vault:
 
     def links(self, name: str) -> tuple[NoteRef, list[dict[str, Any]]]:
         from vaultmem.index import catalog, graph
-        from vaultmem.storage import store
 
-        with store.reading(self.config.index_path) as con:
+        with self._reading() as con:
             ref = catalog.find_note(con, name)
             return ref, graph.outgoing(con, ref)
 
     def backlinks(self, name: str) -> tuple[NoteRef, list[dict[str, Any]]]:
         from vaultmem.index import catalog, graph
-        from vaultmem.storage import store
 
-        with store.reading(self.config.index_path) as con:
+        with self._reading() as con:
             ref = catalog.find_note(con, name)
             return ref, graph.backlinks(con, ref)
 
     def neighbours(self, name: str, depth: int = 1) -> tuple[NoteRef, list[dict[str, Any]]]:
         from vaultmem.index import catalog, graph
-        from vaultmem.storage import store
 
-        with store.reading(self.config.index_path) as con:
+        with self._reading() as con:
             ref = catalog.find_note(con, name)
             return ref, graph.neighbours(con, ref, depth)
 
     def unresolved(self, *, limit: int | None = None) -> list[dict[str, Any]]:
         from vaultmem.index import graph
-        from vaultmem.storage import store
 
-        with store.reading(self.config.index_path) as con:
+        with self._reading() as con:
             return graph.unresolved(con, limit=limit)
 
     def search(
@@ -185,10 +201,9 @@ class Vault:
         from vaultmem.memory.secrets import compile_patterns, redact
         from vaultmem.search import vectors
         from vaultmem.search.query import SearchFilters
-        from vaultmem.storage import store
 
         patterns = compile_patterns(self.config.secret_patterns)
-        with store.reading(self.config.index_path) as con:
+        with self._reading() as con:
             hits = vectors.search(
                 con,
                 query,
@@ -244,10 +259,9 @@ class Vault:
         from vaultmem.memory import recall as recall_op
         from vaultmem.memory import usage
         from vaultmem.memory.secrets import compile_patterns
-        from vaultmem.storage import store
 
         moment = now or datetime.now(UTC)
-        with store.reading(self.config.index_path) as con:
+        with self._reading() as con:
             return recall_op.recall(
                 con,
                 query,
@@ -279,11 +293,10 @@ class Vault:
         from vaultmem.index import reading
         from vaultmem.memory import usage
         from vaultmem.memory.secrets import compile_patterns
-        from vaultmem.storage import store
 
         patterns = compile_patterns(self.config.secret_patterns)
         if self.config.index_path.exists():
-            with store.reading(self.config.index_path) as con:
+            with self._reading() as con:
                 text = reading.read_text(
                     self.config, con, name, max_bytes=max_bytes, offset=offset, patterns=patterns
                 )
@@ -304,18 +317,16 @@ class Vault:
     ) -> list[reading.RecentNote]:
         """Notes by file modification time, newest first (what changed while you were away)."""
         from vaultmem.index import reading
-        from vaultmem.storage import store
 
-        with store.reading(self.config.index_path) as con:
+        with self._reading() as con:
             return reading.recent(con, since=since, kind=kind, limit=limit)
 
     def used(self, name: str, *, now: datetime | None = None) -> catalog.NoteRef:
         """Record that a note or topic (by key, id, path, title or alias) helped: one use."""
         from vaultmem.index import catalog
         from vaultmem.memory import usage
-        from vaultmem.storage import store
 
-        with store.reading(self.config.index_path) as con:
+        with self._reading() as con:
             ref = catalog.find_note(con, name)
         usage.record(self.config.state_dir, [ref.id], _stamp(now))
         return ref
@@ -333,10 +344,9 @@ class Vault:
         from vaultmem.memory import recall as recall_op
         from vaultmem.memory import usage
         from vaultmem.memory.secrets import compile_patterns
-        from vaultmem.storage import store
 
         moment = now or datetime.now(UTC)
-        with store.reading(self.config.index_path) as con:
+        with self._reading() as con:
             return context_block.build_context(
                 con,
                 scopes=recall_op.parse_scopes(scopes),

@@ -13,9 +13,9 @@ A request the SDK cannot decode (a lone UTF-16 surrogate such as `\ud800`, nesti
 its parser allows, broken JSON) used to be dropped without a reply, so the client waited
 forever; `_CheckedLines` answers it with a JSON-RPC error carrying the request's id.
 
-The server never holds the index open: every call opens it read-only for its own length
-(inside the `Vault` method), so `reconcile` and `watch` in other processes are never locked
-out and their changes show on the next call.
+The server keeps one read-only connection to the index between calls (the `Vault`'s
+`store.SharedReader`) and gives it up whenever a writer wants the file, so `reconcile` and
+`watch` in other processes wait at most ~50 ms for it and their changes show on the next call.
 """
 
 from __future__ import annotations

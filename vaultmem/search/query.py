@@ -16,12 +16,15 @@ from __future__ import annotations
 import itertools
 import re
 import shlex
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from vaultmem.errors import QueryError
+from vaultmem.search import bm25
+from vaultmem.search.documents import note_key
 from vaultmem.search.tokenizer import DEFAULT_LANGUAGE, analyzer
 from vaultmem.storage import search_queries as queries
 from vaultmem.storage.store import Connection
@@ -250,26 +253,48 @@ def ranked_notes(
         )
     notes = note_filter(query, filters)
     words = list(query.terms)
+    bm25.warm()
     only = None
     if query.phrases:
         only = _phrase_notes(con, query.phrases, language, k1=k1, b=b, notes=notes)
         if not only:
             return [], set(words)
     joined = joined_terms(words)
+    stats = bm25.Stats(*queries.collection_stats(con, notes))
+    excluded = queries.keys_with_terms(con, query.excluded)
+    only_keys = frozenset(note_key(i) for i in only) if only is not None else None
 
     def rank(terms: list[str]) -> list[queries.RankedNote]:
-        return queries.note_scores(
-            con,
-            [*terms, *joined],
+        counts = Counter([*terms, *joined])  # a term twice counts twice, as it was asked
+        unique = list(counts)
+        postings = queries.term_postings(con, unique, notes, columns_from=bm25.columns_from())
+        scored, matched = bm25.rank(
+            postings,
+            [float(counts[t]) for t in unique],
+            stats,
             k1=k1,
             b=b,
             limit=limit,
-            notes=notes,
             whole_weight=whole_weight,
             title_weight=title_weight,
-            excluded=query.excluded,
-            only=only,
+            excluded=excluded,
+            only=only_keys,
         )
+        rows = queries.note_rows(con, [note.note_key for note in scored])
+        found = frozenset(unique[i] for i in matched)
+        return [
+            queries.RankedNote(
+                rows[n.note_key][0],
+                n.score,
+                n.section,
+                n.title,
+                n.whole,
+                n.documents,
+                rows[n.note_key],
+                found,
+            )
+            for n in scored
+        ]
 
     ranked = rank(words)
     # Typos: a query whose every word matched (the usual case) costs no further statement.

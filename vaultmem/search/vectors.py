@@ -86,8 +86,10 @@ def search(
     -exclusions apply to every mode; `"phrases"` constrain the words ranking only. Without a
     mode: DEFAULT_WHEN_ON when the index holds vectors, else words. `language` and `clean` are
     `query.search`'s (the stemmer; the redaction applied before a snippet is cut)."""
-    if mode is None:
-        mode = "words" if vector_queries.embedding_model(con) == "none" else DEFAULT_WHEN_ON
+    if mode is None:  # no meta read per search while the default is words anyway
+        mode = DEFAULT_WHEN_ON
+        if mode != "words" and vector_queries.embedding_model(con) == "none":
+            mode = "words"
     if mode not in MODES:
         raise QueryError(f"Unknown search mode {mode!r}.", hint=f"Use one of {', '.join(MODES)}.")
     filters = filters or SearchFilters()

@@ -179,6 +179,8 @@ def load_staged(con: Connection, files: Mapping[str, Sequence[Path]], max_row_by
         select = ", ".join(
             "m.note_id"
             if c == key
+            else "m.note_key"  # computed with the number → id map, never staged
+            if (table, c) == ("notes", "note_key")
             else "t.id"
             if (table, c) == ("links", "target_id")
             else f"s.{c}"

@@ -37,7 +37,8 @@ CREATE TABLE notes (
     size BIGINT NOT NULL, -- file size in bytes
     mtime_ns BIGINT NOT NULL, -- file modification time in nanoseconds since the epoch
     content_hash VARCHAR NOT NULL, -- BLAKE2b-128 hex digest of the file's bytes
-    claimed_id VARCHAR -- the frontmatter `id` the note asked for (may differ from `id` on a clash)
+    claimed_id VARCHAR, -- the frontmatter `id` the note asked for (may differ from `id` on a clash)
+    note_key BIGINT NOT NULL -- integer key of the note, as in `postings.note_key`: search reads the ranked notes' rows by it
 );
 
 CREATE INDEX notes_by_id ON notes (id);

@@ -1,20 +1,14 @@
-"""The search SQL: BM25 scores of documents and notes, fuzzy term lookup, hit assembly reads.
+"""The search SQL: the query terms' postings and the statistics BM25 needs, the ranked notes'
+rows, fuzzy term lookup, phrase candidates and hit assembly reads.
 
-Scores are computed at query time from `postings`, `documents`, `notes` and `search_stats`, so
-a one-note edit touches only that note's rows and incremental equals rebuild. Document
-frequencies are counted from the query terms' own postings (which the score reads anyway),
-restricted to the notes the filters keep: under `--folder`/`--scope`/`tag:`… the statistics
-are those of the filtered collection, so a word common elsewhere but rare here keeps its
-weight. Without filters, N and the average length come from `search_stats` (one row).
-
-    bm25(t,d) = qw(t) · idf(t) · tf'(t,d)·(k1+1) / (tf'(t,d) + k1·(1 − b + b·|d|/avgdl))
-    idf(t)    = ln(1 + (N − df(t) + 0.5) / (df(t) + 0.5))
-    tf'(t,d)  = Σ_field weight(field) · tf(t, field, d)
-
-computed twice: over documents (N documents, df in documents) and over whole notes (a note's
-tf' summed over its documents, |note| = Σ|d|, N notes, df in notes). A note's score is
-
-    score(note) = max_{section d} bm25(d) + bm25(title document) + WHOLE_NOTE · bm25(note)
+Notes are ranked in `search/bm25.py` from the rows `term_postings` returns (numbers only); the
+formulas are there. Everything is read at query time from `postings`, `documents`, `notes`
+and `search_stats`, so a one-note edit touches only that note's rows and incremental equals
+rebuild. Document frequencies are counted from the query terms' own postings, restricted to
+the notes the filters keep: under `--folder`/`--scope`/`tag:`… the statistics are those of the
+filtered collection, so a word common elsewhere but rare here keeps its weight. Without
+filters, N and the average lengths come from `search_stats` (one row). Phrase candidates
+(`document_scores`) are still scored in SQL, by the same document formula.
 """
 
 from __future__ import annotations
@@ -22,7 +16,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from vaultmem.search.documents import note_key
 from vaultmem.storage.store import Connection
 
 WHOLE_NOTE = 1.0
@@ -88,44 +81,6 @@ ORDER BY score DESC, note_id, ord"""
 )
 _DOCUMENTS_EXTRA = """, any_value(p.note_id) AS note_id,
            count(*) FILTER (WHERE list_contains($needed::VARCHAR[], p.term)) AS needed"""
-
-# Notes: best section + title document + whole note (tf summed over the note's documents).
-_NOTES_SQL = (
-    _SCORED
-    + """,
-whole AS (
-    SELECT nt.note_key,
-           sum(w.qw * w.nidf * nt.tf * ($k1 + 1)
-               / (nt.tf + $k1 * (1 - $b + $b * nt.note_length / st.avgnl))) AS score
-    FROM nt JOIN w USING (term), st
-    GROUP BY nt.note_key
-),
-per_note AS (
-    SELECT note_key,
-           coalesce(max(score) FILTER (WHERE ord > 0), 0) AS section,
-           coalesce(max(score) FILTER (WHERE ord = 0), 0) AS title
-    FROM docs GROUP BY note_key
-),
-ranked AS (
-    SELECT pn.note_key, pn.section, pn.title, wh.score AS whole,
-           pn.section + $title_weight * pn.title + $whole_weight * wh.score AS score
-    FROM per_note pn JOIN whole wh USING (note_key) {post}
-    ORDER BY score DESC, note_key LIMIT $limit
-),
-best AS (
-    SELECT d.note_key, list(d.ord ORDER BY d.score DESC, d.ord)[1:5] AS ords,
-           list(d.score ORDER BY d.score DESC, d.ord)[1:5] AS scores
-    FROM docs d SEMI JOIN ranked r USING (note_key) GROUP BY d.note_key
-),
-ids AS (SELECT DISTINCT p.note_key, p.note_id FROM p SEMI JOIN ranked r USING (note_key))
-SELECT ids.note_id, r.score, r.section, r.title, r.whole, best.ords, best.scores,
-       n.path, n.title, n.scope, n.scope_id, (SELECT list(term) FROM ddf) AS matched
-FROM ranked r JOIN best USING (note_key) JOIN ids USING (note_key)
-JOIN notes n ON n.id = ids.note_id
-ORDER BY r.score DESC, r.note_key
-"""
-)
-
 
 NoteRow = tuple[str, str, str, str, str | None]
 """id, path, title, scope, scope_id."""
@@ -193,52 +148,80 @@ def document_scores(
     return [(r[0], int(r[1]), float(r[2])) for r in rows]
 
 
-def note_scores(
-    con: Connection,
-    terms: list[str],
-    *,
-    k1: float,
-    b: float,
-    limit: int,
-    notes: NoteFilter = NoteFilter(),
-    weights: list[float] | None = None,
-    whole_weight: float = WHOLE_NOTE,
-    title_weight: float = TITLE_DOCUMENT,
-    excluded: tuple[str, ...] = (),
-    only: list[str] | None = None,
-) -> list[RankedNote]:
-    """The `limit` best notes by section + title + whole_weight · whole-note score.
+def collection_stats(
+    con: Connection, notes: NoteFilter = NoteFilter()
+) -> tuple[float, float, float, float]:
+    """(documents, mean document length, notes, mean note length) of the notes the filter
+    keeps: one row of `search_stats` without a filter, counted from `documents` with one."""
+    if notes.active:
+        sql = f"WITH kept_notes AS (SELECT n.id FROM notes n WHERE {notes.where}), {_STATS_KEPT}"
+    else:
+        sql = f"WITH {_STATS_ALL}"
+    row = con.execute(sql + " SELECT n, avgdl, nn, avgnl FROM st", notes.params or {}).fetchone()
+    if row is None:
+        return 0.0, 0.0, 0.0, 0.0
+    return float(row[0]), float(row[1]), float(row[2]), float(row[3])
 
-    `excluded` drops notes holding any of these terms; `only` keeps just these note ids.
-    Neither changes the statistics (the filters in `notes` do).
+
+def term_postings(
+    con: Connection, terms: list[str], notes: NoteFilter = NoteFilter(), *, columns_from: int
+) -> Any:
+    """The postings of `terms` in the kept notes: `term` (its index in `terms`), `note_key`,
+    `ord`, `tf`, `length`, `note_length` (`search.bm25.POSTING_COLUMNS`). Fewer than
+    `columns_from` rows come as a list of tuples; more as numpy columns (a dict of arrays),
+    so numpy is imported only for queries that read many rows.
+
+    Only these rows are read: the literal `term IN (...)` list lets DuckDB skip every row
+    group of other terms (a fresh index writes postings sorted by term). No string comes
+    back (turning note ids into Python strings cost more than the scan); `note_rows` reads
+    the few notes that rank by their key.
     """
-    post = []
-    bound = {**_bound(terms, weights, k1, b, notes), "limit": limit}
-    bound.update(whole_weight=whole_weight, title_weight=title_weight)
-    if excluded:
-        post.append(
-            "note_key NOT IN (SELECT x.note_key FROM postings x "
-            "WHERE x.term IN (SELECT unnest($excluded::VARCHAR[])))"
-        )
-        bound["excluded"] = list(excluded)
-    if only is not None:
-        post.append("note_key IN (SELECT unnest($only::BIGINT[]))")
-        bound["only"] = [note_key(i) for i in only]
-    where = f"WHERE {' AND '.join(post)}" if post else ""
-    rows = con.execute(_sql(_NOTES_SQL, notes, len(terms), where), bound).fetchall()
-    return [
-        RankedNote(
-            r[0],
-            float(r[1]),
-            float(r[2]),
-            float(r[3]),
-            float(r[4]),
-            [(int(o), float(s)) for o, s in zip(r[5], r[6], strict=True)],
-            (r[0], r[7], r[8], r[9], r[10]),
-            frozenset(r[11]),
-        )
-        for r in rows
-    ]
+    params: dict[str, Any] = {f"t{i}": term for i, term in enumerate(terms)}
+    params.update(notes.params or {})
+    case = " ".join(f"WHEN $t{i} THEN {i}" for i in range(len(terms)))
+    kept = ""
+    if notes.active:
+        kept = f"SEMI JOIN (SELECT n.id FROM notes n WHERE {notes.where}) k ON k.id = p.note_id "
+    sql = (
+        f"SELECT (CASE p.term {case} END)::INTEGER AS term, p.note_key, p.ord, p.tf, p.length, "
+        f"p.note_length FROM postings p {kept}"
+        f"WHERE p.term IN ({', '.join(f'$t{i}' for i in range(len(terms)))})"
+    )
+    cursor = con.execute(sql, params)
+    head = cursor.fetchmany(columns_from)
+    if len(head) < columns_from:
+        return head
+    import numpy as np  # only here: a cold CLI's typical query never needs it
+
+    rest = cursor.fetchnumpy()
+    names = [d[0] for d in cursor.description or ()]
+    return {
+        name: np.concatenate([np.array([r[i] for r in head], dtype=rest[name].dtype), rest[name]])
+        for i, name in enumerate(names)
+    }
+
+
+def keys_with_terms(con: Connection, terms: tuple[str, ...]) -> frozenset[int]:
+    """Note keys of the notes holding any of `terms` (a query's -exclusions)."""
+    if not terms:
+        return frozenset()
+    rows = con.execute(
+        f"SELECT DISTINCT note_key FROM postings WHERE term IN ({', '.join('?' * len(terms))})",
+        list(terms),
+    ).fetchall()
+    return frozenset(int(r[0]) for r in rows)
+
+
+def note_rows(con: Connection, keys: list[int]) -> dict[int, NoteRow]:
+    """note key → (id, path, title, scope, scope_id) of these notes (one scan of a BIGINT
+    column: `notes` holds each note's key, so the ranked notes need no string lookup)."""
+    if not keys:
+        return {}
+    marks = ", ".join(str(int(k)) for k in keys)
+    rows = con.execute(
+        f"SELECT note_key, id, path, title, scope, scope_id FROM notes WHERE note_key IN ({marks})"
+    ).fetchall()
+    return {int(r[0]): (r[1], r[2], r[3], r[4], r[5]) for r in rows}
 
 
 def index_language(con: Connection) -> str:

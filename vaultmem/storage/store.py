@@ -1,9 +1,14 @@
 """The only code that opens DuckDB: connections, retries, bulk loads and the index lifecycle.
 
-Connections are short-lived on purpose. DuckDB lets one process hold a file read-write and
-then refuses every other process, even read-only ones; so readers open per request and a
-writer opens only for its transaction. Either side that meets the other's file lock retries
-with backoff up to a bound, then raises `LockedError` naming the holder DuckDB reports.
+DuckDB lets one process hold a file read-write and then refuses every other process, even
+read-only ones, and a reader's shared lock likewise keeps every writer out. So a writer opens
+only for its transaction, and a reader either opens per request (`reading`) or, in a process
+that serves many requests (the MCP server, a library user), keeps one read-only connection
+between them (`SharedReader`) and lets go of it whenever a writer may want the file: after
+IDLE_CLOSE_S without a request, at once when the vault's writer lock (`.vaultmem/write.lock`,
+which reconcile takes before it opens the index) is held, and before this process opens the
+file any other way. Either side that meets the other's file lock retries with backoff up to a
+bound, then raises `LockedError` naming the holder DuckDB reports.
 
 Rows go in as columns: Python lists bound as typed LIST parameters and `unnest`ed in one
 INSERT per table per batch (row-at-a-time `executemany` runs ~100x slower here). Postings, the
@@ -12,14 +17,18 @@ bulk of the rows, come as TSV files written by the parse workers (`parallel.py`)
 
 from __future__ import annotations
 
+import fcntl
+import os
 import re
+import threading
 import time
+import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import duckdb
 
@@ -53,6 +62,10 @@ def connect(
     `sandboxed` turns off DuckDB's file system access (COPY TO, read_csv, ATTACH), for
     connections that run SQL written by a user or an agent.
     """
+    if not read_only or sandboxed:
+        # DuckDB refuses a second connection to a file with another configuration inside one
+        # process: this process's shared readers of the file let go first.
+        SharedReader.release_all(path)
     deadline = time.monotonic() + timeout_s
     delay = 0.005
     config: dict[str, str | bool | int | float | list[str]] = (
@@ -99,6 +112,155 @@ def reading(
         yield con
     finally:
         con.close()
+
+
+IDLE_CLOSE_S = 2.0
+"""A shared reader closes after this long without a request, so a writer that does not take
+the vault's writer lock (another DuckDB client) waits at most this long plus one request."""
+WRITER_POLL_S = 0.05
+"""How often an idle shared reader looks at the writer lock: a waiting reconcile gets the
+file within about this long (it retries its own open with backoff meanwhile)."""
+
+
+def _signature(path: Path) -> tuple[int, ...]:
+    """What changes when another process writes or replaces the index: inode, size and mtime
+    of the file and of its write-ahead log."""
+    out: list[int] = []
+    for candidate in (path, path.with_name(path.name + ".wal")):
+        try:
+            st = os.stat(candidate)
+        except FileNotFoundError:
+            out += [0, 0, 0]
+        else:
+            out += [st.st_ino, st.st_size, st.st_mtime_ns]
+    return tuple(out)
+
+
+def writer_waiting(lock_path: Path | None) -> bool:
+    """True when another process holds the vault's writer lock (a reconcile about to write)."""
+    if lock_path is None:
+        return False
+    try:
+        fd = os.open(lock_path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # closing drops the shared lock taken just to test
+    return False
+
+
+class SharedReader:
+    """One read-only connection to the index, kept between requests and given up for writers.
+
+    `use()` hands out the open connection (opening or reopening it when the index file changed
+    since: another inode after a rebuild, or another size or mtime), one request at a time. A
+    daemon thread, alive only while the connection is open, closes it once it is idle for
+    IDLE_CLOSE_S or whenever `lock_path` (the writer lock) is held by someone; a request made
+    while a writer waits gets the connection for its own length only. Opening the same file
+    for writing in this process (`connect`) releases it first.
+    """
+
+    _instances: ClassVar[weakref.WeakSet[SharedReader]] = weakref.WeakSet()
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        lock_path: Path | None = None,
+        idle_s: float | None = None,
+        timeout_s: float = 15.0,
+    ) -> None:
+        self.path = path
+        self.lock_path = lock_path
+        self.idle_s = IDLE_CLOSE_S if idle_s is None else idle_s
+        self.timeout_s = timeout_s
+        self._lock = threading.RLock()
+        self._wake = threading.Condition(self._lock)
+        self._con: Connection | None = None
+        self._signature: tuple[int, ...] = ()
+        self._last_used = 0.0
+        self._busy = 0
+        self._watcher: threading.Thread | None = None
+        self.opened = 0
+        """How many times a connection was opened (tests and benchmarks read it)."""
+        SharedReader._instances.add(self)
+
+    @property
+    def is_open(self) -> bool:
+        return self._con is not None
+
+    @contextmanager
+    def use(self) -> Iterator[Connection]:
+        """The shared connection for one request (the same errors as `reading`)."""
+        with self._lock:
+            con = self._open()
+            self._busy += 1
+            try:
+                yield con
+            finally:
+                self._busy -= 1
+                self._last_used = time.monotonic()
+                if not self._busy and writer_waiting(self.lock_path):
+                    self._close()
+
+    def close(self) -> None:
+        """Close the connection now (a request in another thread finishes first)."""
+        with self._lock:
+            if not self._busy:
+                self._close()
+
+    @classmethod
+    def release_all(cls, path: Path) -> None:
+        """Close this process's shared readers of `path` before it is opened another way."""
+        target = os.path.abspath(path)
+        for reader in list(cls._instances):
+            if reader._con is not None and os.path.abspath(reader.path) == target:
+                reader.close()
+
+    def _open(self) -> Connection:
+        signature = _signature(self.path)
+        if self._con is not None and signature == self._signature:
+            return self._con
+        self._close()
+        if not self.path.exists():
+            raise IndexUnavailableError(f"No index at {self.path} yet.")
+        try:
+            self._con = connect(self.path, read_only=True, timeout_s=self.timeout_s)
+        except CorruptIndex as error:
+            raise IndexUnavailableError(
+                f"The index {self.path} cannot be read: {error}",
+                hint="Run `vaultmem reconcile`: it moves a damaged index aside and rebuilds it.",
+            ) from error
+        self._signature = signature
+        self.opened += 1
+        if self._watcher is None:
+            self._watcher = threading.Thread(
+                target=self._watch, name="vaultmem-shared-reader", daemon=True
+            )
+            self._watcher.start()
+        return self._con
+
+    def _close(self) -> None:
+        con, self._con = self._con, None
+        if con is not None:
+            con.close()
+        self._wake.notify_all()
+
+    def _watch(self) -> None:
+        """Close the idle connection when a writer may want the file; end with it."""
+        with self._lock:
+            while self._con is not None:
+                self._wake.wait(WRITER_POLL_S)
+                if self._con is None or self._busy:
+                    continue
+                idle = time.monotonic() - self._last_used >= self.idle_s
+                if idle or writer_waiting(self.lock_path):
+                    self._close()
+            self._watcher = None
 
 
 @dataclass(slots=True)

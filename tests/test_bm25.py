@@ -1,0 +1,118 @@
+"""The two BM25 scorers (plain Python rows, numpy columns) give the same ranking, whatever the
+postings and their order; and a search gives the same hits through either."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from vaultmem.search import bm25
+from vaultmem.search.bm25 import POSTING_COLUMNS, Row, Stats
+from vaultmem.vault import Vault
+
+STATS = Stats(documents=40.0, avgdl=12.5, notes=9.0, avgnl=55.0)
+
+
+def postings_strategy() -> st.SearchStrategy[list[Row]]:
+    """Unique (term, note, ord) postings; a note's note_length is one value for all its rows."""
+    cell = st.tuples(
+        st.integers(0, 3), st.integers(1, 8), st.integers(0, 4), st.sampled_from([0.5, 1, 3, 4.5])
+    )
+
+    def build(cells: list[tuple[int, int, int, float]]) -> list[Row]:
+        seen: dict[tuple[int, int, int], Row] = {}
+        for term, note, ord_, tf in cells:
+            seen[term, note, ord_] = (term, note * 7919, ord_, tf, 3 + ord_ * 5, 40 + note)
+        return list(seen.values())
+
+    return st.lists(cell, max_size=60).map(build)
+
+
+def columns(rows: list[Row]) -> dict[str, np.ndarray]:
+    return {name: np.array([r[i] for r in rows]) for i, name in enumerate(POSTING_COLUMNS)}
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    postings_strategy(),
+    st.lists(st.sampled_from([1.0, 2.0]), min_size=4, max_size=4),
+    st.integers(1, 12),
+    st.sampled_from([(1.0, 0.0), (2.0, 1.0)]),
+    st.frozensets(st.sampled_from([7919 * n for n in range(1, 9)]), max_size=2),
+    st.randoms(use_true_random=False),
+)
+def test_both_scorers_agree(
+    rows: list[Row],
+    weights: list[float],
+    limit: int,
+    blend: tuple[float, float],
+    excluded: frozenset[int],
+    rnd: random.Random,
+) -> None:
+    kw: dict[str, Any] = dict(
+        k1=1.2, b=0.75, limit=limit, whole_weight=blend[0], title_weight=blend[1]
+    )
+    plain, matched = bm25.rank_rows(rows, weights, STATS, excluded=excluded, **kw)
+    shuffled = rows[:]
+    rnd.shuffle(shuffled)  # the scan's order must not matter
+    vector, matched_np = bm25.rank_columns(
+        columns(shuffled),
+        weights,
+        STATS,
+        excluded=excluded,
+        **kw,
+    )
+    assert matched == matched_np == {r[0] for r in rows}
+    assert [n.note_key for n in plain] == [n.note_key for n in vector]
+    for a, b in zip(plain, vector, strict=True):
+        assert a.score == pytest.approx(b.score, rel=1e-12)
+        assert (a.section, a.title, a.whole) == pytest.approx((b.section, b.title, b.whole))
+        assert [o for o, _ in a.documents] == [o for o, _ in b.documents]
+        assert a.note_key not in excluded
+
+
+def test_search_gives_the_same_hits_through_either_scorer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "v"
+    root.mkdir()
+    vault = Vault.init(root)
+    words = [
+        "lantern",
+        "kettle",
+        "harbor",
+        "copper",
+        "meadow",
+        "signal",
+        "ledger",
+        "orbit",
+        "quartz",
+        "velvet",
+    ]
+    rnd = random.Random(7)
+    for i in range(60):
+        body = "\n\n".join(
+            f"## {rnd.choice(words).title()}\n" + " ".join(rnd.choices(words, k=rnd.randint(3, 30)))
+            for _ in range(rnd.randint(1, 4))
+        )
+        (root / f"Note {i}.md").write_text(f"# Note {i} {rnd.choice(words)}\n\n{body}\n", "utf-8")
+    vault.reconcile()
+    queries = [
+        "lantern",
+        "kettle harbor",
+        "copper -meadow",
+        "signal ledger orbit",
+        '"quartz velvet"',
+    ]
+    monkeypatch.setattr(bm25, "columns_from", lambda: 10**9)
+    plain = [vault.search(q, limit=20) for q in queries]
+    for columns_from in (0, 3):  # all rows as columns; the first rows as tuples, then columns
+        monkeypatch.setattr(bm25, "columns_from", lambda n=columns_from: n)
+        assert [vault.search(q, limit=20) for q in queries] == plain
+    assert all(plain)

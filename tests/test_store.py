@@ -1,0 +1,140 @@
+"""The shared read connection (`store.SharedReader`): kept between calls, reopened when the
+index changed, and given up to writers: in this process, in another vaultmem process taking
+the writer lock, and in a plain DuckDB client, each proven with real processes and files."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+from tests.helpers import run_cli
+from vaultmem.storage import store
+from vaultmem.vault import Vault
+
+HOLDER = textwrap.dedent(
+    """
+    import json, sys
+    from vaultmem.storage import store
+    store.IDLE_CLOSE_S = float(sys.argv[2])
+    from vaultmem.vault import Vault
+    vault = Vault(sys.argv[1])
+    for line in sys.stdin:
+        hits = [h.path for h in vault.search(line.strip())]
+        print(json.dumps({"hits": hits, "open": vault._reader.is_open,
+                          "opened": vault._reader.opened}), flush=True)
+    """
+)
+
+
+def make_vault(root: Path) -> Vault:
+    root.mkdir(parents=True)
+    vault = Vault.init(root)
+    (root / "Alpha.md").write_text("# Alpha\n\nThe alpha note about lanterns.\n", "utf-8")
+    vault.reconcile()
+    return vault
+
+
+def holder(root: Path, idle_s: float) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(root), str(idle_s)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+
+
+def ask(proc: subprocess.Popen[str], query: str) -> dict[str, object]:
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(query + "\n")
+    proc.stdin.flush()
+    return json.loads(proc.stdout.readline())
+
+
+def wait_closed(reader: store.SharedReader, bound_s: float = 30.0) -> bool:
+    deadline = time.monotonic() + bound_s
+    while reader.is_open and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return not reader.is_open
+
+
+def test_connection_is_kept_between_calls_and_reopened_after_a_write(tmp_path: Path) -> None:
+    vault = make_vault(tmp_path / "v")
+    assert [h.path for h in vault.search("lantern")] == ["Alpha.md"]
+    vault.find("Alpha")
+    vault.search("alpha")
+    assert vault._reader is not None and vault._reader.opened == 1
+    # A write in this process releases the reader first (DuckDB refuses the other mode).
+    (tmp_path / "v" / "Beta.md").write_text("# Beta\n\nMore lanterns here.\n", "utf-8")
+    vault.reconcile()
+    assert sorted(h.path for h in vault.search("lantern")) == ["Alpha.md", "Beta.md"]
+    assert vault._reader.opened == 2
+
+
+def test_a_rebuild_replacing_the_file_is_seen(tmp_path: Path) -> None:
+    vault = make_vault(tmp_path / "v")
+    other = Vault(tmp_path / "v")
+    assert [h.path for h in vault.search("lantern")] == ["Alpha.md"]
+    (tmp_path / "v" / "Beta.md").write_text("# Beta\n\nMore lanterns here.\n", "utf-8")
+    other.reconcile(rebuild=True)
+    assert sorted(h.path for h in vault.search("lantern")) == ["Alpha.md", "Beta.md"]
+
+
+def test_idle_reader_closes_and_a_plain_duckdb_writer_gets_the_file(tmp_path: Path) -> None:
+    root = tmp_path / "v"
+    make_vault(root).close()
+    proc = holder(root, idle_s=0.2)
+    try:
+        assert ask(proc, "lantern")["hits"] == ["Alpha.md"]
+        # A writer that knows nothing of vaultmem's lock: it gets the file once the holder
+        # has been idle for its IDLE_CLOSE_S (connect retries up to its bound meanwhile).
+        con = store.connect(root / ".vaultmem" / "index.duckdb", read_only=False, timeout_s=60)
+        try:
+            con.execute("UPDATE notes SET title = 'Renamed' WHERE path = 'Alpha.md'")
+        finally:
+            con.close()
+        reply = ask(proc, "lantern")
+        assert reply["hits"] == ["Alpha.md"] and reply["opened"] == 2
+    finally:
+        proc.communicate("", timeout=60)
+
+
+def test_holder_yields_to_a_cli_reconcile_and_sees_its_notes(tmp_path: Path) -> None:
+    root = tmp_path / "v"
+    make_vault(root).close()
+    # Idle close far beyond the writer's 15 s retry bound: only the writer lock can free it.
+    proc = holder(root, idle_s=3600)
+    try:
+        first = ask(proc, "lantern")
+        assert first == {"hits": ["Alpha.md"], "open": True, "opened": 1}
+        (root / "Beta.md").write_text("# Beta\n\nMore lanterns, and a kettle.\n", "utf-8")
+        done = run_cli("reconcile", "--vault", str(root), "--json")
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["data"]["added"] == 1
+        after = ask(proc, "kettle")
+        assert after["hits"] == ["Beta.md"] and after["opened"] == 2
+    finally:
+        proc.communicate("", timeout=60)
+
+
+def test_held_reader_is_reused_until_released(tmp_path: Path) -> None:
+    root = tmp_path / "v"
+    make_vault(root).close()
+    reader = store.SharedReader(root / ".vaultmem" / "index.duckdb", idle_s=3600)
+    with reader.use() as con:
+        first = con
+    with reader.use() as con:
+        assert con is first
+    assert reader.is_open
+    store.SharedReader.release_all(root / ".vaultmem" / "index.duckdb")
+    assert not reader.is_open
+    with reader.use():
+        pass
+    short = store.SharedReader(root / ".vaultmem" / "index.duckdb", idle_s=0.05)
+    with short.use():
+        pass
+    assert wait_closed(short)
+    reader.close()

@@ -1,0 +1,284 @@
+"""BM25 of documents and whole notes, computed from the query terms' postings.
+
+The index hands over the rows a query needs as columns (`storage.search_queries.term_postings`:
+one row per query term and document, a few hundred for a typical query at 10,000 notes, tens of
+thousands for a common word at 100,000) and the collection's statistics; the scoring happens
+here. In SQL it took about ten CTE stages that DuckDB planned and ran for every query, several
+times the cost of reading the rows.
+
+    bm25(t,u) = qw(t) · idf(t) · tf'(t,u)·(k1+1) / (tf'(t,u) + k1·(1 − b + b·|u|/avgdl))
+    idf(t)    = ln(1 + (N − df(t) + 0.5) / (df(t) + 0.5))
+
+computed over documents (N documents, df in documents, |d|) and over whole notes (a note's tf'
+summed over its documents, |note| = Σ|d|, N notes, df in notes). A note's score is
+
+    score(note) = max_{section d} bm25(d) + title_weight · bm25(title document)
+                  + whole_weight · bm25(note)
+
+Two scorers give the same result: `rank_rows` in plain Python for up to COLUMNS_FROM rows (and
+up to COLD_COLUMNS_FROM in a process that has not loaded numpy: a cold CLI's one query never
+imports it), `rank_columns` with numpy above. Both sum in a
+fixed order (query term order; rows sorted by note, ord, term), so equal postings give equal
+floats whatever order the scan returned them in: an incrementally kept index and a rebuild
+rank ties alike.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+POSTING_COLUMNS = ("term", "note_key", "ord", "tf", "length", "note_length")
+"""The columns `rank` reads: the query term's index in the query, the note's integer key, the
+document's ord, field-weighted tf, document length and note length."""
+
+
+@dataclass(frozen=True, slots=True)
+class Stats:
+    """What BM25 needs of the collection the filters keep."""
+
+    documents: float
+    avgdl: float
+    notes: float
+    avgnl: float
+
+
+@dataclass(frozen=True, slots=True)
+class ScoredNote:
+    """A note's score with its parts and its best documents as (ord, score), best first."""
+
+    note_key: int
+    score: float
+    section: float
+    title: float
+    whole: float
+    documents: list[tuple[int, float]]
+
+
+COLUMNS_FROM = 2000
+"""From how many postings rows the numpy scorer runs once numpy is loaded: below, plain Python
+is as fast."""
+COLD_COLUMNS_FROM = 50_000
+"""The same before numpy is loaded: importing it (~0.07 s idle, a quarter of a cold CLI search)
+costs more than scoring this many rows in Python (~1 µs a row). A process that searches a second
+time is long-lived and loads it (`warm`), so only a one-query process keeps to this."""
+_ranked = 0
+
+
+def columns_from() -> int:
+    """The row count from which to fetch numpy columns, given what this process has loaded."""
+    return COLUMNS_FROM if "numpy" in sys.modules else COLD_COLUMNS_FROM
+
+
+def warm() -> None:
+    """Called once per search: from the second one on, load numpy (a long-lived process:
+    the MCP server, a library user), so large queries get the numpy scorer."""
+    global _ranked
+    _ranked += 1
+    if _ranked == 2:
+        import numpy  # noqa: F401
+
+
+Row = tuple[int, int, int, float, int, int]
+"""One posting as `rank_rows` reads it, in POSTING_COLUMNS order."""
+
+
+def rank(
+    postings: Sequence[Row] | Mapping[str, npt.NDArray[Any]],
+    weights: Sequence[float],
+    stats: Stats,
+    **options: Any,
+) -> tuple[list[ScoredNote], set[int]]:
+    """`rank_rows` for a list of rows, `rank_columns` for numpy columns (same options)."""
+    if isinstance(postings, Mapping):
+        return rank_columns(postings, weights, stats, **options)
+    return rank_rows(postings, weights, stats, **options)
+
+
+def rank_rows(
+    postings: Iterable[Row],
+    weights: Sequence[float],
+    stats: Stats,
+    *,
+    k1: float,
+    b: float,
+    limit: int,
+    whole_weight: float,
+    title_weight: float,
+    excluded: frozenset[int] = frozenset(),
+    only: frozenset[int] | None = None,
+    best_documents: int = 5,
+) -> tuple[list[ScoredNote], set[int]]:
+    """`rank` over rows in plain Python: the same result for a few hundred rows, without
+    numpy. Sums run term by term in query order, so they do not depend on row order."""
+    by_term: list[list[Row]] = [[] for _ in weights]
+    for posting in postings:
+        by_term[posting[0]].append(posting)
+    docs: dict[tuple[int, int], float] = {}
+    whole: dict[int, float] = {}
+    doc_norm = k1 * b / (stats.avgdl or 1.0)
+    note_norm = k1 * b / (stats.avgnl or 1.0)
+    base = k1 * (1 - b)
+    matched: set[int] = set()
+    for ti, rows in enumerate(by_term):
+        if not rows:
+            continue
+        matched.add(ti)
+        per_note: dict[int, list[float]] = {}
+        factor = weights[ti] * _idf_one(stats.documents, len(rows)) * (k1 + 1)
+        for _, key, ord_, tf, length, note_length in rows:
+            docs[key, ord_] = docs.get((key, ord_), 0.0) + factor * tf / (
+                tf + base + doc_norm * length
+            )
+            entry = per_note.get(key)
+            if entry is None:
+                per_note[key] = [tf, float(note_length)]
+            else:
+                entry[0] += tf
+        nfactor = weights[ti] * _idf_one(stats.notes, len(per_note)) * (k1 + 1)
+        for key, (tf_sum, note_len) in per_note.items():
+            whole[key] = whole.get(key, 0.0) + nfactor * tf_sum / (
+                tf_sum + base + note_norm * note_len
+            )
+    section: dict[int, float] = {}
+    title: dict[int, float] = {}
+    best: dict[int, list[tuple[int, float]]] = {}
+    for (key, ord_), score in docs.items():
+        best.setdefault(key, []).append((ord_, score))
+        if ord_ == 0:
+            title[key] = score
+        elif score > section.get(key, 0.0):
+            section[key] = score
+    totals = {
+        key: section.get(key, 0.0) + title_weight * title.get(key, 0.0) + whole_weight * score
+        for key, score in whole.items()
+        if key not in excluded and (only is None or key in only)
+    }
+    top = heapq.nsmallest(limit, totals, key=lambda key: (-totals[key], key))
+    return [
+        ScoredNote(
+            key,
+            totals[key],
+            section.get(key, 0.0),
+            title.get(key, 0.0),
+            whole[key],
+            sorted(best[key], key=lambda d: (-d[1], d[0]))[:best_documents],
+        )
+        for key in top
+    ], matched
+
+
+def _idf_one(n: float, df: float) -> float:
+    return math.log(1 + (n - df + 0.5) / (df + 0.5))
+
+
+def _starts(*keys: npt.NDArray[Any]) -> npt.NDArray[np.intp]:
+    """Indexes where a run of equal keys begins (the arrays are sorted by these keys)."""
+    import numpy as np
+
+    new = np.ones(len(keys[0]), dtype=bool)
+    for key in keys:
+        new[1:] &= key[1:] == key[:-1]
+    new[1:] = ~new[1:]
+    return np.flatnonzero(new)
+
+
+def _idf(n: float, df: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    import numpy as np
+
+    return np.log(1 + (n - df + 0.5) / (df + 0.5))
+
+
+def rank_columns(
+    postings: Mapping[str, npt.NDArray[Any]],
+    weights: Sequence[float],
+    stats: Stats,
+    *,
+    k1: float,
+    b: float,
+    limit: int,
+    whole_weight: float,
+    title_weight: float,
+    excluded: frozenset[int] = frozenset(),
+    only: frozenset[int] | None = None,
+    best_documents: int = 5,
+) -> tuple[list[ScoredNote], set[int]]:
+    """The `limit` best notes (score descending, then note key) and the indexes of the query
+    terms that matched, from numpy columns (POSTING_COLUMNS). `excluded` and `only` (note
+    keys) apply after scoring: they never change the statistics."""
+    import numpy as np
+
+    term = np.asarray(postings["term"], dtype=np.intp)
+    if not len(term):
+        return [], set()
+    key = np.asarray(postings["note_key"], dtype=np.int64)
+    ord_ = np.asarray(postings["ord"], dtype=np.int64)
+    order = np.lexsort((term, ord_, key))
+    term, key, ord_ = term[order], key[order], ord_[order]
+    tf = np.asarray(postings["tf"], dtype=np.float64)[order]
+    length = np.asarray(postings["length"], dtype=np.float64)[order]
+    note_length = np.asarray(postings["note_length"], dtype=np.float64)[order]
+    qw = np.asarray(weights, dtype=np.float64)
+    n_terms = len(qw)
+
+    # Documents: df counts the rows of each term; a document's score sums its terms' parts.
+    df = np.bincount(term, minlength=n_terms).astype(np.float64)
+    part = qw[term] * _idf(stats.documents, df)[term] * tf * (k1 + 1)
+    part /= tf + k1 * (1 - b + b * length / (stats.avgdl or 1.0))
+    doc = _starts(key, ord_)
+    doc_score = np.add.reduceat(part, doc)
+    doc_key, doc_ord = key[doc], ord_[doc]
+
+    # Whole notes: tf summed over the note's documents per term, df counts notes per term.
+    by_term = np.lexsort((ord_, term, key))
+    t_key, t_term = key[by_term], term[by_term]
+    pair = _starts(t_key, t_term)
+    pair_tf = np.add.reduceat(tf[by_term], pair)
+    pair_key, pair_term, pair_length = t_key[pair], t_term[pair], note_length[by_term][pair]
+    ndf = np.bincount(pair_term, minlength=n_terms).astype(np.float64)
+    whole_part = qw[pair_term] * _idf(stats.notes, ndf)[pair_term] * pair_tf * (k1 + 1)
+    whole_part /= pair_tf + k1 * (1 - b + b * pair_length / (stats.avgnl or 1.0))
+    note = _starts(pair_key)
+    whole = np.add.reduceat(whole_part, note)
+    note_keys = pair_key[note]
+
+    # Per note (doc_key and note_keys list the same notes in the same order).
+    per_note = _starts(doc_key)
+    section = np.maximum.reduceat(np.where(doc_ord > 0, doc_score, 0.0), per_note)
+    title = np.add.reduceat(np.where(doc_ord == 0, doc_score, 0.0), per_note)
+    total = section + title_weight * title + whole_weight * whole
+    keep = np.ones(len(note_keys), dtype=bool)
+    if excluded:
+        keep &= ~np.isin(note_keys, np.fromiter(excluded, dtype=np.int64))
+    if only is not None:
+        keep &= np.isin(note_keys, np.fromiter(only, dtype=np.int64))
+    kept = np.flatnonzero(keep)
+    top = kept[np.lexsort((note_keys[kept], -total[kept]))[:limit]]
+
+    bounds = np.append(per_note, len(doc_key))
+    scored = []
+    for i in top.tolist():
+        lo, hi = bounds[i], bounds[i + 1]
+        documents = sorted(
+            zip(doc_ord[lo:hi].tolist(), doc_score[lo:hi].tolist(), strict=True),
+            key=lambda d: (-d[1], d[0]),
+        )
+        scored.append(
+            ScoredNote(
+                int(note_keys[i]),
+                float(total[i]),
+                float(section[i]),
+                float(title[i]),
+                float(whole[i]),
+                documents[:best_documents],
+            )
+        )
+    return scored, {int(t) for t in np.flatnonzero(df)}
