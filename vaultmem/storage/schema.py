@@ -12,7 +12,7 @@ import re
 import sys
 from dataclasses import dataclass
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 DDL = """
 -- Facts about the index itself: which versions built it. A mismatch means rebuild.
