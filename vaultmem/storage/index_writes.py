@@ -149,6 +149,11 @@ def change_ids(con: Connection, id_changes: Mapping[str, str]) -> None:
     con.execute(
         f"UPDATE links SET target_id = m.new FROM {mapping} WHERE target_id = m.old", [old, new]
     )
+    con.execute(  # the integer key derives from the id (postings: `search_rows.rekey_postings`)
+        "UPDATE notes SET note_key = m.note_key FROM (SELECT unnest($1::VARCHAR[]) AS id, "
+        "unnest($2::BIGINT[]) AS note_key) m WHERE notes.id = m.id",
+        [new, [note_key(i) for i in new]],
+    )
 
 
 def number_notes(con: Connection, numbers: Sequence[tuple[int, str]]) -> None:
