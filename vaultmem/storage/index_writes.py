@@ -14,6 +14,7 @@ are dropped by the join.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -129,21 +130,26 @@ def number_notes(con: Connection, numbers: Sequence[tuple[int, str]]) -> None:
     )
 
 
-def load_staged(con: Connection, files: Mapping[str, Sequence[Path]], max_row_bytes: int) -> None:
-    """Load the staged JSON Lines files table by table, numbers joined to ids.
+def load_staged(con: Connection, files: Mapping[str, Sequence[Path]]) -> None:
+    """Load the staged files table by table, numbers joined to ids.
 
-    Notes load first: a link's `target_id` is the id of the note at its target path, so the
-    links' load joins `notes` once every note, new or kept, is there.
+    Each file holds one JSON object of column lists (`storage.rows.StagedRows.write`): read as
+    one row of lists, then unnested, the lists zipped position by position. Notes load first:
+    a link's `target_id` is the id of the note at its target path, so the links' load joins
+    `notes` once every note, new or kept, is there.
     """
     con.execute("SET enable_progress_bar = false")
     for table in STAGED_TABLES:
         paths = [str(p) for p in files.get(table, ())]
         if not paths:
             continue
+        # DuckDB reads a JSON object whole: its buffer must hold the largest file
+        largest = max(os.path.getsize(p) for p in paths) + 1
         columns = COLUMNS[table]
         key = NOTE_KEY[table]
         # A JSON column is staged as its text: read as JSON it would come back double-encoded.
-        spec = "{" + ", ".join(f"'{c}': '{_staged_type(t)}'" for c, t in columns) + "}"
+        spec = "{" + ", ".join(f"'{c}': '{_staged_type(t)}[]'" for c, t in columns) + "}"
+        unnested = ", ".join(f"unnest({c}) AS {c}" for c, _ in columns)
         select = ", ".join(
             "m.note_id"
             if c == key
@@ -154,11 +160,15 @@ def load_staged(con: Connection, files: Mapping[str, Sequence[Path]], max_row_by
         )
         target = " LEFT JOIN notes t ON t.path = s.target_path" if table == "links" else ""
         con.execute(
-            f"INSERT INTO {table} SELECT {select} FROM read_json($1, format='newline_delimited', "
-            f"columns={spec}, maximum_object_size={max_row_bytes}) s "
+            f"INSERT INTO {table} SELECT {select} FROM (SELECT {unnested} FROM read_json($1, "
+            f"format='unstructured', columns={spec}, maximum_object_size={max(largest, _JSON_OBJECT_BYTES)})) s "
             f"JOIN note_numbers m ON m.number = s.{key}{target}",
             [paths],
         )
+
+
+_JSON_OBJECT_BYTES = 16 * 1024 * 1024
+"""DuckDB's default `maximum_object_size`, kept as the least buffer."""
 
 
 def _staged_type(sql_type: str) -> str:

@@ -78,16 +78,16 @@ class NoteRecord:
 
 
 class StagedRows:
-    """Rows of some notes, table by table, as JSON Lines text ready to write."""
+    """Rows of some notes, table by table, held column by column until written."""
 
     def __init__(self) -> None:
-        self.lines: dict[str, list[str]] = {t: [] for t in STAGED_TABLES}
+        self.columns: dict[str, list[list[object]]] = {
+            t: [[] for _ in COLUMNS[t]] for t in STAGED_TABLES
+        }
 
     def _add(self, table: str, *values: object) -> None:
-        names = COLUMNS[table]
-        self.lines[table].append(
-            json.dumps({name: v for (name, _), v in zip(names, values, strict=False)}) + "\n"
-        )
+        for column, value in zip(self.columns[table], values, strict=True):
+            column.append(value)
 
     def add_note(self, rec: NoteRecord) -> None:
         note = rec.note
@@ -144,13 +144,14 @@ class StagedRows:
             self._add("documents", n, doc.ord, doc.heading, doc.line, doc.length, doc.text)
 
     def write(self, folder: Path, stem: str) -> dict[str, Path]:
-        """Write one file per table that has rows: {table: file}."""
+        """Write one file per table that has rows, `{column: [values]}`: {table: file}."""
         out: dict[str, Path] = {}
-        for table, lines in self.lines.items():
-            if lines:
-                path = folder / f"{stem}.{table}.jsonl"
+        for table, columns in self.columns.items():
+            if columns[0]:
+                path = folder / f"{stem}.{table}.json"
+                names = [name for name, _ in COLUMNS[table]]
                 with open(path, "w", encoding="utf-8", newline="\n") as handle:
-                    handle.writelines(lines)
+                    handle.write(json.dumps(dict(zip(names, columns, strict=True))))
                 out[table] = path
         return out
 
