@@ -5,7 +5,7 @@ on purpose: a no-op reconcile is the stat walk plus `read_state`. The writes are
 each is one statement over a list parameter or a staged file, never a row at a time, so a
 one-note edit costs in proportion to that note and a full build runs at DuckDB's load speed.
 
-Staged rows (JSON Lines, `storage.rows.StagedRows`) and postings (TSV,
+Staged rows (JSON column lists, `storage.rows.StagedRows`) and postings (TSV,
 `search.documents.postings_lines`, loaded by `storage.search_rows`) name notes by their number in
 the run; `number_notes` stores number → id once, and each load joins through it. Rows of a number
 missing from that table (a note re-read under the lock because it changed after its worker read it)
@@ -144,7 +144,7 @@ def load_staged(con: Connection, files: Mapping[str, Sequence[Path]]) -> None:
         if not paths:
             continue
         # DuckDB reads a JSON object whole: its buffer must hold the largest file
-        largest = max(os.path.getsize(p) for p in paths) + 1
+        size = max(max(os.path.getsize(p) for p in paths) + 1, _JSON_OBJECT_BYTES)
         columns = COLUMNS[table]
         key = NOTE_KEY[table]
         # A JSON column is staged as its text: read as JSON it would come back double-encoded.
@@ -161,7 +161,7 @@ def load_staged(con: Connection, files: Mapping[str, Sequence[Path]]) -> None:
         target = " LEFT JOIN notes t ON t.path = s.target_path" if table == "links" else ""
         con.execute(
             f"INSERT INTO {table} SELECT {select} FROM (SELECT {unnested} FROM read_json($1, "
-            f"format='unstructured', columns={spec}, maximum_object_size={max(largest, _JSON_OBJECT_BYTES)})) s "
+            f"format='unstructured', columns={spec}, maximum_object_size={size})) s "
             f"JOIN note_numbers m ON m.number = s.{key}{target}",
             [paths],
         )
