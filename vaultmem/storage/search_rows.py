@@ -41,7 +41,8 @@ def document_frequencies(con: Connection, note_ids: Iterable[str]) -> Counter[st
 def load_postings(
     con: Connection, files: Sequence[Path], *, create: bool, max_line_bytes: int
 ) -> Counter[str]:
-    """Load the workers' postings files; return, per term, how many new documents hold it.
+    """Load the workers' postings files; for an incremental run, return per term how many
+    new documents hold it (a fresh build counts `terms` from `postings` afterwards).
 
     The files number notes by their number in the run; the temp table `note_numbers`
     (`index_writes.number_notes`) maps numbers to ids and keys. `max_line_bytes` lifts
@@ -50,27 +51,29 @@ def load_postings(
     files = [f for f in files if f.stat().st_size]
     if not files:
         return Counter()
-    con.execute(
-        "CREATE OR REPLACE TEMP TABLE staged_postings AS SELECT * FROM read_csv($1, "
-        "delim='\t', header=false, quote='', escape='', columns={'term': 'VARCHAR', "
+    staged = (
+        "read_csv($1, delim='\t', header=false, quote='', escape='', columns={'term': 'VARCHAR', "
         "'number': 'INTEGER', 'ord': 'INTEGER', 'tf': 'DOUBLE', 'length': 'INTEGER', "
-        f"'note_length': 'INTEGER'}}, max_line_size={max(max_line_bytes, 2_097_152)})",
-        [[str(f) for f in files]],
+        f"'note_length': 'INTEGER'}}, max_line_size={max(max_line_bytes, 2_097_152)})"
     )
-    order = " ORDER BY s.term, m.note_key, s.ord" if create else ""
-    con.execute(
+    paths = [[str(f) for f in files]]
+    insert = (
         "INSERT INTO postings SELECT s.term, m.note_id, m.note_key, s.ord, s.tf, s.length, "
-        f"s.note_length FROM staged_postings s JOIN note_numbers m USING (number){order}"
+        "s.note_length FROM {} s JOIN note_numbers m USING (number)"
     )
-    added: Counter[str] = Counter()
-    if not create:
-        rows = con.execute(
-            "SELECT s.term, count(*) FROM staged_postings s JOIN note_numbers m USING (number) "
-            "GROUP BY s.term"
-        ).fetchall()
-        added.update({term: int(n) for term, n in rows})
+    if create:
+        # Straight from the files, sorted by term alone: zone maps need only the term order,
+        # and at 100,000 notes (~22M rows) sorting on (term, note, ord) cost ~30% more CPU.
+        con.execute(insert.format(staged) + " ORDER BY s.term", paths)
+        return Counter()
+    con.execute(f"CREATE OR REPLACE TEMP TABLE staged_postings AS SELECT * FROM {staged}", paths)
+    con.execute(insert.format("staged_postings"))
+    rows = con.execute(
+        "SELECT s.term, count(*) FROM staged_postings s JOIN note_numbers m USING (number) "
+        "GROUP BY s.term"
+    ).fetchall()
     con.execute("DROP TABLE staged_postings")
-    return added
+    return Counter({term: int(n) for term, n in rows})
 
 
 def rekey_postings(con: Connection, note_ids: list[str]) -> None:
