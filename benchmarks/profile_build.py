@@ -6,6 +6,11 @@ vault given, and prints the phases longest first. Nothing in `vaultmem` is chang
 are wrappers installed by this script. Reconcile a *copy* of a shared vault, never the original.
 
     python -m benchmarks.profile_build /tmp/copy-of-gen-100k [--json]
+
+`--stages N` instead times, in this one process and in CPU seconds, each stage a parse worker
+runs for the first N notes (read and hash, parse, resolve, search documents, rows, postings
+lines, writing the files) beside mistune's own pass over the same text: what the build costs
+outside mistune, per note. It reads the vault and writes only to a temporary folder.
 """
 
 from __future__ import annotations
@@ -105,7 +110,7 @@ def install() -> None:
         con = original_connect(path, read_only=read_only, **kwargs)
         return con if read_only else _TimedConnection(con)
 
-    store.connect = connect  # type: ignore[assignment]
+    store.connect = connect
 
 
 def profile(vault: Path) -> dict[str, Any]:
@@ -126,11 +131,89 @@ def profile(vault: Path) -> dict[str, Any]:
     }
 
 
+def stages(vault: Path, limit: int) -> dict[str, Any]:
+    """CPU seconds per worker stage over the first `limit` notes, one process, no profiler."""
+    import tempfile
+
+    import mistune
+
+    from vaultmem.config import load_config
+    from vaultmem.files.scan import content_hash, read_note_fingerprinted, scan_vault
+    from vaultmem.note.links import LinkResolver, resolve_link
+    from vaultmem.note.parse import parse_note
+    from vaultmem.search.documents import note_documents, postings_lines
+    from vaultmem.storage.rows import NoteRecord, StagedRows
+
+    config = load_config(vault)
+    scan = scan_vault(config)
+    notes = sorted(scan.notes, key=lambda f: f.path)[:limit]
+    resolver = LinkResolver(tuple(sorted(scan.files)))
+    markdown = mistune.create_markdown(renderer=None)
+    cpu: dict[str, float] = defaultdict(float)
+    rows, lines = StagedRows(), list[str]()
+    clock = time.process_time
+    for number, fp in enumerate(notes):
+        start = clock()
+        got = read_note_fingerprinted(config, fp.path)
+        if not isinstance(got, tuple):
+            continue
+        data, read = got
+        digest = content_hash(data)
+        cpu["read and hash"] += (t := clock()) - start
+        markdown(data.decode("utf-8", "replace"))
+        cpu["mistune's own pass (beside)"] += (start := clock()) - t
+        note = parse_note(fp.path, data, max_bytes=config.max_note_bytes).note
+        cpu["parse_note"] += (t := clock()) - start
+        resolutions = [resolve_link(link, fp.path, resolver, _none) for link in note.links]
+        cpu["resolve links"] += (start := clock()) - t
+        documents = note_documents(note, config.search_language)
+        cpu["search documents (tokenizer)"] += (t := clock()) - start
+        scope = config.scope_of(fp.path) or ("global", None)
+        record = NoteRecord(
+            note, number, scope[0], scope[1], False, read.size, read.mtime_ns, digest, None,
+            resolutions, documents,
+        )  # fmt: skip
+        rows.add_note(record)
+        cpu["rows"] += (start := clock()) - t
+        lines.extend(postings_lines(number, documents))
+        cpu["postings lines"] += clock() - start
+    with tempfile.TemporaryDirectory(prefix="vaultmem-stages-") as folder:
+        start = clock()
+        rows.write(Path(folder), "chunk")
+        with open(Path(folder) / "postings.tsv", "w", encoding="utf-8") as handle:
+            handle.writelines(lines)
+        cpu["write files"] += clock() - start
+    worker = sum(v for k, v in cpu.items() if "beside" not in k)
+    return {
+        "notes": len(notes),
+        "worker_cpu_s": worker,
+        "ms_per_note": 1000 * worker / max(len(notes), 1),
+        "stages": [{"name": k, "cpu_s": v, "share": v / worker} for k, v in cpu.items()],
+    }
+
+
+def _none(path: str) -> None:
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("vault", type=Path)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--stages", type=int, help="time a worker's stages over N notes")
     args = parser.parse_args(argv)
+    if args.stages:
+        out = stages(args.vault, args.stages)
+        if args.json:
+            print(json.dumps(out))
+            return 0
+        print(
+            f"worker stages over {out['notes']} notes, one process: {out['worker_cpu_s']:.2f} s "
+            f"CPU ({out['ms_per_note']:.2f} ms a note)"
+        )
+        for stage in out["stages"]:
+            print(f"  {stage['cpu_s']:7.2f} s cpu {100 * stage['share']:5.1f}%  {stage['name']}")
+        return 0
     result = profile(args.vault)
     if args.json:
         print(json.dumps(result))
