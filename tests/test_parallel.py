@@ -99,7 +99,7 @@ def test_the_pool_and_the_calling_process_stage_the_same_rows(
 
 
 def test_staged_rows_keep_their_types(vault: Config) -> None:
-    """Rows travel as JSON Lines: frontmatter must land as a JSON object, not a JSON string,
+    """Rows travel as JSON column lists: frontmatter must land as a JSON object, not a JSON string,
     and NULL, booleans and text with tabs, quotes and newlines must survive the trip."""
     write(
         vault.root,
@@ -119,3 +119,25 @@ def test_staged_rows_keep_their_types(vault: Config) -> None:
     ]
     texts = [t for (t,) in query(vault, "SELECT text FROM documents ORDER BY ord")]
     assert any('"quotes", a tab\tand\nnew lines.' in t for t in texts)
+
+
+def test_a_staged_file_beyond_duckdbs_default_json_object_size_loads(vault: Config) -> None:
+    """A chunk's file is one JSON object, which DuckDB must read whole: a note of control
+    characters (each escaped to six bytes) makes a documents file over the 16 MiB default."""
+    text = "# Big\n\nstart " + "\x01" * 3_000_000 + " end\n"
+    write(vault.root, "Big.md", text)
+    write(vault.root, "Small.md", "# Small\n\n[[Big]]\n")
+    reconcile(vault)
+    (staged_text,) = query(vault, "SELECT max(length(text)) FROM documents")[0]
+    assert staged_text > 3_000_000
+    assert query(vault, "SELECT count(*) FROM links WHERE target_path = 'Big.md'") == [(1,)]
+
+
+def test_a_fresh_build_stores_postings_in_term_order(vault: Config) -> None:
+    """Zone maps skip a row group only when postings are stored sorted by term."""
+    for i in range(40):
+        write(vault.root, f"N{i}.md", f"# N{i}\n\nzebra{i} apple{40 - i} mango{i % 3} words\n")
+    reconcile(vault)
+    stored = [t for (t,) in query(vault, "SELECT term FROM postings")]  # storage order
+    assert len(stored) > 100
+    assert stored == sorted(stored)

@@ -10,7 +10,7 @@ use (`os.process_cpu_count()`, else the affinity mask).
 The main process sends *paths*, never bytes: a worker reads each note of its chunk itself,
 hashes it, and, unless the bytes are the ones the index already holds (a touched file), parses
 it, resolves its links against the vault's file list, cuts it into search documents and formats
-every row. Rows go to files in the run's staging folder (one JSON Lines file per table per
+every row. Rows go to files in the run's staging folder (one JSON file of column lists per table per
 chunk, `storage.rows.StagedRows`; postings as TSV lines from `postings_lines`) and the main
 process gets back one small `Prepared` record per note: outcome, fingerprint, hash, claimed id,
 problems. So the main process holds neither the notes' bytes nor their models, and a worker

@@ -662,8 +662,7 @@ class _Run:
                 writes.number_notes(
                     con, [(p.number, ident.ids[path]) for path, p in out.parsed.items()]
                 )
-                max_row = 8 * config.max_note_bytes + 1_000_000
-                writes.load_staged(con, prep.staged, max_row)
+                writes.load_staged(con, prep.staged)
                 self._check_subpaths(con, out, ident)
                 if not create:
                     self._reresolve(con, survey, out, ident, links)

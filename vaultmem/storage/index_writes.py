@@ -5,7 +5,7 @@ on purpose: a no-op reconcile is the stat walk plus `read_state`. The writes are
 each is one statement over a list parameter or a staged file, never a row at a time, so a
 one-note edit costs in proportion to that note and a full build runs at DuckDB's load speed.
 
-Staged rows (JSON Lines, `storage.rows.StagedRows`) and postings (TSV,
+Staged rows (JSON column lists, `storage.rows.StagedRows`) and postings (TSV,
 `search.documents.postings_lines`, loaded by `storage.search_rows`) name notes by their number in
 the run; `number_notes` stores number → id once, and each load joins through it. Rows of a number
 missing from that table (a note re-read under the lock because it changed after its worker read it)
@@ -14,6 +14,7 @@ are dropped by the join.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -22,7 +23,7 @@ from typing import Any
 
 from vaultmem.models import Block, Heading, Problem
 from vaultmem.search.documents import note_key
-from vaultmem.storage.rows import COLUMNS, NOTE_KEY, NOTE_TABLES, STAGED_TABLES
+from vaultmem.storage.rows import COLUMNS, NOTE_KEY, NOTE_TABLES, STAGED_COLUMNS, STAGED_TABLES
 from vaultmem.storage.store import Batch, Connection, delete_where_in, load, new_batch
 
 
@@ -166,21 +167,27 @@ def number_notes(con: Connection, numbers: Sequence[tuple[int, str]]) -> None:
     )
 
 
-def load_staged(con: Connection, files: Mapping[str, Sequence[Path]], max_row_bytes: int) -> None:
-    """Load the staged JSON Lines files table by table, numbers joined to ids.
+def load_staged(con: Connection, files: Mapping[str, Sequence[Path]]) -> None:
+    """Load the staged files table by table, numbers joined to ids.
 
-    Notes load first: a link's `target_id` is the id of the note at its target path, so the
-    links' load joins `notes` once every note, new or kept, is there.
+    Each file holds one JSON object of column lists (`storage.rows.StagedRows.write`): read as
+    one row of lists, then unnested, the lists zipped position by position. Notes load first:
+    a link's `target_id` is the id of the note at its target path, so the links' load joins
+    `notes` once every note, new or kept, is there.
     """
     con.execute("SET enable_progress_bar = false")
     for table in STAGED_TABLES:
         paths = [str(p) for p in files.get(table, ())]
         if not paths:
             continue
+        # DuckDB reads a JSON object whole: its buffer must hold the largest file
+        size = max(max(os.path.getsize(p) for p in paths) + 1, _JSON_OBJECT_BYTES)
         columns = COLUMNS[table]
+        staged = STAGED_COLUMNS[table]
         key = NOTE_KEY[table]
         # A JSON column is staged as its text: read as JSON it would come back double-encoded.
-        spec = "{" + ", ".join(f"'{c}': '{_staged_type(t)}'" for c, t in columns) + "}"
+        spec = "{" + ", ".join(f"'{c}': '{_staged_type(t)}[]'" for c, t in staged) + "}"
+        unnested = ", ".join(f"unnest({c}) AS {c}" for c, _ in staged)
         select = ", ".join(
             "m.note_id"
             if c == key
@@ -193,11 +200,15 @@ def load_staged(con: Connection, files: Mapping[str, Sequence[Path]], max_row_by
         )
         target = " LEFT JOIN notes t ON t.path = s.target_path" if table == "links" else ""
         con.execute(
-            f"INSERT INTO {table} SELECT {select} FROM read_json($1, format='newline_delimited', "
-            f"columns={spec}, maximum_object_size={max_row_bytes}) s "
+            f"INSERT INTO {table} SELECT {select} FROM (SELECT {unnested} FROM read_json($1, "
+            f"format='unstructured', columns={spec}, maximum_object_size={size})) s "
             f"JOIN note_numbers m ON m.number = s.{key}{target}",
             [paths],
         )
+
+
+_JSON_OBJECT_BYTES = 16 * 1024 * 1024
+"""DuckDB's default `maximum_object_size`, kept as the least buffer."""
 
 
 def _staged_type(sql_type: str) -> str:

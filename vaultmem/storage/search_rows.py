@@ -117,7 +117,9 @@ def load_postings(
         )
     rescored = _Rescore(language, files[0].parent if files else None, max_line_bytes)
     shift = _drop_boilerplate(con, gone_lines, create=create, rescore=rescored)
-    order = " ORDER BY s.term, m.note_key, s.ord" if create else ""
+    # A fresh build sorts by term alone: zone maps need only the term order, and at
+    # 100,000 notes (~22M rows) sorting on (term, note, ord) cost ~30% more CPU.
+    order = " ORDER BY s.term" if create else ""
     con.execute(
         "INSERT INTO postings SELECT s.term, m.note_id, m.note_key, s.ord, s.tf, s.length, "
         f"s.note_length FROM staged_postings s JOIN note_numbers m USING (number){order}"
