@@ -8,7 +8,7 @@ import unicodedata
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from vaultmem import Vault
@@ -509,10 +509,10 @@ def _reference_resolve(files: set[str], target: str, source: str) -> str | None:
     if target.endswith("/"):
         return None
     folder = fold(source.rpartition("/")[0]) or "/"
-    for variant in variants(fold(target)):
-        found = exact(variant)
-        if found is not None:
-            return found
+    for variant in variants(fold(target)):  # as written first, then with `.md` (rule 6a)
+        hits = sorted(f for f in files if fold(f) == variant)
+        if hits:
+            return hits[0]
         name = variant.split("/")[-1]
         candidates = [
             f for f in files if fold(f).split("/")[-1] == name and fold(f).endswith(variant)
@@ -528,6 +528,8 @@ def _reference_resolve(files: set[str], target: str, source: str) -> str | None:
     targets=st.lists(_targets(), min_size=1, max_size=15),
     sources=st.lists(_paths(), min_size=1, max_size=4),
 )
+# Rule 6a: a dotted name is looked up as written (finding `a/x.y` anywhere) before `x.y.md`.
+@example(files=["x.y.md", "a/x.y"], targets=["x.y"], sources=["a/n.md", "n.md"])
 def test_index_agrees_with_full_scan(
     files: list[str], targets: list[str], sources: list[str]
 ) -> None:
