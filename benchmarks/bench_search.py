@@ -125,7 +125,15 @@ def bm25_build_phases(root: Path) -> dict[str, float]:
                 for i, note_docs in enumerate(docs):
                     handle.writelines(postings_lines(i, note_docs))
                     for doc in note_docs:
-                        documents.add(ids[i], doc.ord, doc.heading, doc.line, doc.length, doc.text)
+                        documents.add(
+                            ids[i],
+                            doc.ord,
+                            doc.heading,
+                            doc.line,
+                            doc.length,
+                            doc.text,
+                            doc.line_keys,
+                        )
             con.execute("BEGIN TRANSACTION")
             store.load(con, documents)
             index_writes.number_notes(con, list(enumerate(ids)))
@@ -159,7 +167,9 @@ def one_note_bm25(index: Path, note_id: str, note: Any) -> float:
             store.delete_where_in(con, table, "note_id", [note_id])
         documents = store.new_batch("documents")
         for doc in docs:
-            documents.add(note_id, doc.ord, doc.heading, doc.line, doc.length, doc.text)
+            documents.add(
+                note_id, doc.ord, doc.heading, doc.line, doc.length, doc.text, doc.line_keys
+            )
         store.load(con, documents)
         index_writes.number_notes(con, [(0, note_id)])
         added = rc.load_postings(con, [tsv], create=False, max_line_bytes=0)
