@@ -10,6 +10,9 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from vaultmem.vault import Vault
 
@@ -22,6 +25,8 @@ NOT_AT_START = (
     "tokenizers",  # the semantic extra
     "mistune",  # parsing notes: reconcile, read, parse
     "duckdb",  # opening the index
+    "_duckdb",  # the engine itself (storage imports it without the `duckdb` package)
+    "rich",  # drawing text: loads on first use of `output.console`, never for --json
     "vaultmem.memory",  # recall, context, topics, relations
     "vaultmem.index",  # reconcile, reading, catalog
     "vaultmem.search",  # search
@@ -38,7 +43,37 @@ NOT_FOR_SEARCH = (
     "vaultmem.memory.topic_store",
     "vaultmem.index.reconcile",
     "pydantic",  # typer's coercion: not needed for values already of their type
+    "duckdb",  # the Python package around `_duckdb`: its relational API and version lookup
+    "rich",  # a --json search draws nothing
 )
+# Not needed by a one-note edit (`vaultmem reconcile --json`): it parses one note in process.
+NOT_FOR_AN_EDIT = (
+    "watchfiles",
+    "mcp",
+    "vaultmem.okf",
+    "numpy",
+    "tokenizers",
+    "vaultmem.memory.recall",
+    "vaultmem.search.query",
+    "pydantic",
+    "duckdb",
+    "rich",
+    "multiprocessing.pool",  # one note parses in this process, not in workers
+)
+
+
+def _run_cli(argv: list[str]) -> str:
+    """Code that runs the CLI's `main` with `argv` in the child interpreter."""
+    return (
+        "import sys\n"
+        "from vaultmem.adapters import cli\n"
+        f"sys.argv = {['vaultmem', *argv]!r}\n"
+        "try:\n"
+        "    code = cli.main()\n"
+        "except SystemExit as exit:\n"
+        "    code = exit.code\n"
+        "assert not code, code\n"
+    )
 
 
 def _loaded(code: str, cwd: Path | None = None) -> set[str]:
@@ -71,15 +106,61 @@ def test_a_search_loads_only_what_search_needs(tmp_path: Path) -> None:
     (root / "note.md").write_text("# Note\n\nrun the tests\n", encoding="utf-8")
     Vault.init(root)
     Vault(root).reconcile()
-    code = (
-        "import sys\n"
-        "from vaultmem.adapters import cli\n"
-        "sys.argv = ['vaultmem', 'search', 'tests', '--json']\n"
-        "try:\n"
-        "    cli.main()\n"
-        "except SystemExit as exit:\n"
-        "    assert not exit.code, exit.code\n"
-    )
+    code = _run_cli(["search", "tests", "--json"])
     loaded = _loaded(code, cwd=root)
     assert "vaultmem.search.query" in loaded  # the search ran
     assert _offenders(loaded, NOT_FOR_SEARCH) == []
+
+
+def test_a_one_note_edit_loads_only_what_it_needs(tmp_path: Path) -> None:
+    root = tmp_path
+    (root / ".obsidian").mkdir()
+    for i in range(3):
+        (root / f"note {i}.md").write_text(f"# Note {i}\n\n[[note 0]] words\n", encoding="utf-8")
+    Vault.init(root)
+    Vault(root).reconcile()
+    with (root / "note 1.md").open("a", encoding="utf-8") as note:
+        note.write("an edit\n")
+    code = _run_cli(["reconcile", "--json"]) + (
+        "from vaultmem.storage import store\n"  # the edit wrote: the index was opened
+        "assert store.__name__ in sys.modules\n"
+    )
+    loaded = _loaded(code, cwd=root)
+    assert "mistune" in loaded  # the edit was parsed
+    assert _offenders(loaded, NOT_FOR_AN_EDIT) == []
+    assert Vault(root).search("edit")[0].path == "note 1.md"
+
+
+def test_a_command_builds_only_its_own_typer_command() -> None:
+    """`main` turns only the command it runs into a click command; the full app (help,
+    completion, an unknown command) still has every one."""
+    import typer
+
+    from vaultmem.adapters import cli, operations
+
+    def commands(app: typer.Typer) -> set[str]:
+        group: Any = typer.main.get_command(app)
+        return {
+            f"{name} {sub}" if hasattr(command, "commands") else name
+            for name, command in group.commands.items()
+            for sub in getattr(command, "commands", [""])
+        }
+
+    assert commands(cli.build_app("search")) == {"search"}
+    assert commands(cli.build_app("export okf")) == {"export okf"}
+    everything = {op.name for op in operations.OPERATIONS} | {"watch", "mcp", "version"}
+    assert commands(cli.build_app()) == everything
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["plain", "[bold]x[/]", "a \\[b] c", "[link=x]y", "ends in \\", "ends in \\\\", "[1] [#f00]",
+     "\\\\[red]", "[@click]", "x[/]y", "[]", "[ not a tag]"],
+)  # fmt: skip
+def test_escape_is_richs_escape(text: str) -> None:
+    """`output.escape` restates rich's (so escaping loads no rich): they must agree."""
+    from rich.markup import escape
+
+    from vaultmem.adapters.output import escape as ours
+
+    assert ours(text) == escape(text)
