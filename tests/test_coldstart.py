@@ -45,6 +45,7 @@ NOT_FOR_SEARCH = (
     "pydantic",  # typer's coercion: not needed for values already of their type
     "duckdb",  # the Python package around `_duckdb`: its relational API and version lookup
     "rich",  # a --json search draws nothing
+    "secrets",  # see NOT_FOR_AN_EDIT
 )
 # Not needed by a one-note edit (`vaultmem reconcile --json`): it parses one note in process.
 NOT_FOR_AN_EDIT = (
@@ -53,12 +54,14 @@ NOT_FOR_AN_EDIT = (
     "vaultmem.okf",
     "numpy",
     "tokenizers",
-    "vaultmem.memory.recall",
+    "vaultmem.memory",  # a topic's reader loads only when a managed note is parsed
     "vaultmem.search.query",
     "pydantic",
     "duckdb",
     "rich",
-    "multiprocessing.pool",  # one note parses in this process, not in workers
+    "multiprocessing",  # one note parses in this process, not in workers
+    "concurrent.futures.process",
+    "secrets",  # temp names come from os.urandom: `secrets` loads hmac and OpenSSL
 )
 
 
