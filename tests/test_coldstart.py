@@ -9,11 +9,17 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.test_reconcile import assert_equals_rebuild
+from vaultmem.config import Config
+from vaultmem.files.lock import writer_lock
+from vaultmem.index import reconcile as reconcile_module
+from vaultmem.storage import store
 from vaultmem.vault import Vault
 
 # Never needed to build the CLI: each loads only for the command that uses it.
@@ -167,3 +173,79 @@ def test_escape_is_richs_escape(text: str) -> None:
     from vaultmem.adapters.output import escape as ours
 
     assert ours(text) == escape(text)
+
+
+# -- a one-note edit opens DuckDB once (`reconcile.SMALL_WRITE_BYTES`) ---------------------------
+
+
+def _edited_vault(root: Path) -> Config:
+    (root / ".obsidian").mkdir()
+    for i in range(3):
+        (root / f"note {i}.md").write_text(f"# Note {i}\n\n[[note 0]] words\n", encoding="utf-8")
+    config = Vault.init(root).config
+    reconcile_module.reconcile(config)
+    with (root / "note 1.md").open("a", encoding="utf-8") as note:
+        note.write("an edit, with [[note 2]]\n")
+    return config
+
+
+def _count_opens(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """The `read_only` flag of every connection reconcile opens, in order."""
+    opened: list[bool] = []
+    real = store.connect
+
+    def connect(path: Path, *, read_only: bool, **kwargs: Any) -> store.Connection:
+        opened.append(read_only)
+        return real(path, read_only=read_only, **kwargs)
+
+    monkeypatch.setattr(store, "connect", connect)
+    return opened
+
+
+def test_a_small_edit_opens_the_index_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = _edited_vault(tmp_path)
+    opened = _count_opens(monkeypatch)
+    report = reconcile_module.reconcile(config)
+    assert (report.changed, report.unchanged) == (1, 2)
+    assert opened == [False]  # the state read, the parse and the write: one connection
+    assert reconcile_module.reconcile(config).changed == 0
+    assert opened == [False]  # and the last survey it left settles the next run
+    assert_equals_rebuild(config)
+
+
+def test_a_larger_change_reads_once_and_parses_unlocked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = _edited_vault(tmp_path)
+    monkeypatch.setattr(reconcile_module, "SMALL_WRITE_BYTES", 0)
+    opened = _count_opens(monkeypatch)
+    assert reconcile_module.reconcile(config).changed == 1
+    assert opened == [False, False]  # the state read is kept; the write opens again
+    assert_equals_rebuild(config)
+
+
+def test_a_small_edit_does_not_wait_for_a_busy_lock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another writer holds the lock: the edit goes the usual way (read, parse, then wait)."""
+    config = _edited_vault(tmp_path)
+    opened = _count_opens(monkeypatch)
+    held = threading.Event()
+    release = threading.Event()
+
+    def hold() -> None:
+        with writer_lock(config.state_dir, timeout_s=5):
+            held.set()
+            release.wait(5)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    held.wait(5)
+    threading.Timer(0.3, release.set).start()
+    try:
+        assert reconcile_module.reconcile(config).changed == 1
+    finally:
+        release.set()
+        holder.join()
+    assert opened == [True, False]
+    assert_equals_rebuild(config)
