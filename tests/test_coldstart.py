@@ -52,6 +52,8 @@ NOT_FOR_SEARCH = (
     "duckdb",  # the Python package around `_duckdb`: its relational API and version lookup
     "rich",  # a --json search draws nothing
     "secrets",  # see NOT_FOR_AN_EDIT
+    "tomllib",  # config.toml's parse is remembered (config._parse_toml)
+    "difflib",  # only to suggest the spelling of an unknown config key
 )
 # Not needed by a one-note edit (`vaultmem reconcile --json`): it parses one note in process.
 NOT_FOR_AN_EDIT = (
@@ -68,6 +70,8 @@ NOT_FOR_AN_EDIT = (
     "multiprocessing",  # one note parses in this process, not in workers
     "concurrent.futures.process",
     "secrets",  # temp names come from os.urandom: `secrets` loads hmac and OpenSSL
+    "tomllib",
+    "difflib",
 )
 
 
