@@ -53,7 +53,6 @@ NOT_FOR_SEARCH = (
     "rich",  # a --json search draws nothing
     "secrets",  # see NOT_FOR_AN_EDIT
     "tomllib",  # config.toml's parse is remembered (config._parse_toml)
-    "difflib",  # only to suggest the spelling of an unknown config key
 )
 # Not needed by a one-note edit (`vaultmem reconcile --json`): it parses one note in process.
 NOT_FOR_AN_EDIT = (
@@ -71,7 +70,6 @@ NOT_FOR_AN_EDIT = (
     "concurrent.futures.process",
     "secrets",  # temp names come from os.urandom: `secrets` loads hmac and OpenSSL
     "tomllib",
-    "difflib",
 )
 
 
