@@ -335,7 +335,10 @@ class _Run:
         path = self.config.index_path
         if not path.exists():
             return None
-        _check_writable(self.config)
+        try:
+            _check_writable(self.config)
+        except IndexUnavailableError:
+            return None  # a read-only index may still be read: the usual path decides
         with ExitStack() as held:
             try:
                 held.enter_context(writer_lock(self.config.state_dir, timeout_s=0))
