@@ -9,8 +9,17 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 from pathlib import Path
+from typing import Any
 
+import pytest
+
+from tests.test_reconcile import assert_equals_rebuild
+from vaultmem.config import Config
+from vaultmem.files.lock import writer_lock
+from vaultmem.index import reconcile as reconcile_module
+from vaultmem.storage import store
 from vaultmem.vault import Vault
 
 # Never needed to build the CLI: each loads only for the command that uses it.
@@ -22,6 +31,8 @@ NOT_AT_START = (
     "tokenizers",  # the semantic extra
     "mistune",  # parsing notes: reconcile, read, parse
     "duckdb",  # opening the index
+    "_duckdb",  # the engine itself (storage imports it without the `duckdb` package)
+    "rich",  # drawing text: loads on first use of `output.console`, never for --json
     "vaultmem.memory",  # recall, context, topics, relations
     "vaultmem.index",  # reconcile, reading, catalog
     "vaultmem.search",  # search
@@ -38,7 +49,42 @@ NOT_FOR_SEARCH = (
     "vaultmem.memory.topic_store",
     "vaultmem.index.reconcile",
     "pydantic",  # typer's coercion: not needed for values already of their type
+    "duckdb",  # the Python package around `_duckdb`: its relational API and version lookup
+    "rich",  # a --json search draws nothing
+    "secrets",  # see NOT_FOR_AN_EDIT
+    "tomllib",  # config.toml's parse is remembered (config._parse_toml)
 )
+# Not needed by a one-note edit (`vaultmem reconcile --json`): it parses one note in process.
+NOT_FOR_AN_EDIT = (
+    "watchfiles",
+    "mcp",
+    "vaultmem.okf",
+    "numpy",
+    "tokenizers",
+    "vaultmem.memory",  # a topic's reader loads only when a managed note is parsed
+    "vaultmem.search.query",
+    "pydantic",
+    "duckdb",
+    "rich",
+    "multiprocessing",  # one note parses in this process, not in workers
+    "concurrent.futures.process",
+    "secrets",  # temp names come from os.urandom: `secrets` loads hmac and OpenSSL
+    "tomllib",
+)
+
+
+def _run_cli(argv: list[str]) -> str:
+    """Code that runs the CLI's `main` with `argv` in the child interpreter."""
+    return (
+        "import sys\n"
+        "from vaultmem.adapters import cli\n"
+        f"sys.argv = {['vaultmem', *argv]!r}\n"
+        "try:\n"
+        "    code = cli.main()\n"
+        "except SystemExit as exit:\n"
+        "    code = exit.code\n"
+        "assert not code, code\n"
+    )
 
 
 def _loaded(code: str, cwd: Path | None = None) -> set[str]:
@@ -71,15 +117,137 @@ def test_a_search_loads_only_what_search_needs(tmp_path: Path) -> None:
     (root / "note.md").write_text("# Note\n\nrun the tests\n", encoding="utf-8")
     Vault.init(root)
     Vault(root).reconcile()
-    code = (
-        "import sys\n"
-        "from vaultmem.adapters import cli\n"
-        "sys.argv = ['vaultmem', 'search', 'tests', '--json']\n"
-        "try:\n"
-        "    cli.main()\n"
-        "except SystemExit as exit:\n"
-        "    assert not exit.code, exit.code\n"
-    )
+    code = _run_cli(["search", "tests", "--json"])
     loaded = _loaded(code, cwd=root)
     assert "vaultmem.search.query" in loaded  # the search ran
     assert _offenders(loaded, NOT_FOR_SEARCH) == []
+
+
+def test_a_one_note_edit_loads_only_what_it_needs(tmp_path: Path) -> None:
+    root = tmp_path
+    (root / ".obsidian").mkdir()
+    for i in range(3):
+        (root / f"note {i}.md").write_text(f"# Note {i}\n\n[[note 0]] words\n", encoding="utf-8")
+    Vault.init(root)
+    Vault(root).reconcile()
+    with (root / "note 1.md").open("a", encoding="utf-8") as note:
+        note.write("an edit\n")
+    code = _run_cli(["reconcile", "--json"]) + (
+        "from vaultmem.storage import store\n"  # the edit wrote: the index was opened
+        "assert store.__name__ in sys.modules\n"
+    )
+    loaded = _loaded(code, cwd=root)
+    assert "mistune" in loaded  # the edit was parsed
+    assert _offenders(loaded, NOT_FOR_AN_EDIT) == []
+    assert Vault(root).search("edit")[0].path == "note 1.md"
+
+
+def test_a_command_builds_only_its_own_typer_command() -> None:
+    """`main` turns only the command it runs into a click command; the full app (help,
+    completion, an unknown command) still has every one."""
+    import typer
+
+    from vaultmem.adapters import cli, operations
+
+    def commands(app: typer.Typer) -> set[str]:
+        group: Any = typer.main.get_command(app)
+        return {
+            f"{name} {sub}" if hasattr(command, "commands") else name
+            for name, command in group.commands.items()
+            for sub in getattr(command, "commands", [""])
+        }
+
+    assert commands(cli.build_app("search")) == {"search"}
+    assert commands(cli.build_app("export okf")) == {"export okf"}
+    everything = {op.name for op in operations.OPERATIONS} | {"watch", "mcp", "version"}
+    assert commands(cli.build_app()) == everything
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["plain", "[bold]x[/]", "a \\[b] c", "[link=x]y", "ends in \\", "ends in \\\\", "[1] [#f00]",
+     "\\\\[red]", "[@click]", "x[/]y", "[]", "[ not a tag]"],
+)  # fmt: skip
+def test_escape_is_richs_escape(text: str) -> None:
+    """`output.escape` restates rich's (so escaping loads no rich): they must agree."""
+    from rich.markup import escape
+
+    from vaultmem.adapters.output import escape as ours
+
+    assert ours(text) == escape(text)
+
+
+# -- a one-note edit opens DuckDB once (`reconcile.SMALL_WRITE_BYTES`) ---------------------------
+
+
+def _edited_vault(root: Path) -> Config:
+    (root / ".obsidian").mkdir()
+    for i in range(3):
+        (root / f"note {i}.md").write_text(f"# Note {i}\n\n[[note 0]] words\n", encoding="utf-8")
+    config = Vault.init(root).config
+    reconcile_module.reconcile(config)
+    with (root / "note 1.md").open("a", encoding="utf-8") as note:
+        note.write("an edit, with [[note 2]]\n")
+    return config
+
+
+def _count_opens(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """The `read_only` flag of every connection reconcile opens, in order."""
+    opened: list[bool] = []
+    real = store.connect
+
+    def connect(path: Path, *, read_only: bool, **kwargs: Any) -> store.Connection:
+        opened.append(read_only)
+        return real(path, read_only=read_only, **kwargs)
+
+    monkeypatch.setattr(store, "connect", connect)
+    return opened
+
+
+def test_a_small_edit_opens_the_index_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = _edited_vault(tmp_path)
+    opened = _count_opens(monkeypatch)
+    report = reconcile_module.reconcile(config)
+    assert (report.changed, report.unchanged) == (1, 2)
+    assert opened == [False]  # the state read, the parse and the write: one connection
+    assert reconcile_module.reconcile(config).changed == 0
+    assert opened == [False]  # and the last survey it left settles the next run
+    assert_equals_rebuild(config)
+
+
+def test_a_larger_change_reads_once_and_parses_unlocked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = _edited_vault(tmp_path)
+    monkeypatch.setattr(reconcile_module, "SMALL_WRITE_BYTES", 0)
+    opened = _count_opens(monkeypatch)
+    assert reconcile_module.reconcile(config).changed == 1
+    assert opened == [False, False]  # the state read is kept; the write opens again
+    assert_equals_rebuild(config)
+
+
+def test_a_small_edit_does_not_wait_for_a_busy_lock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another writer holds the lock: the edit goes the usual way (read, parse, then wait)."""
+    config = _edited_vault(tmp_path)
+    opened = _count_opens(monkeypatch)
+    held = threading.Event()
+    release = threading.Event()
+
+    def hold() -> None:
+        with writer_lock(config.state_dir, timeout_s=5):
+            held.set()
+            release.wait(5)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    held.wait(5)
+    threading.Timer(0.3, release.set).start()
+    try:
+        assert reconcile_module.reconcile(config).changed == 1
+    finally:
+        release.set()
+        holder.join()
+    assert opened == [True, False]
+    assert_equals_rebuild(config)

@@ -18,6 +18,7 @@ import pytest
 
 import vaultmem.files.scan as scan
 import vaultmem.index.parallel as parallel
+import vaultmem.index.reconcile as reconcile_module
 from tests.test_reconcile import assert_equals_rebuild, query, write
 from vaultmem.config import Config
 from vaultmem.errors import VaultmemError
@@ -219,6 +220,9 @@ def test_a_file_changed_by_another_writer_during_the_parse_is_read_again(
         return real(path, data, **kwargs)
 
     monkeypatch.setattr(parallel, "parse_note", interfering)
+    # A change this small is otherwise parsed under the lock (`write_small`), where no other
+    # writer can come between: the usual path is the one that must notice.
+    monkeypatch.setattr(reconcile_module, "SMALL_WRITE_BYTES", -1)
     reconcile(vault)
     monkeypatch.setattr(parallel, "parse_note", real)
     assert query(vault, "SELECT count(*) FROM postings WHERE term = 'newest'") == [(1,)]

@@ -17,6 +17,7 @@ from __future__ import annotations
 import csv
 import inspect
 import json
+import os
 import signal
 import sys
 import threading
@@ -25,11 +26,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.markup import escape
 
 from vaultmem import __version__
 from vaultmem.adapters import contract, operations, output
 from vaultmem.adapters.contract import Call, Operation, Param
+from vaultmem.adapters.output import escape
 from vaultmem.errors import (
     FileAccessError,
     InternalError,
@@ -82,28 +83,11 @@ if _runtime_param is not None:  # a typer without it coerces as it does
     _parameter_class.get_runtime_param = lambda self: _PlainValues(self)
 
 
-app = typer.Typer(
-    name="vaultmem",
-    help="An Obsidian vault as the memory of AI agents: index, search and recall notes.\n\n"
-    "Every command takes --json (one envelope on stdout, for agents); `vaultmem COMMAND -h` "
-    "shows its options and examples.",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    pretty_exceptions_show_locals=False,
-    add_completion=True,
-    context_settings=_SETTINGS,
-    rich_markup_mode="rich",
-)
 _GROUPS = {
-    "export": typer.Typer(help="Export memory from the vault (OKF bundles).", no_args_is_help=True,
-                          context_settings=_SETTINGS),
-    "import": typer.Typer(help="Import memory into the vault (OKF bundles).", no_args_is_help=True,
-                          context_settings=_SETTINGS),
-    "validate": typer.Typer(help="Validate files vaultmem reads or writes.", no_args_is_help=True,
-                            context_settings=_SETTINGS),
-}  # fmt: skip
-for _name, _group in _GROUPS.items():
-    app.add_typer(_group, name=_name, rich_help_panel="OKF")
+    "export": "Export memory from the vault (OKF bundles).",
+    "import": "Import memory into the vault (OKF bundles).",
+    "validate": "Validate files vaultmem reads or writes.",
+}
 
 
 class _Run:
@@ -118,7 +102,6 @@ def _show_version(value: bool) -> None:
         raise typer.Exit(0)
 
 
-@app.callback()
 def _root(
     version: Annotated[
         bool,
@@ -200,7 +183,7 @@ _JSON_PARAM = inspect.Parameter(
 )
 
 
-def _register(op: Operation) -> None:
+def _register(op: Operation, app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
     parameters = [_parameter(p) for p in op.params if p.cli] + [_JSON_PARAM]
 
     def command(**kwargs: Any) -> None:
@@ -211,7 +194,7 @@ def _register(op: Operation) -> None:
     command.__name__ = op.name.replace(" ", "_")
     group, _, name = op.name.rpartition(" ")
     examples = "\n\n".join(f"[dim]$[/] {escape(e)}" for e in op.examples)
-    (_GROUPS[group] if group else app).command(
+    (groups[group] if group else app).command(
         name,
         help=escape(op.summary),
         epilog=f"[bold]Examples[/]\n\n{examples}" if examples else None,
@@ -601,10 +584,6 @@ def _validate_text(report: Any, args: dict[str, Any]) -> None:
     )
 
 
-for _op in operations.OPERATIONS:
-    _register(_op)
-
-
 # -- commands with adapter-only behaviour: a stream of events, a server, the version ------------
 
 VaultOpt = Annotated[
@@ -649,10 +628,6 @@ def _render_watch_event(event: WatchEvent, *, as_json: bool) -> None:
     sys.stdout.flush()
 
 
-@app.command(
-    rich_help_panel="Index",
-    epilog="[bold]Examples[/]\n\n[dim]$[/] vaultmem watch --vault ~/Notes --json",
-)
 def watch(
     vault: VaultOpt = None,
     debounce_ms: Annotated[
@@ -685,10 +660,6 @@ def watch(
     )
 
 
-@app.command(
-    rich_help_panel="Agents",
-    epilog="[bold]Examples[/]\n\n[dim]$[/] claude mcp add vaultmem -- vaultmem mcp --vault ~/Notes",
-)
 def mcp(vault: VaultOpt = None) -> None:
     """Serve the memory tools over MCP on stdio (for Claude Code, Codex, Kiro)."""
     from vaultmem.adapters.mcp_server import serve
@@ -696,10 +667,73 @@ def mcp(vault: VaultOpt = None) -> None:
     serve(vault)
 
 
-@app.command()
 def version() -> None:
     """Print the version (as --version does)."""
     output.line(f"vaultmem {__version__}")
+
+
+_ADAPTER_COMMANDS: dict[str, tuple[Callable[..., None], dict[str, Any]]] = {
+    "watch": (
+        watch,
+        {
+            "rich_help_panel": "Index",
+            "epilog": "[bold]Examples[/]\n\n[dim]$[/] vaultmem watch --vault ~/Notes --json",
+        },
+    ),
+    "mcp": (
+        mcp,
+        {
+            "rich_help_panel": "Agents",
+            "epilog": "[bold]Examples[/]\n\n[dim]$[/] claude mcp add vaultmem -- vaultmem mcp "
+            "--vault ~/Notes",
+        },
+    ),
+    "version": (version, {}),
+}
+
+
+def build_app(only: str | None = None) -> typer.Typer:
+    """The typer app: every command, or only the command named `only` (`search`, `export
+    okf`). A cold process runs one command, and turning ~30 commands into click commands
+    (signatures, options, help) costs more than its own parse; `main` builds the full app
+    whenever the command line names no single known command (help, completion, a typo)."""
+    app = typer.Typer(
+        name="vaultmem",
+        help="An Obsidian vault as the memory of AI agents: index, search and recall notes.\n\n"
+        "Every command takes --json (one envelope on stdout, for agents); `vaultmem COMMAND -h` "
+        "shows its options and examples.",
+        no_args_is_help=True,
+        pretty_exceptions_enable=False,
+        pretty_exceptions_show_locals=False,
+        add_completion=True,
+        context_settings=_SETTINGS,
+        rich_markup_mode="rich",
+    )
+    app.callback()(_root)
+    group_of = only.rpartition(" ")[0] if only else None
+    groups: dict[str, typer.Typer] = {}
+    for name, help_text in _GROUPS.items():
+        if only is None or name == group_of:
+            groups[name] = typer.Typer(
+                help=help_text, no_args_is_help=True, context_settings=_SETTINGS
+            )
+            app.add_typer(groups[name], name=name, rich_help_panel="OKF")
+    for op in operations.OPERATIONS:
+        if only is None or op.name == only:
+            _register(op, app, groups)
+    for name, (function, settings) in _ADAPTER_COMMANDS.items():
+        if only is None or name == only:
+            app.command(**settings)(function)
+    return app
+
+
+_COMMANDS = frozenset(operations.BY_NAME) | frozenset(_ADAPTER_COMMANDS)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "app":  # the full app, for tests and tools that inspect it
+        return build_app()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _command_of(argv: list[str]) -> str:
@@ -730,6 +764,9 @@ def main(argv: list[str] | None = None) -> int:
     def as_json() -> bool:  # read after the command ran: it sets _Run.json
         return _Run.json or "--json" in args
 
+    command = _command_of(args)
+    completing = "_VAULTMEM_COMPLETE" in os.environ  # shell completion needs every command
+    app = build_app(command if command in _COMMANDS and not completing else None)
     try:
         code = app(args=args, standalone_mode=False, prog_name="vaultmem")
         if isinstance(code, int) and code:

@@ -13,23 +13,60 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import sys
 from collections.abc import Sequence
 from datetime import date, datetime
-from typing import Any
-
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
-from rich.text import Text
+from typing import TYPE_CHECKING, Any
 
 from vaultmem.errors import VaultmemError
 
-# NO_COLOR (https://no-color.org): rich drops colours but keeps bold and dim; we drop every
-# escape sequence, so the output is the same bytes a pipe would get, minus the tables' boxes.
-_PLAIN = {"color_system": None} if os.environ.get("NO_COLOR") else {}
-console = Console(highlight=False, soft_wrap=True, **_PLAIN)  # type: ignore[arg-type]
-err_console = Console(stderr=True, highlight=False, soft_wrap=True, **_PLAIN)  # type: ignore[arg-type]
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    console: Console
+    err_console: Console
+
+# rich loads on first use of `console`/`err_console` (module `__getattr__` below): a `--json`
+# command never draws with it, and importing rich's console is ~15 ms of a cold start.
+_CONSOLES: dict[str, Console] = {}
+
+
+def _console(name: str) -> Console:
+    if name not in _CONSOLES:
+        from rich.console import Console
+
+        # NO_COLOR (https://no-color.org): rich drops colours but keeps bold and dim; we drop
+        # every escape sequence, so the output is the same bytes a pipe would get, minus the
+        # tables' boxes.
+        plain: dict[str, Any] = {"color_system": None} if os.environ.get("NO_COLOR") else {}
+        _CONSOLES[name] = Console(
+            stderr=name == "err_console", highlight=False, soft_wrap=True, **plain
+        )
+    return _CONSOLES[name]
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("console", "err_console"):
+        return _console(name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+_MARKUP_TAG = re.compile(r"(\\*)(\[[a-z#/@][^[]*?])")
+
+
+def escape(markup: str) -> str:
+    """Text made safe to embed in rich markup: `rich.markup.escape`, restated so that help
+    texts and messages can be escaped without importing rich (a test compares the two)."""
+
+    def double(match: re.Match[str]) -> str:
+        backslashes, text = match.groups()
+        return f"{backslashes}{backslashes}\\{text}"
+
+    markup = _MARKUP_TAG.sub(double, markup)
+    if markup.endswith("\\") and not markup.endswith("\\\\"):
+        return markup + "\\"
+    return markup
 
 
 def to_jsonable(value: Any) -> Any:
@@ -59,6 +96,7 @@ def emit_error(error: VaultmemError, *, as_json: bool) -> None:
         sys.stdout.write(json.dumps({"ok": False, "error": error.to_dict()}, ensure_ascii=False))
         sys.stdout.write("\n")
         return
+    err_console = _console("err_console")
     err_console.print(f"[bold red]Error:[/] {escape(error.message)}", markup=True)
     candidates = getattr(error, "candidates", None)
     if candidates:
@@ -85,11 +123,15 @@ def table(
     if not rows and empty is not None:
         line(empty)
         return
+    console = _console("console")
     if not console.is_terminal:
         line("\t".join(columns))
         for row in rows:
             line("\t".join(_cell(v) for v in row))
         return
+    from rich.table import Table
+    from rich.text import Text
+
     grid = Table(title=title, show_lines=False, header_style="bold")
     for column in columns:
         grid.add_column(column, overflow="fold")
@@ -114,6 +156,7 @@ def marked(snippet: str) -> str:
 
 def line(text: str) -> None:
     """One line of plain text (never markup); written as is when stdout is not a terminal."""
+    console = _console("console")
     if console.is_terminal:
         console.print(text, markup=False)
     else:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 import stat
 from pathlib import Path
 
@@ -40,7 +39,7 @@ def replace_at(dir_fd: int, name: str, data: bytes) -> None:
         mode = 0o666 & ~_umask()
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     for _ in range(100):
-        tmp = f".{name[:200]}.{secrets.token_hex(4)}.tmp"
+        tmp = f".{name[:200]}.{os.urandom(4).hex()}.tmp"  # not `secrets`: hmac, OpenSSL
         try:
             fd = os.open(tmp, flags, 0o600, dir_fd=dir_fd)
             break

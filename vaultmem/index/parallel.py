@@ -24,15 +24,12 @@ is known); the load joins numbers to ids.
 from __future__ import annotations
 
 import contextlib
-import multiprocessing
 import os
 import shutil
 import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,7 +37,6 @@ from typing import Literal
 
 from vaultmem.config import Config
 from vaultmem.files.scan import content_hash, read_note_fingerprinted
-from vaultmem.memory.topics import read_topic
 from vaultmem.models import Block, Heading, Problem, Resolution
 from vaultmem.note.links import LinkResolver, resolve_link
 from vaultmem.note.parse import parse_note
@@ -162,7 +158,11 @@ class _Worker:
         parsed = parse_note(path, data, max_bytes=config.max_note_bytes)
         note = parsed.note
         managed = config.is_managed(path)
-        topic = read_topic(path, data.decode("utf-8", "replace")) if managed else None
+        topic = None
+        if managed:  # imported here: most runs parse no topic
+            from vaultmem.memory.topics import read_topic
+
+            topic = read_topic(path, data.decode("utf-8", "replace"))
         del data
         own: tuple[Sequence[Heading], Sequence[Block]] = (note.headings, note.blocks)
 
@@ -301,6 +301,9 @@ def prepare_all(
 
     workers = min(worker_count(), len(chunks))
     if workers >= 2 and sum(job.size for job in jobs) >= PARALLEL_MIN_BYTES:
+        # The pool's modules load only here: a one-note edit parses in this process.
+        from concurrent.futures.process import BrokenProcessPool
+
         # Workers may fail to start (e.g. `__main__` is stdin, which forkserver cannot
         # re-import): the chunks left are then prepared here, slower but the same.
         with contextlib.suppress(BrokenProcessPool):
@@ -319,6 +322,9 @@ def _prepare_in_pool(
     workers: int,
     record: Callable[[int, Chunk], None],
 ) -> None:
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
     mp = multiprocessing.get_context("forkserver")
     mp.set_forkserver_preload(["vaultmem.index.parallel"])
     with ProcessPoolExecutor(

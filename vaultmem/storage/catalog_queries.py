@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import duckdb
+import _duckdb as duckdb  # the engine alone, as in store.py
 
 from vaultmem.errors import QueryError, QueryTimeoutError
 from vaultmem.storage.store import Connection, fetch_dicts

@@ -30,7 +30,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar
 
-import duckdb
+# DuckDB's engine, imported without the `duckdb` package around it: that package re-exports
+# this extension module and adds a Python relational API and version lookup we never call
+# (`_relation`, `importlib.metadata`), ~35 ms of every cold command that opens the index.
+# The stubs (`_duckdb-stubs`) ship with the wheel; the names used here are the same objects.
+import _duckdb as duckdb
 
 from vaultmem.errors import IndexUnavailableError, LockedError
 from vaultmem.storage.schema import DDL, SCHEMA_VERSION, table_docs
