@@ -52,7 +52,6 @@ NOT_FOR_SEARCH = (
     "duckdb",  # the Python package around `_duckdb`: its relational API and version lookup
     "rich",  # a --json search draws nothing
     "secrets",  # see NOT_FOR_AN_EDIT
-    "tomllib",  # config.toml's parse is remembered (config._parse_toml)
 )
 # Not needed by a one-note edit (`vaultmem reconcile --json`): it parses one note in process.
 NOT_FOR_AN_EDIT = (
@@ -69,7 +68,6 @@ NOT_FOR_AN_EDIT = (
     "multiprocessing",  # one note parses in this process, not in workers
     "concurrent.futures.process",
     "secrets",  # temp names come from os.urandom: `secrets` loads hmac and OpenSSL
-    "tomllib",
 )
 
 

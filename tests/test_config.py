@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -408,11 +405,7 @@ def test_init_vault_writes_config_and_managed_folder(tmp_path: Path) -> None:
     assert (tmp_path / "Notes" / "memory").is_dir()
     assert config.config_path.is_file()
     assert load_config(tmp_path) == config
-    # no temp file left; the parse is remembered beside the file (config._parse_toml)
-    assert sorted(p.name for p in config.state_dir.iterdir()) == [
-        "config.parsed.json",
-        "config.toml",
-    ]
+    assert [p.name for p in config.state_dir.iterdir()] == ["config.toml"]  # no temp file left
 
 
 def test_init_vault_default_mapping_is_written_out(tmp_path: Path) -> None:
@@ -481,31 +474,3 @@ def test_example_vault_config(example_vault: Path) -> None:
         "project",
         "borealis",
     )
-
-
-def test_the_remembered_parse_follows_the_file_text(tmp_path: Path) -> None:
-    """config.toml's parse is kept in `.vaultmem/config.parsed.json` (a cold command then
-    imports no tomllib), keyed by the text itself: an edit of the same size within the same
-    clock tick is still read, and a damaged record is parsed over."""
-    root = tmp_path / "v"
-    root.mkdir()
-    config = init_vault(root)
-    record = config.state_dir / "config.parsed.json"
-    assert json.loads(record.read_text(encoding="utf-8"))["toml"] == config.config_path.read_text(
-        encoding="utf-8"
-    )
-    stat = config.config_path.stat()
-    text = config.config_path.read_text(encoding="utf-8")
-    edited = text.replace('managed_folder = "agent-memory"', 'managed_folder = "agent-memorx"')
-    assert edited != text and len(edited) == len(text)
-    config.config_path.write_text(edited, encoding="utf-8")
-    os.utime(config.config_path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
-    assert load_config(root).managed_folder == "agent-memorx"
-    record.write_text("{not json", encoding="utf-8")
-    assert load_config(root).managed_folder == "agent-memorx"
-    assert json.loads(record.read_text(encoding="utf-8"))["parsed"]["managed_folder"] == (
-        "agent-memorx"
-    )
-    code = "import sys; from vaultmem.config import load_config; load_config(sys.argv[1]); "
-    code += "assert 'tomllib' not in sys.modules"
-    subprocess.run([sys.executable, "-c", code, str(root)], check=True)

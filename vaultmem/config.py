@@ -11,11 +11,11 @@ folder holds a path, which scope a path belongs to, whether a path is in the man
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import os
 import re
+import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,8 +29,6 @@ from vaultmem.models import SCOPES, Scope
 
 STATE_DIR_NAME = ".vaultmem"
 CONFIG_FILE_NAME = "config.toml"
-PARSED_CONFIG_NAME = "config.parsed.json"
-"""The last parse of config.toml beside its text (`_parse_toml`)."""
 INDEX_FILE_NAME = "index.duckdb"
 ENV_VAULT = "VAULTMEM_VAULT"
 
@@ -209,43 +207,13 @@ def load_config(root: Path) -> Config:
         raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from exc
     if data is not None:
         try:
-            text = data.decode("utf-8")
+            raw = tomllib.loads(data.decode("utf-8"))
         except UnicodeDecodeError as exc:
             raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start})") from exc
-        raw = _parse_toml(path, text)
+        except tomllib.TOMLDecodeError as exc:
+            # tomllib's message carries "(at line L, column C)".
+            raise ConfigError(f"{path}: invalid TOML: {exc}") from exc
     return _validate(root, path, raw, _obsidian_exclude(root))
-
-
-def _parse_toml(path: Path, text: str) -> dict[str, object]:
-    """`tomllib.loads(text)`, remembered in `.vaultmem/config.parsed.json` beside the text it
-    came from: importing tomllib compiles its regexes, ~7 ms (~40M instructions) of every cold
-    command, to parse a file that seldom changes. The record is used only when its text equals
-    the file's, so an edit is never missed, whatever the clocks say; a parse that JSON cannot
-    hold as it is (a TOML date) is not recorded, and a record that cannot be written (a
-    read-only `.vaultmem`) is simply not kept."""
-    record = path.with_name(PARSED_CONFIG_NAME)
-    try:
-        known = json.loads(record.read_bytes())
-        if isinstance(known, dict) and known.get("toml") == text:
-            parsed = known.get("parsed")
-            if isinstance(parsed, dict):
-                return parsed
-    except (OSError, ValueError):
-        pass  # no record, or not one: parse
-    import tomllib
-
-    try:
-        raw = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        # tomllib's message carries "(at line L, column C)".
-        raise ConfigError(f"{path}: invalid TOML: {exc}") from exc
-    try:
-        blob = json.dumps({"toml": text, "parsed": raw}, allow_nan=False, ensure_ascii=False)
-    except (TypeError, ValueError):
-        return raw
-    with contextlib.suppress(OSError):
-        replace_file(record, blob.encode("utf-8"))
-    return raw
 
 
 MAX_FILTER_REGEX_CHARS = 1000

@@ -17,10 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import _duckdb as duckdb  # the engine alone, as in store.py
-
 from vaultmem.errors import QueryError, QueryTimeoutError
-from vaultmem.storage.store import Connection, fetch_dicts
+from vaultmem.storage.store import Connection, DatabaseError, QueryInterrupted, fetch_dicts
 
 SQL_HINT = "Only read-only SELECTs work; list the tables with: vaultmem sql 'SHOW TABLES'."
 
@@ -158,7 +156,7 @@ def run_sql(
     while another thread executes on the connection."""
     try:
         statements = con.extract_statements(sql)
-    except duckdb.Error as error:
+    except DatabaseError as error:
         raise QueryError(f"SQL failed: {error}", hint=SQL_HINT) from error
     if len(statements) != 1:
         raise QueryError(
@@ -171,11 +169,11 @@ def run_sql(
         cursor = con.execute(sql, dict(params) if params else None)
         columns = [d[0] for d in cursor.description or ()]
         rows = cursor.fetchmany(limit + 1) if columns else []
-    except duckdb.InterruptException as error:
+    except QueryInterrupted as error:
         raise QueryTimeoutError(
             f"The SQL statement ran longer than {timeout_s:g} s and was interrupted."
         ) from error
-    except duckdb.Error as error:
+    except DatabaseError as error:
         raise QueryError(f"SQL failed: {error}", hint=SQL_HINT) from error
     finally:
         timer.cancel()

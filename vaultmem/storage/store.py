@@ -34,7 +34,11 @@ from typing import Any, ClassVar
 # this extension module and adds a Python relational API and version lookup we never call
 # (`_relation`, `importlib.metadata`), ~35 ms of every cold command that opens the index.
 # The stubs (`_duckdb-stubs`) ship with the wheel; the names used here are the same objects.
-import _duckdb as duckdb
+# A DuckDB release that has no separate engine module gets the package (slower start, same API).
+try:
+    import _duckdb as duckdb
+except ImportError:  # pragma: no cover - depends on the installed DuckDB's packaging
+    import duckdb  # type: ignore[no-redef]
 
 from vaultmem.errors import IndexUnavailableError, LockedError
 from vaultmem.storage.schema import DDL, SCHEMA_VERSION, table_docs
@@ -52,6 +56,8 @@ class CorruptIndex(Exception):
 
 DatabaseError = duckdb.Error
 """What a failed statement raises: callers above storage catch this, never import duckdb."""
+QueryInterrupted = duckdb.InterruptException
+"""A statement stopped by `Connection.interrupt()` (a read-only query past its time limit)."""
 
 
 def _is_lock_error(error: BaseException) -> bool:
