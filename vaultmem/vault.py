@@ -41,7 +41,7 @@ if TYPE_CHECKING:  # imported where used: a cold CLI command loads only what it 
     from vaultmem.okf import export as okf_export
     from vaultmem.okf import ingest as okf_ingest
     from vaultmem.okf import validate as okf_validate
-    from vaultmem.search import vectors
+    from vaultmem.search import resident, vectors
     from vaultmem.search.query import SearchFilters, SearchHit
     from vaultmem.storage import store
     from vaultmem.storage.store import Connection
@@ -60,6 +60,12 @@ class Vault:
         root = find_vault(path, cwd=cwd, environ=environ)
         self.config: Config = load_config(root)
         self._reader: store.SharedReader | None = None
+        self._resident: resident.Resident | None = None
+        self._resident_miss: tuple[int, ...] = ()
+        self._searched = False
+        self.resident_max_postings: int | None = None
+        """The largest index (in postings) `search` holds in memory (`search/resident.py`);
+        None: its MAX_POSTINGS; 0: never."""
 
     def _reading(self) -> AbstractContextManager[Connection]:
         """The index, read-only, for one call: one connection kept between calls and given
@@ -204,6 +210,7 @@ class Vault:
 
         patterns = compile_patterns(self.config.secret_patterns)
         with self._reading() as con:
+            held = self._resident_index(con)
             hits = vectors.search(
                 con,
                 query,
@@ -214,8 +221,30 @@ class Vault:
                 b=self.config.bm25_b,
                 language=self.config.search_language,
                 clean=lambda text: redact(text, patterns).text,
+                resident=held,
             )
         return [_redact_hit(hit, patterns) for hit in hits]
+
+    def _resident_index(self, con: Connection) -> resident.Resident | None:
+        """The index held in memory for searches, loaded from this process's second search on
+        (a one-shot CLI's only search reads SQL) and again after the index file changed."""
+        assert self._reader is not None  # `_reading` made it
+        if not self._searched:
+            self._searched = True
+            return None
+        signature = self._reader.signature
+        if self._resident is not None and self._resident.signature == signature:
+            return self._resident
+        if self._resident_miss == signature:
+            return None  # too large: SQL serves until the index changes
+        from vaultmem.search import resident
+
+        self._resident = None  # let the old one go before the new one is read
+        limit = self.resident_max_postings
+        held = resident.load(con, signature, resident.MAX_POSTINGS if limit is None else limit)
+        self._resident = held
+        self._resident_miss = () if held is not None else signature
+        return held
 
     def sql(
         self,

@@ -332,6 +332,10 @@ _PGPASS_TRIGGER = re.compile(r":(?:[0-9]{1,5}|\*):")
 _ASCII_FOLDS = {0x130: "i", 0x131: "i", 0x17F: "s", 0x212A: "k"}
 
 
+_ANY_WORD = tuple(sorted({w for words, _ in _TRIGGERS for w in words}))
+_ANY_LITERAL = tuple(sorted({lit for _, literals in _TRIGGERS for lit in literals} - {":"}))
+
+
 def _folded(text: str) -> str:
     return text.lower() if text.isascii() else text.translate(_ASCII_FOLDS).lower()
 
@@ -353,6 +357,13 @@ def redact(text: str, extra: Sequence[SecretPattern] = ()) -> Redaction:
     """
     found: set[str] = set()
     folded = _folded(text)
+    if (
+        not extra
+        and not any(w in folded for w in _ANY_WORD)
+        and not any(lit in text for lit in _ANY_LITERAL)
+        and not _PGPASS_TRIGGER.search(text)
+    ):
+        return Redaction(text, ())  # no pattern's trigger: the usual case
     for index, pattern in enumerate(BUILTIN_PATTERNS):
         if not _may_match(index, text, folded):
             continue
