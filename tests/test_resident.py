@@ -4,12 +4,15 @@ dropped when another process writes the index."""
 
 from __future__ import annotations
 
+import shlex
 import subprocess
 import sys
 from datetime import datetime
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from vaultmem.config import FolderMapping
 from vaultmem.search import bm25, resident
@@ -173,7 +176,17 @@ def test_a_write_by_another_process_is_seen_on_the_next_search(tmp_path: Path) -
     subprocess.run([sys.executable, "-c", WRITER, str(tmp_path / "v")], check=True, timeout=120)
 
     after = vault.search("zeppelin posting")
+    assert vault._resident is None  # the first search after a write reads SQL
+    assert vault.search("zeppelin posting") == after
     assert vault._resident is not None and vault._resident is not held
     assert after[0].path == "Knowledge/Zeppelin.md"
     assert not any(h.path == "Knowledge/Glossary.md" for h in after)
     assert after == Vault(tmp_path / "v").search("zeppelin posting")  # a fresh process's SQL
+
+
+@settings(max_examples=500)
+@given(st.text(alphabet=st.sampled_from(list(" \t\r\n\x0b\x0c\xa0ab-:#\u2003é")), max_size=30))
+def test_a_query_without_quotes_splits_as_shlex_splits_it(text: str) -> None:
+    from vaultmem.search.query import _SHLEX_SPACE
+
+    assert [part for part in _SHLEX_SPACE.split(text) if part] == shlex.split(text, posix=True)

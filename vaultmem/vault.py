@@ -62,7 +62,7 @@ class Vault:
         self._reader: store.SharedReader | None = None
         self._resident: resident.Resident | None = None
         self._resident_miss: tuple[int, ...] = ()
-        self._searched = False
+        self._signature: tuple[int, ...] = ()
         self.resident_max_postings: int | None = None
         """The largest index (in postings) `search` holds in memory (`search/resident.py`);
         None: its MAX_POSTINGS; 0: never."""
@@ -226,20 +226,19 @@ class Vault:
         return [_redact_hit(hit, patterns) for hit in hits]
 
     def _resident_index(self, con: Connection) -> resident.Resident | None:
-        """The index held in memory for searches, loaded from this process's second search on
-        (a one-shot CLI's only search reads SQL) and again after the index file changed."""
+        """The index held in memory for searches (`search/resident.py`). It is loaded by the
+        second search that finds the index file unchanged: a one-shot CLI's only search, and
+        the first search after each write (an agent that stores and searches in turn), read
+        SQL rather than wait for a load."""
         assert self._reader is not None  # `_reading` made it
-        if not self._searched:
-            self._searched = True
-            return None
         signature = self._reader.signature
-        if self._resident is not None and self._resident.signature == signature:
-            return self._resident
-        if self._resident_miss == signature:
-            return None  # too large: SQL serves until the index changes
+        if signature != self._signature:
+            self._signature, self._resident = signature, None
+            return None
+        if self._resident is not None or self._resident_miss == signature:
+            return self._resident  # held, or too large: SQL serves until the index changes
         from vaultmem.search import resident
 
-        self._resident = None  # let the old one go before the new one is read
         limit = self.resident_max_postings
         held = resident.load(con, signature, resident.MAX_POSTINGS if limit is None else limit)
         self._resident = held

@@ -80,15 +80,19 @@ class SearchHit:
 
 
 _OPERATOR = re.compile(r"^(tag|path|type):(.+)$", re.I)
+_SHLEX_SPACE = re.compile("[ \t\r\n]+")  # shlex.whitespace
 
 
 def parse_query(text: str, language: str = DEFAULT_LANGUAGE) -> ParsedQuery:
     """Split a query into words, "phrases", -exclusions and tag:/path:/type: operators."""
     tokenize = analyzer(language).tokenize
-    try:
-        parts = shlex.split(text, posix=True)
-    except ValueError:  # an unbalanced quote: treat the quote as an ordinary character
-        parts = text.replace('"', " ").split()
+    if any(c in text for c in "\"'\\"):
+        try:
+            parts = shlex.split(text, posix=True)
+        except ValueError:  # an unbalanced quote: treat the quote as an ordinary character
+            parts = text.replace('"', " ").split()
+    else:  # what shlex returns without quotes or escapes, without its pure-Python lexer
+        parts = [part for part in _SHLEX_SPACE.split(text) if part]
     quoted = set(re.findall(r'"([^"]+)"', text))
     terms: list[str] = []
     phrases: list[tuple[str, ...]] = []
