@@ -516,7 +516,26 @@ def test_every_match_holds_its_patterns_trigger(name: str, template: str, secret
 @settings(max_examples=300)
 @given(
     st.lists(
-        _FRAGMENTS | st.sampled_from(["PaSS", "\u017f", "\u212a", "TOKEN", "5432:"]), max_size=40
+        _FRAGMENTS
+        | st.sampled_from(
+            [
+                "PaSS",
+                "\u017f",
+                "\u212a",
+                "TOKEN",
+                "5432:",
+                "Secret",
+                "api_key",
+                "word",
+                "Authorization",
+                "AccountKey=",
+                " is ",
+                "aws_secret_key",
+                "credentials",
+                "\t",
+            ]
+        ),
+        max_size=40,
     ).map("".join)
 )
 def test_triggered_redaction_equals_running_every_pattern(text: str) -> None:

@@ -327,6 +327,26 @@ _TRIGGERS: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
     (("token",), ()),  # token-assignment
 )
 _PGPASS_TRIGGER = re.compile(r":(?:[0-9]{1,5}|\*):")
+# Keywords are common words ("token", "secret" in prose): a keyword pattern runs only where its
+# keyword is followed by what the pattern needs next, looked for in the folded text (the
+# characters between keep their case). Assignments need `:` or `=` after optional quotes,
+# stars and blanks (both ways `_VALUE` starts).
+_THEN_ASSIGN = r"""["'*]{0,2}[ \t]*[:=]"""
+_REFINED: dict[str, re.Pattern[str]] = {
+    name: re.compile(regex)
+    for name, regex in {
+        "azure-key": r"(?:accountkey|sharedaccesskey|sharedaccesssignature)=",
+        "aws-secret-access-key": r"aws_?secret_?(?:access_?)?key[\"']?[ \t]*[:=]",
+        "bearer-token": r"bearer[ \t]",
+        "basic-auth": r"authorization[ \t]*:",
+        "password-prose": r"pass(?:word|phrase|code|wd)[ \t]+(?:is|was|will)",
+        "password-assignment": r"pass" + _THEN_ASSIGN + r"|pass(?:word|wd|phrase)" + _THEN_ASSIGN,
+        "secret-assignment": r"(?:secret(?:[_-]?access)?(?:[_-]?key)?|private[_-]?key"
+        r"|credentials?)" + _THEN_ASSIGN,
+        "api-key-assignment": r"(?:api|access)[_-]?key" + _THEN_ASSIGN,
+        "token-assignment": r"token" + _THEN_ASSIGN,
+    }.items()
+}
 # The only non-ASCII characters Python's `(?i)` matches to ASCII letters (İ ı ſ K): mapped to
 # them before lower-casing, so a folded trigger is found wherever the regex could match.
 _ASCII_FOLDS = {0x130: "i", 0x131: "i", 0x17F: "s", 0x212A: "k"}
@@ -345,7 +365,11 @@ def _may_match(index: int, text: str, folded: str) -> bool:
     words, literals = _TRIGGERS[index]
     if not (any(w in folded for w in words) or any(lit in text for lit in literals)):
         return False
-    return BUILTIN_PATTERNS[index].name != "pgpass-line" or bool(_PGPASS_TRIGGER.search(text))
+    name = BUILTIN_PATTERNS[index].name
+    if name == "pgpass-line":
+        return bool(_PGPASS_TRIGGER.search(text))
+    refined = _REFINED.get(name)
+    return refined is None or bool(refined.search(folded))
 
 
 def redact(text: str, extra: Sequence[SecretPattern] = ()) -> Redaction:
