@@ -190,3 +190,17 @@ def test_a_query_without_quotes_splits_as_shlex_splits_it(text: str) -> None:
     from vaultmem.search.query import _SHLEX_SPACE
 
     assert [part for part in _SHLEX_SPACE.split(text) if part] == shlex.split(text, posix=True)
+
+
+@settings(max_examples=300)
+@given(
+    st.text(max_size=200),
+    st.sets(st.sampled_from(["lock", "test", "vault", "root", "東京", "pager"]), max_size=3),
+)
+def test_matching_spans_are_the_spans_of_the_wanted_terms(text: str, terms: set[str]) -> None:
+    from vaultmem.search.tokenizer import analyzer
+
+    text += " vault_root TestPagerOrder locks 東京都 testing"
+    words = analyzer()
+    expected = [(start, end) for start, end, term in words.spans(text) if term in terms]
+    assert words.matching_spans(text, terms) == expected

@@ -590,12 +590,11 @@ def _redact_hit(hit: SearchHit, patterns: Sequence[SecretPattern]) -> SearchHit:
     from vaultmem.memory.secrets import redact
 
     heading = redact(hit.heading, patterns).text if hit.heading else hit.heading
-    return dataclasses.replace(
-        hit,
-        snippet=redact(hit.snippet, patterns).text,
-        title=redact(hit.title, patterns).text,
-        heading=heading,
-    )
+    snippet = redact(hit.snippet, patterns).text
+    title = redact(hit.title, patterns).text
+    if (snippet, title, heading) == (hit.snippet, hit.title, hit.heading):
+        return hit  # the usual case: nothing to replace
+    return dataclasses.replace(hit, snippet=snippet, title=title, heading=heading)
 
 
 def _redact_json(value: Any, patterns: Sequence[SecretPattern], key: str = "") -> Any:

@@ -427,13 +427,12 @@ def snippet(
     """
     text = text.replace("**", "")
     head = text[:SNIPPET_SCAN_CHARS]
-    word_spans = analyzer(language).spans
-    spans = [(start, end) for start, end, term in word_spans(head) if term in terms]
+    matching = analyzer(language).matching_spans
+    spans = matching(head, terms)
     if not spans and len(text) > len(head):
-        spans = [(start, end) for start, end, term in word_spans(text) if term in terms]
-    flat = " ".join(text.split())
+        spans = matching(text, terms)
     if not spans:
-        return _clip(flat, 0, width)
+        return _clip(" ".join(text.split()), 0, width)
     best_start, best_count = spans[0][0], 0
     for i, (start, _) in enumerate(spans):
         count = sum(1 for s, _ in spans[i:] if s < start + width)
