@@ -94,6 +94,7 @@ def vault(tmp_path_factory: pytest.TempPathFactory) -> Vault:
     return make_vault(tmp_path_factory.mktemp("resident") / "vault")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("columns_from", [2000, 1], ids=["rows", "columns"])
 def test_resident_results_equal_the_sql_path(
     vault: Vault, columns_from: int, monkeypatch: pytest.MonkeyPatch
@@ -108,12 +109,12 @@ def test_resident_results_equal_the_sql_path(
         assert held is not None
         for text in QUERIES:
             for filters in FILTERS:
-                for limit in (1, 3, 10):
+                for limit in (1, 10):
                     sql = search(con, text, filters, limit=limit, language="english")
                     mem = search(con, text, filters, limit=limit, language="english", resident=held)
                     assert mem == sql, (text, filters, limit)
                     compared += bool(sql)
-    assert compared > 100  # most combinations find something: the comparison is not vacuous
+    assert compared > 80  # most combinations find something: the comparison is not vacuous
 
 
 def test_resident_statistics_follow_the_filters(vault: Vault) -> None:
