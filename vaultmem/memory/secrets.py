@@ -360,14 +360,24 @@ def _folded(text: str) -> str:
     return text.lower() if text.isascii() else text.translate(_ASCII_FOLDS).lower()
 
 
-def _may_match(index: int, text: str, folded: str) -> bool:
-    """False when built-in pattern `index` cannot match `text` (its trigger is absent)."""
-    words, literals = _TRIGGERS[index]
-    if not (any(w in folded for w in words) or any(lit in text for lit in literals)):
-        return False
+_Present = tuple[set[str], set[str]]
+
+
+def _present(text: str, folded: str) -> _Present:
+    """The trigger words in the folded text and the trigger literals in the text."""
+    return {w for w in _ANY_WORD if w in folded}, {lit for lit in _ANY_LITERAL if lit in text}
+
+
+def _may_match(index: int, text: str, folded: str, present: _Present | None = None) -> bool:
+    """False when built-in pattern `index` cannot match `text` (its trigger is absent).
+    `present` is `_present(text, folded)`, computed once for all patterns."""
     name = BUILTIN_PATTERNS[index].name
     if name == "pgpass-line":
         return bool(_PGPASS_TRIGGER.search(text))
+    words, literals = present or _present(text, folded)
+    wanted_words, wanted_literals = _TRIGGERS[index]
+    if words.isdisjoint(wanted_words) and literals.isdisjoint(wanted_literals):
+        return False
     refined = _REFINED.get(name)
     return refined is None or bool(refined.search(folded))
 
@@ -381,20 +391,17 @@ def redact(text: str, extra: Sequence[SecretPattern] = ()) -> Redaction:
     """
     found: set[str] = set()
     folded = _folded(text)
-    if (
-        not extra
-        and not any(w in folded for w in _ANY_WORD)
-        and not any(lit in text for lit in _ANY_LITERAL)
-        and not _PGPASS_TRIGGER.search(text)
-    ):
+    present = _present(text, folded)
+    if not extra and not any(present) and not _PGPASS_TRIGGER.search(text):
         return Redaction(text, ())  # no pattern's trigger: the usual case
     for index, pattern in enumerate(BUILTIN_PATTERNS):
-        if not _may_match(index, text, folded):
+        if not _may_match(index, text, folded, present):
             continue
         text, hit = _apply(pattern, text)
         if hit:
             found.add(pattern.name)
             folded = _folded(text)
+            present = _present(text, folded)
     for pattern in extra:
         text, hit = _apply(pattern, text)
         if hit:
