@@ -237,9 +237,11 @@ class Vault:
             return None
         if self._resident is not None or self._resident_miss == signature:
             return self._resident  # held, or too large: SQL serves until the index changes
+        limit = self.resident_max_postings
+        if limit == 0:
+            return None
         from vaultmem.search import resident
 
-        limit = self.resident_max_postings
         held = resident.load(con, signature, resident.MAX_POSTINGS if limit is None else limit)
         self._resident = held
         self._resident_miss = () if held is not None else signature

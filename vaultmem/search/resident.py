@@ -16,7 +16,7 @@ on (`Vault.search`), the whole search side of the index is loaded once:
 It is tied to the index file's signature (`store.SharedReader.signature`: inode, size and
 mtime of the file and its WAL): when another process writes, the reader reopens with another
 signature and the next search loads afresh, so a write is seen exactly when the SQL path sees
-it. Only indexes up to MAX_POSTINGS postings are held (about 70 MB at 10,000 generated notes,
+it. Only indexes up to MAX_POSTINGS postings are held (+94 MB of RSS at 10,000 generated notes,
 2.2 million postings); beyond, and for a process's first search (a one-shot CLI), SQL serves.
 
 Every answer equals the SQL path's (`storage/search_queries.py`): the same posting rows go to
@@ -42,10 +42,10 @@ if TYPE_CHECKING:
     from vaultmem.storage.store import Connection
 
 MAX_POSTINGS = 5_000_000
-"""The largest index (in postings) held resident: ~160 MB of RSS at this size with generated
-notes (measured ~70 MB at 2.2 M postings, 10,000 notes; see docs/search.md). At 100,000 notes
-(22 M postings, ~0.7 GB and seconds to load after each write) SQL serves: it is within 2× of
-FTS5 there already."""
+"""The largest index (in postings) held resident: ~200 MB of RSS at this size with generated
+notes (measured +94 MB at 2.2 M postings, 10,000 notes; docs/search.md). At 100,000 notes
+(22 M postings: +0.9 GB, a 2 GB peak and seconds to load after each write) SQL serves: it is
+within 2× of FTS5 there already."""
 
 
 @dataclass(eq=False, slots=True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vaultmem.errors import QueryError, SemanticUnavailableError
 from vaultmem.models import SEARCH_MODE_WHEN_ON, SEARCH_MODES, SearchMode
@@ -22,6 +22,9 @@ from vaultmem.search.query import SearchFilters, SearchHit
 from vaultmem.storage import search_queries, vector_queries
 from vaultmem.storage.store import Connection
 from vaultmem.storage.vector_queries import Ranked
+
+if TYPE_CHECKING:  # numpy: loaded only when a Vault holds the index
+    from vaultmem.search.resident import Resident
 
 Mode = SearchMode
 MODES = SEARCH_MODES
@@ -80,7 +83,7 @@ def search(
     b: float = 0.75,
     language: str | None = None,
     clean: Callable[[str], str] | None = None,
-    resident: Any = None,
+    resident: Resident | None = None,
 ) -> list[SearchHit]:
     """Search by `mode`: words (BM25, `query.search`), vectors (cosine over the document
     vectors) or hybrid (both rankings fused by reciprocal rank). Filters, operators and
