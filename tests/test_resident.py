@@ -134,16 +134,22 @@ def test_resident_statistics_follow_the_filters(vault: Vault) -> None:
     assert len(seen) > 3
 
 
+def _loaded(vault: Vault) -> resident.Resident | None:
+    """The resident index once the loader thread a search started has finished."""
+    assert vault._loader is not None
+    vault._loader.join(timeout=60)
+    return vault._resident
+
+
 def test_a_vault_holds_the_index_from_its_second_search(tmp_path: Path) -> None:
     vault = make_vault(tmp_path / "v")
     first = vault.search("duckdb lock")
-    assert vault._resident is None  # a one-shot CLI's only search reads SQL
-    second = vault.search("duckdb lock")
-    assert vault._resident is not None
-    assert second == first
-    assert vault.search("release", SearchFilters(scope="project")) == Vault(tmp_path / "v").search(
-        "release", SearchFilters(scope="project")
-    )
+    assert vault._loader is None  # a one-shot CLI's only search reads SQL, loads nothing
+    second = vault.search("duckdb lock")  # SQL too, while the loader thread starts
+    assert _loaded(vault) is not None
+    assert vault.search("duckdb lock") == second == first
+    filters = SearchFilters(scope="project")
+    assert vault.search("release", filters) == Vault(tmp_path / "v").search("release", filters)
 
 
 def test_an_index_over_the_bound_is_searched_in_sql(tmp_path: Path) -> None:
@@ -151,7 +157,18 @@ def test_an_index_over_the_bound_is_searched_in_sql(tmp_path: Path) -> None:
     vault.resident_max_postings = 10
     first = vault.search("lock")
     assert vault.search("lock") == first
-    assert vault._resident is None
+    assert _loaded(vault) is None
+    loader = vault._loader
+    assert vault.search("lock") == first
+    assert vault._loader is loader  # too large: not tried again until the index changes
+
+
+def test_a_vault_that_never_holds_the_index_starts_no_loader(tmp_path: Path) -> None:
+    vault = make_vault(tmp_path / "v")
+    vault.resident_max_postings = 0
+    first = vault.search("lock")
+    assert vault.search("lock") == vault.search("lock") == first
+    assert vault._loader is None and vault._resident is None
 
 
 WRITER = """
@@ -168,9 +185,10 @@ Vault(root).reconcile()
 def test_a_write_by_another_process_is_seen_on_the_next_search(tmp_path: Path) -> None:
     vault = make_vault(tmp_path / "v")
     vault.search("lock")
-    before = vault.search("zeppelin posting")
-    held = vault._resident
+    vault.search("lock")
+    held = _loaded(vault)
     assert held is not None
+    before = vault.search("zeppelin posting")  # from memory
     assert not any(h.path == "Knowledge/Zeppelin.md" for h in before)
     assert any(h.path == "Knowledge/Glossary.md" for h in before)
 
@@ -178,10 +196,12 @@ def test_a_write_by_another_process_is_seen_on_the_next_search(tmp_path: Path) -
 
     after = vault.search("zeppelin posting")
     assert vault._resident is None  # the first search after a write reads SQL
-    assert vault.search("zeppelin posting") == after
-    assert vault._resident is not None and vault._resident is not held
     assert after[0].path == "Knowledge/Zeppelin.md"
     assert not any(h.path == "Knowledge/Glossary.md" for h in after)
+    assert vault.search("zeppelin posting") == after
+    reloaded = _loaded(vault)
+    assert reloaded is not None and reloaded is not held
+    assert vault.search("zeppelin posting") == after  # from the reloaded index
     assert after == Vault(tmp_path / "v").search("zeppelin posting")  # a fresh process's SQL
 
 

@@ -63,6 +63,7 @@ class Vault:
         self._resident: resident.Resident | None = None
         self._resident_miss: tuple[int, ...] = ()
         self._signature: tuple[int, ...] = ()
+        self._loader: threading.Thread | None = None
         self.resident_max_postings: int | None = None
         """The largest index (in postings) `search` holds in memory (`search/resident.py`);
         None: its MAX_POSTINGS; 0: never."""
@@ -226,26 +227,51 @@ class Vault:
         return [_redact_hit(hit, patterns) for hit in hits]
 
     def _resident_index(self, con: Connection) -> resident.Resident | None:
-        """The index held in memory for searches (`search/resident.py`). It is loaded by the
-        second search that finds the index file unchanged: a one-shot CLI's only search, and
-        the first search after each write (an agent that stores and searches in turn), read
-        SQL rather than wait for a load."""
+        """The index held in memory for searches (`search/resident.py`), or None: SQL serves.
+
+        The second search that finds the index file unchanged starts loading it in a thread
+        (`_loader`), as one more request on the shared reader; searches read SQL until it is
+        there. So a one-shot CLI's only search, the first searches after each write and an
+        agent that stores and searches in turn never wait for a load."""
         assert self._reader is not None  # `_reading` made it
         signature = self._reader.signature
         if signature != self._signature:
             self._signature, self._resident = signature, None
             return None
-        if self._resident is not None or self._resident_miss == signature:
-            return self._resident  # held, or too large: SQL serves until the index changes
+        held = self._resident
+        if held is not None and held.signature == signature:
+            return held
         limit = self.resident_max_postings
-        if limit == 0:
-            return None
-        from vaultmem.search import resident
+        if limit == 0 or self._resident_miss == signature:
+            return None  # off, or too large: SQL serves until the index changes
+        if self._loader is None or not self._loader.is_alive():
+            self._loader = threading.Thread(
+                target=self._load_resident, name="vaultmem-resident", daemon=True
+            )
+            self._loader.start()
+        return None
 
-        held = resident.load(con, signature, resident.MAX_POSTINGS if limit is None else limit)
-        self._resident = held
-        self._resident_miss = () if held is not None else signature
-        return held
+    def _load_resident(self) -> None:
+        """The loader thread's body: one request on the shared reader (writers wait for it
+        as for any request; it lets go of the file when done)."""
+        from vaultmem.errors import VaultmemError
+        from vaultmem.search import resident
+        from vaultmem.storage.store import DatabaseError
+
+        limit = self.resident_max_postings
+        try:
+            with self._reading() as con:
+                assert self._reader is not None
+                signature = self._reader.signature
+                if signature != self._signature:
+                    return  # the index changed since: the next searches start over
+                held = resident.load(
+                    con, signature, resident.MAX_POSTINGS if limit is None else limit
+                )
+                self._resident = held
+                self._resident_miss = () if held is not None else signature
+        except (VaultmemError, DatabaseError):
+            return  # the index went away or is locked: SQL serves, a later search retries
 
     def sql(
         self,
