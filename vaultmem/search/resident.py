@@ -3,8 +3,8 @@
 A long-lived process (the MCP server, `watch`, a library user) searches many times against an
 index that rarely changes. Reading the query terms' postings, the statistics, the ranked notes'
 rows and the shown sections from DuckDB cost ~10 ms a query at 10,000 notes, most of it in
-statement overhead; from arrays in memory it is a few slices. So from a process's second search
-on (`Vault.search`), the whole search side of the index is loaded once:
+statement overhead; from arrays in memory it is a few slices. So a process's second search
+(`Vault.search`) starts loading the whole search side of the index, in a thread, once:
 
 - the term dictionary (term → id) and the postings as CSR by term: `offsets[id]:offsets[id+1]`
   index the note (`post_note`, an index into the note arrays), `post_ord`, `post_tf` and
@@ -17,7 +17,8 @@ It is tied to the index file's signature (`store.SharedReader.signature`: inode,
 mtime of the file and its WAL): when another process writes, the reader reopens with another
 signature and the next search loads afresh, so a write is seen exactly when the SQL path sees
 it. Only indexes up to MAX_POSTINGS postings are held (+94 MB of RSS at 10,000 generated notes,
-2.2 million postings); beyond, and for a process's first search (a one-shot CLI), SQL serves.
+2.2 million postings); beyond, for a process's first search (a one-shot CLI) and until a load
+is done, SQL serves.
 
 Every answer equals the SQL path's (`storage/search_queries.py`): the same posting rows go to
 the same scorer (`bm25.rank`), statistics are counted the same way, filters keep the notes one
