@@ -9,12 +9,14 @@ hard-linked copy `benchmarks/out/search-<N>/` so the cached vault keeps no index
    a fresh database); for the one-note edit, the same statements reconcile runs for that
    note's search rows, inside a transaction that is rolled back.
 2. Search latency over 50 queries of 1–4 words drawn (seeded) from the vault's own words:
-   warm `Vault.search` (its shared read connection kept between calls, secrets redacted) and
-   `search.search` on an already-open connection, alternating, after one untimed pass over
-   the queries; then a connection opened and closed per call (what `Vault.search` did
-   before); median and p95 (nearest rank). Then a
-   cold CLI: `python -m vaultmem search QUERY --json` as a fresh process, median of 5 queries,
-   beside `python -c pass` (the interpreter alone) in the same run.
+   warm `Vault.search` (its shared read connection and resident index kept between calls,
+   secrets redacted) and `search.search` on an already-open connection (the SQL path),
+   alternating, after one untimed pass over the queries (whose second search loads the
+   resident index in a thread: its time and the RSS it adds are reported, and the first
+   two searches after a one-note write, both SQL, the second starting the reload); then a
+   connection opened and closed per call (what `Vault.search` did before); median and p95
+   (nearest rank). Then a cold CLI: `python -m vaultmem search QUERY --json` as a fresh
+   process, median of 5 queries, beside `python -c pass` (the interpreter alone), same run.
 3. SQLite FTS5 (stdlib `sqlite3`, `porter unicode61`, `bm25()` with heading weight 2): index
    build over the same documents' text, and the same 50 queries (words OR-ed, best section
    per note, top 10).
@@ -61,6 +63,18 @@ def _stats(runs: Sequence[float]) -> dict[str, float]:
         "median_ms": statistics.median(ordered) * 1000,
         "p95_ms": ordered[max(0, -(-95 * len(ordered) // 100) - 1)] * 1000,
     }
+
+
+def _join_loader(vault: Any) -> None:
+    """Wait for the resident index's loader thread, if a search started one."""
+    if vault._loader is not None:
+        vault._loader.join()
+
+
+def _rss_bytes() -> int:
+    """This process's resident set size now (Linux `/proc/self/statm`)."""
+    with open("/proc/self/statm", encoding="ascii") as handle:
+        return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
 def _log(message: str) -> None:
@@ -265,9 +279,21 @@ def run_size(n_notes: int, existing: Path | None = None) -> dict[str, Any]:
     _log(f"incremental {incremental_s:.3f} s (BM25 {one_bm25_s:.3f} s); queries")
     queries = draw_queries([t for _, _, t in texts[:20_000]])
     k1, b = vault.config.bm25_k1, vault.config.bm25_b
-    # Warm: imports, the page cache and DuckDB's buffers hold what the queries read. Then
-    # Vault.search and search.search on an open connection alternate query by query, so
-    # the machine's load (shared, noisy) weighs on both alike.
+    # Warm: imports, the page cache and DuckDB's buffers hold what the queries read; the
+    # second search starts loading the resident index (search/resident.py) in a thread: the
+    # time until it is loaded and the RSS it adds are measured. Then Vault.search and
+    # search.search on an open connection (SQL) alternate query by query, so the machine's
+    # load (shared, noisy) weighs on both alike.
+    vault.search(queries[0], limit=10)
+    rss_before = _rss_bytes()
+    load_s, _ = _timed(lambda: (vault.search(queries[1], limit=10), _join_loader(vault)))
+    held = vault._resident
+    resident = {
+        "resident": held is not None,
+        "resident_load_s": load_s,
+        "resident_rss_mb": (_rss_bytes() - rss_before) / 1e6,
+        "resident_nbytes_mb": held.nbytes / 1e6 if held is not None else 0.0,
+    }
     for q in queries:
         vault.search(q, limit=10)
     open_runs, ours, query_runs, reopen_runs = [], [], [], []
@@ -278,6 +304,14 @@ def run_size(n_notes: int, existing: Path | None = None) -> dict[str, Any]:
             ours.append([h.note_id for h in hits])
             seconds, _ = _timed(lambda q=q: search.search(con, q, limit=10, k1=k1, b=b))
             query_runs.append(seconds)
+    # After a write the index file differs: two searches read SQL, the second starts the reload.
+    data = path.read_bytes() + b"\nOne more edited sentence.\n"
+    tmp.write_bytes(data)
+    tmp.replace(path)
+    vault.reconcile()
+    after_write_s, _ = _timed(lambda: vault.search(queries[2], limit=10))
+    second_s, _ = _timed(lambda: vault.search(queries[3], limit=10))
+    reload_s, _ = _timed(lambda: _join_loader(vault))
     vault.close()  # else the next opens reuse its open database
 
     def per_call(q: str) -> None:
@@ -316,6 +350,10 @@ def run_size(n_notes: int, existing: Path | None = None) -> dict[str, Any]:
         "incremental_bm25_s": one_bm25_s,
         "search_open_and_query": _stats(open_runs),
         "search_query": query,
+        **resident,
+        "first_search_after_write_s": after_write_s,
+        "second_search_after_write_s": second_s,
+        "reload_after_write_s": second_s + reload_s,
         "search_connection_per_call": _stats(reopen_runs),
         **cold,
         "fts5_build_s": fts_build_s,
@@ -351,6 +389,14 @@ def render(rows: Sequence[dict[str, Any]]) -> str:
             f"{r['notes']:>7} Vault.search ×fts5 {r['vault_ratio_to_fts5']:.2f}; connection per "
             f"call {r['search_connection_per_call']['median_ms']:.1f} ms; cold CLI search "
             f"{r['cold_cli_search_s']:.3f} s (python -c pass {r['cold_python_s']:.3f} s)"
+        )
+        extra.append(
+            f"{r['notes']:>7} resident index: {'held' if r['resident'] else 'not held (SQL)'}, "
+            f"load {r['resident_load_s']:.2f} s, +{r['resident_rss_mb']:.0f} MB RSS "
+            f"({r['resident_nbytes_mb']:.0f} MB arrays and texts); after a write: first "
+            f"search {r['first_search_after_write_s'] * 1000:.0f} ms, second "
+            f"{r['second_search_after_write_s'] * 1000:.0f} ms (SQL; it starts the reload, "
+            f"done {r['reload_after_write_s']:.2f} s after it began)"
         )
     lines += extra
     lines.append("(latencies: median / p95 over 50 queries; bm25 s = docs s + tables s)")

@@ -478,3 +478,66 @@ def test_one_megabyte_adversarial_input_finishes(unit: str) -> None:
     result = redact(text)
 
     assert redact(result.text).found == ()
+
+
+# --- the trigger pre-check ---------------------------------------------------------------------
+
+
+def _redact_every_pattern(text: str) -> Redaction:
+    """`redact` as it was before triggers: every pattern runs on every text."""
+    from vaultmem.memory.secrets import _apply
+
+    found: set[str] = set()
+    for pattern in BUILTIN_PATTERNS:
+        text, hit = _apply(pattern, text)
+        if hit:
+            found.add(pattern.name)
+    return Redaction(text, tuple(sorted(found)))
+
+
+def _assert_triggers_hold(text: str) -> None:
+    from vaultmem.memory.secrets import _folded, _may_match
+
+    for index, pattern in enumerate(BUILTIN_PATTERNS):
+        if pattern.regex.search(text):
+            assert _may_match(index, text, _folded(text)), (pattern.name, text)
+
+
+@pytest.mark.parametrize(("name", "template", "secret"), POSITIVES)
+def test_every_match_holds_its_patterns_trigger(name: str, template: str, secret: str) -> None:
+    text = template.replace("{}", secret)
+    _assert_triggers_hold(text)
+    # The odd characters Python's (?i) folds to ASCII letters (İ ı ſ K) are found too.
+    odd = text.replace("s", "\u017f").replace("k", "\u212a").replace("i", "\u0131")
+    _assert_triggers_hold(odd)
+    assert redact(odd) == _redact_every_pattern(odd)
+
+
+@settings(max_examples=300)
+@given(
+    st.lists(
+        _FRAGMENTS
+        | st.sampled_from(
+            [
+                "PaSS",
+                "\u017f",
+                "\u212a",
+                "TOKEN",
+                "5432:",
+                "Secret",
+                "api_key",
+                "word",
+                "Authorization",
+                "AccountKey=",
+                " is ",
+                "aws_secret_key",
+                "credentials",
+                "\t",
+            ]
+        ),
+        max_size=40,
+    ).map("".join)
+)
+def test_triggered_redaction_equals_running_every_pattern(text: str) -> None:
+    _assert_triggers_hold(text)
+    assert redact(text) == _redact_every_pattern(text)

@@ -41,7 +41,7 @@ if TYPE_CHECKING:  # imported where used: a cold CLI command loads only what it 
     from vaultmem.okf import export as okf_export
     from vaultmem.okf import ingest as okf_ingest
     from vaultmem.okf import validate as okf_validate
-    from vaultmem.search import vectors
+    from vaultmem.search import resident, vectors
     from vaultmem.search.query import SearchFilters, SearchHit
     from vaultmem.storage import store
     from vaultmem.storage.store import Connection
@@ -60,6 +60,13 @@ class Vault:
         root = find_vault(path, cwd=cwd, environ=environ)
         self.config: Config = load_config(root)
         self._reader: store.SharedReader | None = None
+        self._resident: resident.Resident | None = None
+        self._resident_miss: tuple[int, ...] = ()
+        self._signature: tuple[int, ...] = ()
+        self._loader: threading.Thread | None = None
+        self.resident_max_postings: int | None = None
+        """The largest index (in postings) `search` holds in memory (`search/resident.py`);
+        None: its MAX_POSTINGS; 0: never."""
 
     def _reading(self) -> AbstractContextManager[Connection]:
         """The index, read-only, for one call: one connection kept between calls and given
@@ -204,6 +211,7 @@ class Vault:
 
         patterns = compile_patterns(self.config.secret_patterns)
         with self._reading() as con:
+            held = self._resident_index(con)
             hits = vectors.search(
                 con,
                 query,
@@ -214,8 +222,56 @@ class Vault:
                 b=self.config.bm25_b,
                 language=self.config.search_language,
                 clean=lambda text: redact(text, patterns).text,
+                resident=held,
             )
         return [_redact_hit(hit, patterns) for hit in hits]
+
+    def _resident_index(self, con: Connection) -> resident.Resident | None:
+        """The index held in memory for searches (`search/resident.py`), or None: SQL serves.
+
+        The second search that finds the index file unchanged starts loading it in a thread
+        (`_loader`), as one more request on the shared reader; searches read SQL until it is
+        there. So a one-shot CLI's only search, the first searches after each write and an
+        agent that stores and searches in turn never wait for a load."""
+        assert self._reader is not None  # `_reading` made it
+        signature = self._reader.signature
+        if signature != self._signature:
+            self._signature, self._resident = signature, None
+            return None
+        held = self._resident
+        if held is not None and held.signature == signature:
+            return held
+        limit = self.resident_max_postings
+        if limit == 0 or self._resident_miss == signature:
+            return None  # off, or too large: SQL serves until the index changes
+        if self._loader is None or not self._loader.is_alive():
+            self._loader = threading.Thread(
+                target=self._load_resident, name="vaultmem-resident", daemon=True
+            )
+            self._loader.start()
+        return None
+
+    def _load_resident(self) -> None:
+        """The loader thread's body: one request on the shared reader (writers wait for it
+        as for any request; it lets go of the file when done)."""
+        from vaultmem.errors import VaultmemError
+        from vaultmem.search import resident
+        from vaultmem.storage.store import DatabaseError
+
+        limit = self.resident_max_postings
+        try:
+            with self._reading() as con:
+                assert self._reader is not None
+                signature = self._reader.signature
+                if signature != self._signature:
+                    return  # the index changed since: the next searches start over
+                held = resident.load(
+                    con, signature, resident.MAX_POSTINGS if limit is None else limit
+                )
+                self._resident = held
+                self._resident_miss = () if held is not None else signature
+        except (VaultmemError, DatabaseError):
+            return  # the index went away or is locked: SQL serves, a later search retries
 
     def sql(
         self,
@@ -562,12 +618,11 @@ def _redact_hit(hit: SearchHit, patterns: Sequence[SecretPattern]) -> SearchHit:
     from vaultmem.memory.secrets import redact
 
     heading = redact(hit.heading, patterns).text if hit.heading else hit.heading
-    return dataclasses.replace(
-        hit,
-        snippet=redact(hit.snippet, patterns).text,
-        title=redact(hit.title, patterns).text,
-        heading=heading,
-    )
+    snippet = redact(hit.snippet, patterns).text
+    title = redact(hit.title, patterns).text
+    if (snippet, title, heading) == (hit.snippet, hit.title, hit.heading):
+        return hit  # the usual case: nothing to replace
+    return dataclasses.replace(hit, snippet=snippet, title=title, heading=heading)
 
 
 def _redact_json(value: Any, patterns: Sequence[SecretPattern], key: str = "") -> Any:

@@ -20,7 +20,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vaultmem.errors import QueryError
 from vaultmem.search import bm25
@@ -28,6 +28,9 @@ from vaultmem.search.documents import note_key
 from vaultmem.search.tokenizer import DEFAULT_LANGUAGE, analyzer
 from vaultmem.storage import search_queries as queries
 from vaultmem.storage.store import Connection
+
+if TYPE_CHECKING:  # numpy: a one-shot CLI search never loads a resident index
+    from vaultmem.search.resident import Resident
 
 SNIPPET_CHARS = 240
 SNIPPET_SCAN_CHARS = 3000
@@ -77,15 +80,19 @@ class SearchHit:
 
 
 _OPERATOR = re.compile(r"^(tag|path|type):(.+)$", re.I)
+_SHLEX_SPACE = re.compile("[ \t\r\n]+")  # shlex.whitespace
 
 
 def parse_query(text: str, language: str = DEFAULT_LANGUAGE) -> ParsedQuery:
     """Split a query into words, "phrases", -exclusions and tag:/path:/type: operators."""
     tokenize = analyzer(language).tokenize
-    try:
-        parts = shlex.split(text, posix=True)
-    except ValueError:  # an unbalanced quote: treat the quote as an ordinary character
-        parts = text.replace('"', " ").split()
+    if any(c in text for c in "\"'\\"):
+        try:
+            parts = shlex.split(text, posix=True)
+        except ValueError:  # an unbalanced quote: treat the quote as an ordinary character
+            parts = text.replace('"', " ").split()
+    else:  # what shlex returns without quotes or escapes, without its pure-Python lexer
+        parts = [part for part in _SHLEX_SPACE.split(text) if part]
     quoted = set(re.findall(r'"([^"]+)"', text))
     terms: list[str] = []
     phrases: list[tuple[str, ...]] = []
@@ -208,13 +215,15 @@ def search(
     title_weight: float = queries.TITLE_DOCUMENT,
     language: str | None = None,
     clean: Callable[[str], str] | None = None,
+    resident: Resident | None = None,
 ) -> list[SearchHit]:
     """Run a query; results grouped by note, best first.
 
     `language` is the stemmer the index was built with (`[search] language`); None reads it
     from the index, one more small statement. `clean` rewrites a section's text before the
     snippet is cut from it (the facade redacts secrets there: cut first, and a token split at
-    the window's edge would no longer match its pattern).
+    the window's edge would no longer match its pattern). `resident` is the index held in
+    memory (`search/resident.py`), read instead of the tables; the results are the same.
     """
     language = language or queries.index_language(con)
     ranked, wanted = ranked_notes(
@@ -227,8 +236,9 @@ def search(
         whole_weight=whole_weight,
         title_weight=title_weight,
         language=language,
+        resident=resident,
     )
-    return _hits(con, ranked, wanted, language, clean)
+    return _hits(con, ranked, wanted, language, clean, resident)
 
 
 def ranked_notes(
@@ -242,6 +252,7 @@ def ranked_notes(
     language: str,
     whole_weight: float = queries.WHOLE_NOTE,
     title_weight: float = queries.TITLE_DOCUMENT,
+    resident: Resident | None = None,
 ) -> tuple[list[queries.RankedNote], set[str]]:
     """`search`'s ranking without the hits: the best notes and the terms a snippet marks
     (hybrid search, `vectors.py`, fuses this ranking with the vectors')."""
@@ -260,14 +271,22 @@ def ranked_notes(
         if not only:
             return [], set(words)
     joined = joined_terms(words)
-    stats = bm25.Stats(*queries.collection_stats(con, notes))
-    excluded = queries.keys_with_terms(con, query.excluded)
+    kept = resident.kept(con, notes) if resident is not None else None
+    if resident is not None:
+        stats = bm25.Stats(*resident.collection_stats(kept))
+        excluded = resident.keys_with_terms(query.excluded)
+    else:
+        stats = bm25.Stats(*queries.collection_stats(con, notes))
+        excluded = queries.keys_with_terms(con, query.excluded)
     only_keys = frozenset(note_key(i) for i in only) if only is not None else None
 
     def rank(terms: list[str]) -> list[queries.RankedNote]:
         counts = Counter([*terms, *joined])  # a term twice counts twice, as it was asked
         unique = list(counts)
-        postings = queries.term_postings(con, unique, notes, columns_from=bm25.columns_from())
+        if resident is not None:
+            postings: Any = resident.term_postings(unique, kept, columns_from=bm25.columns_from())
+        else:
+            postings = queries.term_postings(con, unique, notes, columns_from=bm25.columns_from())
         scored, matched = bm25.rank(
             postings,
             [float(counts[t]) for t in unique],
@@ -280,7 +299,8 @@ def ranked_notes(
             excluded=excluded,
             only=only_keys,
         )
-        rows = queries.note_rows(con, [note.note_key for note in scored])
+        keys = [note.note_key for note in scored]
+        rows = resident.note_rows(keys) if resident is not None else queries.note_rows(con, keys)
         found = frozenset(unique[i] for i in matched)
         return [
             queries.RankedNote(
@@ -341,11 +361,15 @@ def _hits(
     wanted: set[str],
     language: str,
     clean: Callable[[str], str] | None = None,
+    resident: Resident | None = None,
 ) -> list[SearchHit]:
     if not ranked:
         return []
     note_ids = [note.note_id for note in ranked]
-    sections = queries.note_sections(con, note_ids)
+    if resident is not None:
+        sections = resident.note_sections(note_ids)
+    else:
+        sections = queries.note_sections(con, note_ids)
     hits = []
     for note in ranked:
         _, path, title, scope, scope_id = note.note
@@ -403,13 +427,12 @@ def snippet(
     """
     text = text.replace("**", "")
     head = text[:SNIPPET_SCAN_CHARS]
-    word_spans = analyzer(language).spans
-    spans = [(start, end) for start, end, term in word_spans(head) if term in terms]
+    matching = analyzer(language).matching_spans
+    spans = matching(head, terms)
     if not spans and len(text) > len(head):
-        spans = [(start, end) for start, end, term in word_spans(text) if term in terms]
-    flat = " ".join(text.split())
+        spans = matching(text, terms)
     if not spans:
-        return _clip(flat, 0, width)
+        return _clip(" ".join(text.split()), 0, width)
     best_start, best_count = spans[0][0], 0
     for i, (start, _) in enumerate(spans):
         count = sum(1 for s, _ in spans[i:] if s < start + width)

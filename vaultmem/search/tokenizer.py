@@ -40,7 +40,7 @@ import functools
 import itertools
 import re
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Container
 
 from vaultmem.config import DEFAULT_SEARCH_LANGUAGE, SEARCH_LANGUAGES
 from vaultmem.models import TOKENIZER_VERSION
@@ -252,6 +252,24 @@ class _Analyzer:
             if spans is None:  # snippets tokenize hit sections on every query: memoize words
                 spans = memo[raw] = tuple(self.word(raw))
             out += [(base + s, base + e, t) for s, e, t in spans]
+        return out
+
+    def matching_spans(self, text: str, terms: Container[str]) -> list[tuple[int, int]]:
+        """(start, end) of the words of `text` whose terms are in `terms`: `spans` filtered,
+        without building a span for every other word (snippets mark a few words of many)."""
+        out: list[tuple[int, int]] = []
+        memo = self._span_memo
+        if len(memo) > _MEMO_LIMIT:
+            memo.clear()
+        for m in _WORD.finditer(text):
+            raw = m.group()
+            spans = memo.get(raw)
+            if spans is None:
+                spans = memo[raw] = tuple(self.word(raw))
+            for s, e, t in spans:
+                if t in terms:
+                    base = m.start()
+                    out.append((base + s, base + e))
         return out
 
     def word(self, raw: str) -> list[Span]:

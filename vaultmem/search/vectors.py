@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vaultmem.errors import QueryError, SemanticUnavailableError
 from vaultmem.models import SEARCH_MODE_WHEN_ON, SEARCH_MODES, SearchMode
@@ -22,6 +22,9 @@ from vaultmem.search.query import SearchFilters, SearchHit
 from vaultmem.storage import search_queries, vector_queries
 from vaultmem.storage.store import Connection
 from vaultmem.storage.vector_queries import Ranked
+
+if TYPE_CHECKING:  # numpy: loaded only when a Vault holds the index
+    from vaultmem.search.resident import Resident
 
 Mode = SearchMode
 MODES = SEARCH_MODES
@@ -80,12 +83,14 @@ def search(
     b: float = 0.75,
     language: str | None = None,
     clean: Callable[[str], str] | None = None,
+    resident: Resident | None = None,
 ) -> list[SearchHit]:
     """Search by `mode`: words (BM25, `query.search`), vectors (cosine over the document
     vectors) or hybrid (both rankings fused by reciprocal rank). Filters, operators and
     -exclusions apply to every mode; `"phrases"` constrain the words ranking only. Without a
     mode: DEFAULT_WHEN_ON when the index holds vectors, else words. `language` and `clean` are
-    `query.search`'s (the stemmer; the redaction applied before a snippet is cut)."""
+    `query.search`'s (the stemmer; the redaction applied before a snippet is cut; the index held
+    in memory, `search/resident.py`)."""
     if mode is None:  # no meta read per search while the default is words anyway
         mode = DEFAULT_WHEN_ON
         if mode != "words" and vector_queries.embedding_model(con) == "none":
@@ -96,7 +101,15 @@ def search(
     language = language or search_queries.index_language(con)
     if mode == "words":
         return query.search(
-            con, text, filters, limit=limit, k1=k1, b=b, language=language, clean=clean
+            con,
+            text,
+            filters,
+            limit=limit,
+            k1=k1,
+            b=b,
+            language=language,
+            clean=clean,
+            resident=resident,
         )
     require_vectors(con)
     if not query_text(text):
@@ -121,7 +134,7 @@ def search(
     worded: list[search_queries.RankedNote] = []
     if parsed.terms:  # a query of stop words only: the vectors still understand it
         worded, terms = query.ranked_notes(
-            con, text, filters, limit=pool, k1=k1, b=b, language=language
+            con, text, filters, limit=pool, k1=k1, b=b, language=language, resident=resident
         )
     fused = fuse([[note.note_id for note in worded], [note_id for note_id, _ in nearest]])
     # A note's shown section: its best by words when words found it, else by vectors.

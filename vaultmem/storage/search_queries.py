@@ -292,3 +292,49 @@ def document_texts(
         [[k[0] for k in keys], [k[1] for k in keys]],
     ).fetchall()
     return {(r[0], r[1]): (r[2], r[3]) for r in rows}
+
+
+def kept_note_keys(con: Connection, notes: NoteFilter) -> list[int]:
+    """The keys of the notes a filter keeps (the resident index's filters: one read)."""
+    rows = con.execute(f"SELECT n.note_key FROM notes n WHERE {notes.where}", notes.params or {})
+    return [int(r[0]) for r in rows.fetchall()]
+
+
+def resident_tables(con: Connection, max_postings: int) -> dict[str, Any] | None:
+    """Everything `search/resident.py` holds, read in one go, or None when the index holds
+    more than `max_postings` postings (the resident index would be too large: SQL serves).
+
+    `notes`: (note_key, id, path, title, scope, scope_id) by key; `terms`: the postings'
+    distinct terms, sorted; `postings`: numpy columns `term` (its index in `terms`),
+    `note_key`, `ord`, `tf`, `length`, `note_length`;
+    `documents`: (note_key, ord, heading, line, length, text); `stats`: `collection_stats`.
+    Postings come in scan order (an ORDER BY over all of them cost twice the read): the
+    caller sorts them by term.
+    """
+    row = con.execute("SELECT count(*) FROM postings").fetchone()
+    if row is None or int(row[0]) > max_postings:
+        return None
+    notes = con.execute(
+        "SELECT note_key, id, path, title, scope, scope_id FROM notes ORDER BY note_key"
+    ).fetchall()
+    terms = [
+        r[0] for r in con.execute("SELECT DISTINCT term FROM postings ORDER BY term").fetchall()
+    ]
+    postings = con.execute(
+        "WITH t AS (SELECT unnest($1::VARCHAR[]) AS term, "
+        "generate_subscripts($1::VARCHAR[], 1) - 1 AS tid) "
+        "SELECT t.tid::INTEGER AS term, p.note_key, p.ord, p.tf, p.length, p.note_length "
+        "FROM postings p JOIN t USING (term)",
+        [terms],
+    ).fetchnumpy()
+    documents = con.execute(
+        "SELECT n.note_key, d.ord, d.heading, d.line, d.length, d.text "
+        "FROM documents d JOIN notes n ON n.id = d.note_id"
+    ).fetchall()
+    return {
+        "notes": notes,
+        "terms": terms,
+        "postings": postings,
+        "documents": documents,
+        "stats": collection_stats(con),
+    }

@@ -203,6 +203,12 @@ class SharedReader:
     def is_open(self) -> bool:
         return self._con is not None
 
+    @property
+    def signature(self) -> tuple[int, ...]:
+        """The index file's signature when the open connection was opened: what is derived
+        from it (`search/resident.py`) is valid while this stays the same."""
+        return self._signature
+
     @contextmanager
     def use(self) -> Iterator[Connection]:
         """The shared connection for one request (the same errors as `reading`)."""

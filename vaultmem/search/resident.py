@@ -1,0 +1,219 @@
+"""The resident search index: a warm process's copy of what a query reads, held in memory.
+
+A long-lived process (the MCP server, `watch`, a library user) searches many times against an
+index that rarely changes. Reading the query terms' postings, the statistics, the ranked notes'
+rows and the shown sections from DuckDB cost ~10 ms a query at 10,000 notes, most of it in
+statement overhead; from arrays in memory it is a few slices. So a process's second search
+(`Vault.search`) starts loading the whole search side of the index, in a thread, once:
+
+- the term dictionary (term → id) and the postings as CSR by term: `offsets[id]:offsets[id+1]`
+  index the note (`post_note`, an index into the note arrays), `post_ord`, `post_tf` and
+  `post_length` columns;
+- the notes by key (`note_keys`, sorted; each note's length; its id, path, title, scope and
+  scope id) and every document's note and length (the statistics under filters);
+- every section's heading, line and text (snippets).
+
+It is tied to the index file's signature (`store.SharedReader.signature`: inode, size and
+mtime of the file and its WAL): when another process writes, the reader reopens with another
+signature and the next search loads afresh, so a write is seen exactly when the SQL path sees
+it. Only indexes up to MAX_POSTINGS postings are held (+94 MB of RSS at 10,000 generated notes,
+2.2 million postings); beyond, for a process's first search (a one-shot CLI) and until a load
+is done, SQL serves.
+
+Every answer equals the SQL path's (`storage/search_queries.py`): the same posting rows go to
+the same scorer (`bm25.rank`), statistics are counted the same way, filters keep the notes one
+SQL read of `notes` returns. Phrases, exclusions' notes and fuzzy term lookup stay in SQL
+(phrases and typos are rare; exclusions are read here).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from vaultmem.storage import search_queries as queries
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+    from vaultmem.search.bm25 import Row
+    from vaultmem.storage.store import Connection
+
+MAX_POSTINGS = 5_000_000
+"""The largest index (in postings) held resident: ~200 MB of RSS at this size with generated
+notes (measured +94 MB at 2.2 M postings, 10,000 notes; docs/search.md). At 100,000 notes
+(22 M postings: +0.9 GB, a 2 GB peak and seconds to load after each write) SQL serves: it is
+within 2× of FTS5 there already."""
+
+
+@dataclass(eq=False, slots=True)
+class Resident:
+    """One index's search data in memory (module docstring); immutable once loaded."""
+
+    signature: tuple[int, ...]
+    terms: dict[str, int]
+    offsets: npt.NDArray[np.int64]
+    post_note: npt.NDArray[np.int32]
+    post_ord: npt.NDArray[np.int32]
+    post_tf: npt.NDArray[np.float64]
+    post_length: npt.NDArray[np.int32]
+    note_keys: npt.NDArray[np.int64]
+    note_length: npt.NDArray[np.int64]
+    notes: list[queries.NoteRow]
+    note_index: dict[str, int]
+    doc_note: npt.NDArray[np.int32]
+    doc_length: npt.NDArray[np.int64]
+    sections: list[dict[int, queries.Section]]
+    stats: tuple[float, float, float, float]
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the arrays and the section texts (the bulk of what it holds)."""
+        arrays = (
+            self.offsets,
+            self.post_note,
+            self.post_ord,
+            self.post_tf,
+            self.post_length,
+            self.note_keys,
+            self.note_length,
+            self.doc_note,
+            self.doc_length,
+        )
+        texts = sum(len(s[2]) for note in self.sections for s in note.values())
+        return sum(a.nbytes for a in arrays) + texts
+
+    # -- what a query reads -------------------------------------------------------------------
+
+    def kept(self, con: Connection, notes: queries.NoteFilter) -> npt.NDArray[np.bool_] | None:
+        """Which notes (by index) a filter keeps; None keeps all. One read of `notes`."""
+        if not notes.active:
+            return None
+        keys = np.asarray(queries.kept_note_keys(con, notes), dtype=np.int64)
+        mask = np.zeros(len(self.note_keys), dtype=bool)
+        mask[np.searchsorted(self.note_keys, keys)] = True  # the same connection's notes
+        return mask
+
+    def collection_stats(
+        self, kept: npt.NDArray[np.bool_] | None
+    ) -> tuple[float, float, float, float]:
+        """`search_queries.collection_stats` of the kept notes, counted from the documents."""
+        if kept is None:
+            return self.stats
+        in_kept = kept[self.doc_note]
+        n = int(np.count_nonzero(in_kept))
+        total = int(self.doc_length[in_kept].sum())
+        nn = len(np.unique(self.doc_note[in_kept]))
+        return float(n), float(total) / max(n, 1), float(nn), float(total) / max(nn, 1)
+
+    def term_postings(
+        self,
+        terms: Sequence[str],
+        kept: npt.NDArray[np.bool_] | None,
+        *,
+        columns_from: int,
+    ) -> list[Row] | dict[str, npt.NDArray[Any]]:
+        """`search_queries.term_postings`, the same rows in the same two shapes."""
+        parts: list[tuple[int, npt.NDArray[np.int64]]] = []
+        for i, term in enumerate(terms):
+            tid = self.terms.get(term)
+            if tid is None:
+                continue
+            rows = np.arange(self.offsets[tid], self.offsets[tid + 1])
+            if kept is not None:
+                rows = rows[kept[self.post_note[rows]]]
+            if len(rows):
+                parts.append((i, rows))
+        if not parts:
+            return []
+        picked = parts[0][1] if len(parts) == 1 else np.concatenate([p for _, p in parts])
+        term_index = np.repeat(
+            np.array([i for i, _ in parts], dtype=np.int32), [len(p) for _, p in parts]
+        )
+        note = self.post_note[picked]
+        columns = {
+            "term": term_index,
+            "note_key": self.note_keys[note],
+            "ord": self.post_ord[picked],
+            "tf": self.post_tf[picked],
+            "length": self.post_length[picked],
+            "note_length": self.note_length[note],
+        }
+        if len(picked) >= columns_from:
+            return columns
+        return list(zip(*(c.tolist() for c in columns.values()), strict=True))
+
+    def keys_with_terms(self, terms: Sequence[str]) -> frozenset[int]:
+        """`search_queries.keys_with_terms`: the notes holding any of `terms`."""
+        found = [self.terms[t] for t in terms if t in self.terms]
+        if not found:
+            return frozenset()
+        notes = np.concatenate(
+            [self.post_note[self.offsets[t] : self.offsets[t + 1]] for t in found]
+        )
+        return frozenset(self.note_keys[np.unique(notes)].tolist())
+
+    def note_rows(self, keys: Sequence[int]) -> dict[int, queries.NoteRow]:
+        """`search_queries.note_rows`: note key → (id, path, title, scope, scope_id)."""
+        where = np.searchsorted(self.note_keys, np.asarray(keys, dtype=np.int64))
+        return {key: self.notes[i] for key, i in zip(keys, where.tolist(), strict=True)}
+
+    def note_sections(self, note_ids: Sequence[str]) -> dict[str, dict[int, queries.Section]]:
+        """`search_queries.note_sections`: the sections (ord > 0) of these notes."""
+        out: dict[str, dict[int, queries.Section]] = {}
+        for note_id in note_ids:
+            i = self.note_index.get(note_id)
+            if i is not None and self.sections[i]:
+                out[note_id] = self.sections[i]
+        return out
+
+
+def load(con: Connection, signature: tuple[int, ...], max_postings: int) -> Resident | None:
+    """Read the index's search data into memory; None when it holds more than `max_postings`
+    postings, or when its tables disagree (a note key in postings that `notes` lacks)."""
+    tables = queries.resident_tables(con, max_postings)
+    if tables is None:
+        return None
+    notes: list[tuple[int, str, str, str, str, str | None]] = tables["notes"]
+    note_keys = np.array([n[0] for n in notes], dtype=np.int64)
+    postings = tables["postings"]
+    order = np.argsort(postings["term"], kind="stable")
+    post_keys = postings["note_key"][order]
+    post_note = np.searchsorted(note_keys, post_keys)
+    if len(post_note) and (
+        post_note.max() >= len(note_keys) or not np.array_equal(note_keys[post_note], post_keys)
+    ):
+        return None
+    post_note = post_note.astype(np.int32)
+    note_length = np.zeros(len(note_keys), dtype=np.int64)
+    note_length[post_note] = postings["note_length"][order]
+    counts = np.bincount(postings["term"], minlength=len(tables["terms"]))
+    offsets = np.zeros(len(counts) + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+
+    documents: list[tuple[int, int, str | None, int, int, str]] = tables["documents"]
+    doc_note = np.searchsorted(note_keys, np.array([d[0] for d in documents], dtype=np.int64))
+    sections: list[dict[int, queries.Section]] = [{} for _ in notes]
+    for (_, ord_, heading, line, _, text), i in zip(documents, doc_note.tolist(), strict=True):
+        if ord_ > 0:
+            sections[i][ord_] = (heading, line, text)
+    return Resident(
+        signature=signature,
+        terms={term: i for i, term in enumerate(tables["terms"])},
+        offsets=offsets,
+        post_note=post_note,
+        post_ord=postings["ord"][order].astype(np.int32),
+        post_tf=postings["tf"][order].astype(np.float64),
+        post_length=postings["length"][order].astype(np.int32),
+        note_keys=note_keys,
+        note_length=note_length,
+        notes=[(n[1], n[2], n[3], n[4], n[5]) for n in notes],
+        note_index={n[1]: i for i, n in enumerate(notes)},
+        doc_note=doc_note.astype(np.int32),
+        doc_length=np.array([d[4] for d in documents], dtype=np.int64),
+        sections=sections,
+        stats=tables["stats"],
+    )
