@@ -102,3 +102,15 @@ def test_proximity_off_is_plain_bm25_order(twins: Vault, monkeypatch: pytest.Mon
     hits = twins.search("sorted set")
     assert {h.path for h in hits} == {"Together.md", "Apart.md"}
     assert hits[0].score == pytest.approx(hits[1].score, rel=1e-9)
+
+
+def test_candidates_are_the_notes_a_boost_can_lift_into_the_limit() -> None:
+    w = proximity.WEIGHT
+    scores = [10.0, 9.0, 8.0, 8.0 / (1 + w), 8.0 / (1 + w) - 0.01, 1.0]
+    words = ["sort", "set"]
+    assert proximity.candidates(scores, 3, words) == 4  # the 4th reaches 8.0 at most
+    assert proximity.candidates(scores, 10, words) == len(scores)
+    assert proximity.candidates(scores, 5, words) == 5
+    assert proximity.candidates([5.0] * 30, 2, words) == proximity.POOL  # never past the pool
+    assert proximity.candidates([5.0] * 30, 2, ["sort"]) == 2  # no pair, no boost
+    assert proximity.candidates([], 3, words) == 0

@@ -73,6 +73,20 @@ def proximity(
     return found / total
 
 
+def candidates(scores: Sequence[float], limit: int, words: Sequence[str]) -> int:
+    """How many of the notes (BM25 order) can end among the first `limit` after `rerank`: the
+    first `limit`, and those after them in the pool whose score times the largest boost
+    reaches the `limit`-th score (a boost never lowers a score, so no other note can pass it);
+    none after them for a query without pairs. Only their sections need reading."""
+    if len(scores) <= limit or not pairs(words):
+        return min(len(scores), limit)
+    floor = scores[limit - 1]
+    k = limit
+    while k < min(len(scores), POOL) and scores[k] * (1 + WEIGHT) >= floor:
+        k += 1
+    return k
+
+
 def rerank(scores: Sequence[float], shares: Sequence[float]) -> list[int]:
     """Positions of the notes (BM25 order, best first) by score·(1 + WEIGHT·share), best
     first; equal scores keep BM25's order."""

@@ -8,8 +8,9 @@ holds joined are added (`stat blocks` finds `statblocks`), and notes are ranked 
 
 with statistics counted over the notes the filters keep (`storage/search_queries.py` holds the
 SQL and the formulas); `search` then reorders the best notes by term proximity in the section
-each shows (`proximity.py`: score · (1 + 0.05 · share of the query's word pairs found near)). Words are OR-ed (ranking, not filtering), so natural-language questions
-work; phrases, exclusions and operators filter.
+each shows (`proximity.py`: score · (1 + 0.05 · share of the query's word pairs found near)).
+Words are OR-ed (ranking, not filtering), so natural-language questions work; phrases,
+exclusions and operators filter.
 """
 
 from __future__ import annotations
@@ -224,7 +225,7 @@ def search(
         con,
         text,
         filters,
-        limit=max(limit, proximity.POOL),
+        limit=limit,
         k1=k1,
         b=b,
         whole_weight=whole_weight,
@@ -262,7 +263,9 @@ def ranked_notes(
 ) -> tuple[list[queries.RankedNote], set[str]]:
     """`search`'s ranking without the hits: the best notes and the terms a snippet marks
     (hybrid search, `vectors.py`, fuses this ranking with the vectors'). `weights`, when
-    given, receives the query's words in order with their weights (count × idf)."""
+    given, receives the query's words in order with their weights (count × idf), and the
+    ranking goes on past `limit` with the notes proximity could lift into the first `limit`
+    (`proximity.candidates`)."""
     query = parse_query(text, language)
     if not query.terms:
         raise QueryError(
@@ -292,12 +295,14 @@ def ranked_notes(
             stats,
             k1=k1,
             b=b,
-            limit=limit,
+            limit=limit if weights is None else max(limit, proximity.POOL),
             whole_weight=whole_weight,
             title_weight=title_weight,
             excluded=excluded,
             only=only_keys,
         )
+        if weights is not None:  # only the notes proximity could still lift need their rows
+            scored = scored[: proximity.candidates([n.score for n in scored], limit, terms)]
         rows = queries.note_rows(con, [note.note_key for note in scored])
         found = frozenset(unique[i] for i in matched)
         if weights is not None:
