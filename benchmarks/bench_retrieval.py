@@ -16,8 +16,13 @@ share of questions with the same first note, the mean top-10 overlap).
 vectors, hybrid), and applies the rule's quality half (docs/search.md; latency is
 `benchmarks.bench_semantic`'s).
 
+`--sweep` ranks again with other weights of the title document and the whole note;
+`--proximity` with other weights and windows of term proximity (`search/proximity.py`; weight
+0 is plain BM25), each row against FTS5.
+
 Usage: `python -m benchmarks.bench_retrieval [--quick] [--json] [--set NAME ...] [--kinds]
-[--misses] [--no-boilerplate] [--modes]`. `--quick` is the same run (the sets are small).
+[--misses] [--sweep] [--proximity] [--no-boilerplate] [--modes]`. `--quick` is the same run
+(the sets are small).
 """
 
 from __future__ import annotations
@@ -102,6 +107,23 @@ def sweep_rank(
 SWEEP = [(t, w) for t in (0.0, 0.5, 1.0) for w in (1.0, 2.0, 4.0, 100.0)]
 """(title document weight, whole-note weight) pairs tried by `--sweep`."""
 
+PROXIMITY_SWEEP = [(w, n) for n in (8, 4) for w in (0.0, 0.05, 0.1, 0.15, 0.2, 0.3)]
+"""(proximity weight, window) pairs tried by `--proximity` (weight 0: plain BM25)."""
+
+
+def proximity_rank(
+    root: Path, questions: Sequence[Question], setting: tuple[float, int], k: int = 10
+) -> list[list[str]]:
+    """`Vault.search` with another proximity weight and window (`search/proximity.py`)."""
+    from vaultmem.search import proximity
+
+    saved = proximity.WEIGHT, proximity.WINDOW
+    proximity.WEIGHT, proximity.WINDOW = setting
+    try:
+        return vaultmem_rank(root, questions, k)
+    finally:
+        proximity.WEIGHT, proximity.WINDOW = saved
+
 
 def mode_metrics(name: str, questions: Sequence[Question]) -> dict[str, Any]:
     """Metrics of each search mode on a copy of the set's vault with semantic recall on."""
@@ -114,7 +136,9 @@ def mode_metrics(name: str, questions: Sequence[Question]) -> dict[str, Any]:
     return bench_semantic.mode_metrics(vault, list(questions))
 
 
-def run_set(name: str, do_sweep: bool = False, modes: bool = False) -> dict[str, Any]:
+def run_set(
+    name: str, do_sweep: bool = False, modes: bool = False, do_proximity: bool = False
+) -> dict[str, Any]:
     questions = load_questions(QUESTIONS_DIR / f"{name}.jsonl")
     root = prepared_vault(name)
     ours = vaultmem_rank(root, questions)
@@ -131,6 +155,13 @@ def run_set(name: str, do_sweep: bool = False, modes: bool = False) -> dict[str,
         f"title {w[0]}, whole {w[1]}": metrics(sweep_rank(root, questions, w), questions)
         for w in (SWEEP if do_sweep else ())
     }
+    sweep.update(
+        {
+            f"proximity {w}, window {n}": metrics(proximity_rank(root, q_, (w, n)), q_)
+            for q_ in (questions,)
+            for w, n in (PROXIMITY_SWEEP if do_proximity else ())
+        }
+    )
     stability = {}
     if name in VARIANTS:  # how far the change moved each engine's rankings
         clean = prepared_vault(name, variant=False)
@@ -170,7 +201,7 @@ def _agreement(changed: list[list[str]], clean: list[list[str]]) -> dict[str, fl
 
 def _row(label: str, ours: dict[str, float], base: dict[str, float]) -> str:
     def cells(m: dict[str, float]) -> str:
-        return f"{m['r@1']:.2f} / {m['r@5']:.2f} / {m['mrr@10']:.2f}"
+        return f"{m['r@1']:.2f} / {m['r@5']:.2f} / {m['mrr@10']:.3f}"
 
     wins = all(ours[k] > base[k] for k in ("r@1", "r@5", "mrr@10"))
     n = f"{ours['questions']:.0f}"
@@ -188,6 +219,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--sweep", action="store_true", help="also rank with other weights of the whole note"
     )
     parser.add_argument(
+        "--proximity", action="store_true", help="also rank with other proximity weights"
+    )
+    parser.add_argument(
         "--no-boilerplate",
         action="store_true",
         help="index boilerplate lines like any text (measures what the rule gains)",
@@ -201,7 +235,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         search_rows.BOILERPLATE_NOTES = sys.maxsize
     names = args.set or question_sets()
-    results = [run_set(name, args.sweep, args.modes) for name in names if vault_for(name).exists()]
+    results = [
+        run_set(name, args.sweep, args.modes, args.proximity)
+        for name in names
+        if vault_for(name).exists()
+    ]
     if args.json:
         print(json.dumps({"benchmark": NAME, "sets": results}))
         return 0

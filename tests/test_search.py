@@ -23,6 +23,7 @@ from vaultmem.config import FolderMapping
 from vaultmem.errors import QueryError
 from vaultmem.note.parse import parse_note
 from vaultmem.search.documents import FIELD_WEIGHTS, note_documents
+from vaultmem.search.proximity import WEIGHT as PROXIMITY_WEIGHT
 from vaultmem.search.query import (
     SearchFilters,
     SearchHit,
@@ -171,10 +172,15 @@ def test_note_score_is_section_plus_title_plus_whole_note(corpus_vault: Vault) -
         expected[path] = section + TITLE_DOCUMENT * title + WHOLE_NOTE * whole_score
     hits = corpus_vault.search(query, limit=20)
     assert {h.path for h in hits} == expected.keys()
+    # The proximity factor (tests/test_proximity.py) multiplies BM25 for the first POOL notes.
+    near = {h.path: 1 + PROXIMITY_WEIGHT * h.score_parts["proximity"] for h in hits}
+    assert any(factor > 1 for factor in near.values())
     for hit in hits:
-        assert hit.score == pytest.approx(expected[hit.path], abs=1e-5), hit.path
+        assert hit.score == pytest.approx(expected[hit.path] * near[hit.path], abs=1e-5), hit.path
         assert hit.score_parts["whole"] == pytest.approx(whole[hit.path], abs=1e-5)
-    assert [h.path for h in hits] == sorted(expected, key=lambda p: (-expected[p], p))
+    assert [h.path for h in hits] == sorted(
+        expected, key=lambda p: (-expected[p] * near[p], -expected[p], p)
+    )
 
 
 # -- (b) operators, filters, grouping, snippets, errors --------------------------------------
@@ -276,9 +282,9 @@ def test_results_grouped_by_note_best_section_first(filter_vault: Vault) -> None
     assert scores == sorted(scores, reverse=True)
     parts = storage.score_parts
     assert scores[0] == parts["section"]
-    assert storage.score == pytest.approx(
-        parts["section"] + TITLE_DOCUMENT * parts["title"] + WHOLE_NOTE * parts["whole"], abs=1e-5
-    )
+    plain = parts["section"] + TITLE_DOCUMENT * parts["title"] + WHOLE_NOTE * parts["whole"]
+    near = 1 + PROXIMITY_WEIGHT * parts["proximity"]
+    assert storage.score == pytest.approx(plain * near, abs=1e-5)
     assert (storage.scope, storage.scope_id, storage.title) == ("global", None, "Storage")
 
 

@@ -7,8 +7,10 @@ holds joined are added (`stat blocks` finds `statblocks`), and notes are ranked 
     score(note) = best section's BM25 + title document's BM25 + WHOLE_NOTE · whole note's BM25
 
 with statistics counted over the notes the filters keep (`storage/search_queries.py` holds the
-SQL and the formulas). Words are OR-ed (ranking, not filtering), so natural-language questions
-work; phrases, exclusions and operators filter.
+SQL and the formulas); `search` then reorders the best notes by term proximity in the section
+each shows (`proximity.py`: score · (1 + 0.05 · share of the query's word pairs found near)).
+Words are OR-ed (ranking, not filtering), so natural-language questions work; phrases,
+exclusions and operators filter.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from vaultmem.errors import QueryError
-from vaultmem.search import bm25
+from vaultmem.search import bm25, proximity
 from vaultmem.search.documents import note_key
 from vaultmem.search.tokenizer import DEFAULT_LANGUAGE, analyzer
 from vaultmem.storage import search_queries as queries
@@ -76,7 +78,8 @@ class SearchHit:
     snippet: str
     sections: tuple[dict[str, Any], ...] = field(default=())
     score_parts: dict[str, float] = field(default_factory=dict)
-    """The score's parts: best `section`, `title` document, `whole` note (before its weight)."""
+    """The score's parts: best `section`, `title` document, `whole` note (before its weight),
+    and `proximity` (0..1, `search/proximity.py`)."""
 
 
 _OPERATOR = re.compile(r"^(tag|path|type):(.+)$", re.I)
@@ -226,6 +229,7 @@ def search(
     memory (`search/resident.py`), read instead of the tables; the results are the same.
     """
     language = language or queries.index_language(con)
+    weights: dict[str, float] = {}
     ranked, wanted = ranked_notes(
         con,
         text,
@@ -237,8 +241,27 @@ def search(
         title_weight=title_weight,
         language=language,
         resident=resident,
+        weights=weights,
     )
-    return _hits(con, ranked, wanted, language, clean, resident)
+    # Proximity reorders the pool by the sections the hits show: fetched once and tokenized
+    # once (the snippet reuses the terms).
+    note_ids = [note.note_id for note in ranked]
+    if not ranked:
+        sections: dict[str, dict[int, queries.Section]] = {}
+    elif resident is not None:
+        sections = resident.note_sections(note_ids)
+    else:
+        sections = queries.note_sections(con, note_ids)
+    shown = [_shown(note, sections, clean, language) for note in ranked]
+    query_pairs = proximity.pairs(list(weights))
+    shares = [
+        proximity.proximity(section.terms, query_pairs, weights)
+        if i < proximity.POOL and query_pairs
+        else 0.0
+        for i, section in enumerate(shown)
+    ]
+    order = proximity.rerank([note.score for note in ranked], shares)
+    return [_hit(ranked[i], shown[i], shares[i], wanted, language) for i in order[:limit]]
 
 
 def ranked_notes(
@@ -253,9 +276,13 @@ def ranked_notes(
     whole_weight: float = queries.WHOLE_NOTE,
     title_weight: float = queries.TITLE_DOCUMENT,
     resident: Resident | None = None,
+    weights: dict[str, float] | None = None,
 ) -> tuple[list[queries.RankedNote], set[str]]:
     """`search`'s ranking without the hits: the best notes and the terms a snippet marks
-    (hybrid search, `vectors.py`, fuses this ranking with the vectors')."""
+    (hybrid search, `vectors.py`, fuses this ranking with the vectors'). `weights`, when
+    given, receives the query's words in order with their weights (count × idf), and the
+    ranking goes on past `limit` with the notes proximity could lift into the first `limit`
+    (`proximity.candidates`)."""
     query = parse_query(text, language)
     if not query.terms:
         raise QueryError(
@@ -293,15 +320,21 @@ def ranked_notes(
             stats,
             k1=k1,
             b=b,
-            limit=limit,
+            limit=limit if weights is None else max(limit, proximity.POOL),
             whole_weight=whole_weight,
             title_weight=title_weight,
             excluded=excluded,
             only=only_keys,
         )
+        if weights is not None:  # only the notes proximity could still lift need their rows
+            scored = scored[: proximity.candidates([n.score for n in scored], limit, terms)]
         keys = [note.note_key for note in scored]
         rows = resident.note_rows(keys) if resident is not None else queries.note_rows(con, keys)
         found = frozenset(unique[i] for i in matched)
+        if weights is not None:
+            df = proximity.document_frequencies(postings, unique)
+            weights.clear()
+            weights.update(proximity.idf_weights(terms, counts, df, stats.documents))
         return [
             queries.RankedNote(
                 rows[n.note_key][0],
@@ -355,47 +388,54 @@ def _has_phrase(tokens: list[str], phrase: tuple[str, ...]) -> bool:
     return any(tuple(tokens[i : i + n]) == phrase for i in range(len(tokens) - n + 1))
 
 
-def _hits(
-    con: Connection,
-    ranked: list[queries.RankedNote],
-    wanted: set[str],
+@dataclass(frozen=True, slots=True)
+class _Shown:
+    """The section a hit shows, cleaned, with the terms of its head (proximity and the
+    snippet both read them)."""
+
+    heading: str | None
+    line: int
+    text: str
+    spans: list[tuple[int, int, str]]
+    terms: list[str]
+
+
+def _shown(
+    note: queries.RankedNote,
+    sections: dict[str, dict[int, queries.Section]],
+    clean: Callable[[str], str] | None,
     language: str,
-    clean: Callable[[str], str] | None = None,
-    resident: Resident | None = None,
-) -> list[SearchHit]:
-    if not ranked:
-        return []
-    note_ids = [note.note_id for note in ranked]
-    if resident is not None:
-        sections = resident.note_sections(note_ids)
-    else:
-        sections = queries.note_sections(con, note_ids)
-    hits = []
-    for note in ranked:
-        _, path, title, scope, scope_id = note.note
-        heading, line, text = shown_section(note.documents, sections.get(note.note_id, {}))
-        if clean is not None:
-            text = clean(text)
-        hits.append(
-            SearchHit(
-                note_id=note.note_id,
-                path=path,
-                title=title,
-                scope=scope,
-                scope_id=scope_id,
-                heading=heading,
-                line=line,
-                score=round(note.score, 6),
-                snippet=snippet(text, wanted, language=language),
-                sections=tuple({"ord": o, "score": round(s, 6)} for o, s in note.documents[:5]),
-                score_parts={
-                    "section": round(note.section, 6),
-                    "title": round(note.title, 6),
-                    "whole": round(note.whole, 6),
-                },
-            )
-        )
-    return hits
+) -> _Shown:
+    heading, line, text = shown_section(note.documents, sections.get(note.note_id, {}))
+    if clean is not None:
+        text = clean(text)
+    spans = analyzer(language).spans(_snippet_head(text))
+    head_terms = analyzer(language).tokenize(heading) if heading else []
+    return _Shown(heading, line, text, spans, [*head_terms, *(term for _, _, term in spans)])
+
+
+def _hit(
+    note: queries.RankedNote, shown: _Shown, share: float, wanted: set[str], language: str
+) -> SearchHit:
+    _, path, title, scope, scope_id = note.note
+    return SearchHit(
+        note_id=note.note_id,
+        path=path,
+        title=title,
+        scope=scope,
+        scope_id=scope_id,
+        heading=shown.heading,
+        line=shown.line,
+        score=round(note.score * (1 + proximity.WEIGHT * share), 6),
+        snippet=snippet(shown.text, wanted, language=language, head_spans=shown.spans),
+        sections=tuple({"ord": o, "score": round(s, 6)} for o, s in note.documents[:5]),
+        score_parts={
+            "section": round(note.section, 6),
+            "title": round(note.title, 6),
+            "whole": round(note.whole, 6),
+            "proximity": round(share, 6),
+        },
+    )
 
 
 def shown_section(
@@ -416,19 +456,32 @@ def shown_section(
     return sections[min(sections)] if sections else (None, 1, "")
 
 
+def _snippet_head(text: str) -> str:
+    """The part of a section's text `snippet` tokenizes first."""
+    return text.replace("**", "")[:SNIPPET_SCAN_CHARS]
+
+
 def snippet(
-    text: str, terms: set[str], width: int = SNIPPET_CHARS, language: str = DEFAULT_LANGUAGE
+    text: str,
+    terms: set[str],
+    width: int = SNIPPET_CHARS,
+    language: str = DEFAULT_LANGUAGE,
+    head_spans: list[tuple[int, int, str]] | None = None,
 ) -> str:
     """The densest window of `text` around matched words, each marked `**like this**`.
 
     Only the first SNIPPET_SCAN_CHARS are tokenized when a match lies there (the usual case):
     tokenizing whole long sections for every hit was a quarter of a query's time. The note's
     own `**bold**` markers are dropped first: kept, they would nest with ours (`****x**:**`).
+    `head_spans` are the spans of `_snippet_head(text)` when the caller has them already.
     """
     text = text.replace("**", "")
     head = text[:SNIPPET_SCAN_CHARS]
     matching = analyzer(language).matching_spans
-    spans = matching(head, terms)
+    if head_spans is None:
+        spans = matching(head, terms)
+    else:
+        spans = [(start, end) for start, end, term in head_spans if term in terms]
     if not spans and len(text) > len(head):
         spans = matching(text, terms)
     if not spans:

@@ -1,0 +1,121 @@
+"""Term proximity: BM25's best notes reordered by how close the question's word pairs stand in
+the section each note shows (pure, no I/O).
+
+BM25 scores each word apart, so a long note that mentions `language` in one paragraph and
+`model` in another ties with the note that says "language model". Following the sequential
+dependence model (Metzler & Croft, 2005), the pairs that count are the query's **adjacent** words
+(`rank players by score with sorted sets` gives rank·player, player·score, score·sort,
+sort·set), and a pair is found when both words occur within WINDOW terms of each other, in
+either order. A note's proximity is the share of its query's pairs found, each pair weighted by
+the product of its words' query weights (count in the query × idf):
+
+    proximity(note) = Σ_{found pairs (a,b)} w(a)·w(b) / Σ_{pairs (a,b)} w(a)·w(b)     (0..1)
+    score'(note)    = score(note) · (1 + WEIGHT · proximity(note))
+
+It is measured on the section the hit shows (its best section with text: heading and the
+first `SNIPPET_SCAN_CHARS` of its text, the part the snippet tokenizes anyway), for the POOL
+best notes by BM25. A fixed pool keeps `--limit 1` the first note of `--limit 10`; notes below
+the pool keep BM25's order. A query of one word has no pair: its ranking is plain BM25.
+WEIGHT and WINDOW were measured with `python -m benchmarks.bench_retrieval --proximity`
+(docs/search.md).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+POOL = 10
+"""How many of BM25's best notes proximity may reorder (those whose sections a hit list
+fetches anyway at the default limit)."""
+WINDOW = 8
+"""Two words at most this many terms apart are near (SDM's unordered window)."""
+WEIGHT = 0.05
+"""How much a note whose shown section holds every pair near raises its score (by 5 %): a
+tie-breaker between notes BM25 scores alike (docs/search.md has the sweep)."""
+
+
+def pairs(words: Sequence[str]) -> list[tuple[str, str]]:
+    """The query's adjacent word pairs, in query order, each once (a pair of one word twice
+    is none)."""
+    out: dict[tuple[str, str], None] = {}
+    for a, b in itertools.pairwise(words):
+        if a != b:
+            out[min(a, b), max(a, b)] = None
+    return list(out)
+
+
+def proximity(
+    tokens: Sequence[str],
+    query_pairs: Sequence[tuple[str, str]],
+    weights: Mapping[str, float],
+    window: int | None = None,
+) -> float:
+    """The weighted share of `query_pairs` whose words occur within `window` positions of
+    each other in `tokens` (0..1; 0 without pairs)."""
+    window = WINDOW if window is None else window
+    total = sum(weights.get(a, 0.0) * weights.get(b, 0.0) for a, b in query_pairs)
+    if total <= 0:
+        return 0.0
+    wanted = {t for pair in query_pairs for t in pair}
+    positions = [(i, t) for i, t in enumerate(tokens) if t in wanted]
+    near: set[tuple[str, str]] = set()
+    for k, (i, a) in enumerate(positions):
+        for j, b in positions[k + 1 :]:
+            if j - i > window:
+                break
+            if a != b:
+                near.add((min(a, b), max(a, b)))
+    found = sum(weights.get(a, 0.0) * weights.get(b, 0.0) for a, b in query_pairs if (a, b) in near)
+    return found / total
+
+
+def candidates(scores: Sequence[float], limit: int, words: Sequence[str]) -> int:
+    """How many of the notes (BM25 order) can end among the first `limit` after `rerank`: the
+    first `limit`, and those after them in the pool whose score times the largest boost
+    reaches the `limit`-th score (a boost never lowers a score, so no other note can pass it);
+    none after them for a query without pairs. Only their sections need reading."""
+    if len(scores) <= limit or not pairs(words):
+        return min(len(scores), limit)
+    floor = scores[limit - 1]
+    k = limit
+    while k < min(len(scores), POOL) and scores[k] * (1 + WEIGHT) >= floor:
+        k += 1
+    return k
+
+
+def rerank(scores: Sequence[float], shares: Sequence[float]) -> list[int]:
+    """Positions of the notes (BM25 order, best first) by score·(1 + WEIGHT·share), best
+    first; equal scores keep BM25's order."""
+    boosted = [s * (1 + WEIGHT * p) for s, p in zip(scores, shares, strict=True)]
+    return sorted(range(len(boosted)), key=lambda i: (-boosted[i], i))
+
+
+def idf_weights(
+    terms: Sequence[str], counts: Mapping[str, int], df: Mapping[str, int], documents: float
+) -> dict[str, float]:
+    """Each query term's weight: its count in the query × its idf (BM25's, over documents); a
+    term no document holds weighs nothing."""
+    return {
+        t: counts.get(t, 1) * math.log(1 + (documents - df[t] + 0.5) / (df[t] + 0.5))
+        if df.get(t)
+        else 0.0
+        for t in terms
+    }
+
+
+def document_frequencies(
+    postings: Sequence[tuple[Any, ...]] | Mapping[str, Any], terms: Sequence[str]
+) -> dict[str, int]:
+    """In how many documents each query term occurs, counted from the rows `term_postings`
+    returned (a list of rows or numpy columns; column 0 is the term's index in `terms`)."""
+    if isinstance(postings, Mapping):
+        import numpy as np
+
+        found = np.bincount(np.asarray(postings["term"], dtype=np.intp), minlength=len(terms))
+        return {t: int(c) for t, c in zip(terms, found.tolist(), strict=False)}
+    counted = Counter(row[0] for row in postings)
+    return {t: counted[i] for i, t in enumerate(terms)}
