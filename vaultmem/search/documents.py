@@ -12,7 +12,8 @@ are not postings of the sections holding it (they still count in the section's l
 in snippets), so they neither match nor inflate a word's document frequency. Which lines are
 boilerplate depends on the whole vault, so a section records the keys of its candidate lines
 (`line_keys`) and the index decides (`storage.search_rows`): the workers tokenise the full text,
-and the load re-tokenises, with `section_postings`, the few sections that hold boilerplate.
+and the load takes out of the few sections that hold boilerplate what those lines add
+(`boilerplate_weights`; `section_postings` is the section re-tokenised without them).
 Lines inside fenced code are never candidates (`return (` in 15 notes is code, not a template);
 a section's heading is one (`## This note in GitHub` over a footer); a line is compared without
 its link destinations and URLs (a footer's "Edit on GitHub" link names the note's own file).
@@ -179,6 +180,33 @@ def section_postings(
         for term, count in Counter(terms).items():
             weighted[term] = weighted.get(term, 0.0) + FIELD_WEIGHTS[field] * count
     return weighted
+
+
+def boilerplate_weights(
+    heading: str | None,
+    text: str,
+    boilerplate: frozenset[int],
+    language: str = DEFAULT_LANGUAGE,
+    lines_seen: dict[str, Counter[str]] | None = None,
+) -> dict[str, float]:
+    """What a section's `boilerplate` lines add to its postings (term -> field-weighted tf):
+    the full postings less these are exactly `section_postings`, since no word spans a line
+    break. The load subtracts them from the staged postings instead of tokenising the whole
+    section again. `lines_seen` memoises a line's terms across calls (boilerplate repeats)."""
+    counts = analyzer(language).counts
+    seen = lines_seen if lines_seen is not None else {}
+    removed: dict[str, float] = {}
+    if heading and _line_key(heading) in boilerplate:
+        for term, count in counts(heading).items():
+            removed[term] = removed.get(term, 0) + FIELD_WEIGHTS["heading"] * count
+    for line, key in _keyed_lines(text):
+        if key is not None and key in boilerplate:
+            terms = seen.get(line)
+            if terms is None:
+                terms = seen[line] = counts(line)
+            for term, count in terms.items():
+                removed[term] = removed.get(term, 0) + FIELD_WEIGHTS["body"] * count
+    return removed
 
 
 def _document(
