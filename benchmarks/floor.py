@@ -193,12 +193,16 @@ class TreeResult:
     `main_peak_mb` is the command's own process; `largest_peak_mb` the largest of every process
     of its tree seen by polling `/proc` (workers, forkserver), or of the reaped descendants'
     `RUSAGE_CHILDREN` maximum, whichever is larger; `processes` how many distinct pids were seen.
+    `cpu_s`: user + system CPU seconds of the whole tree (each polled process's last reading;
+    the command's own from `RUSAGE_CHILDREN`, exact), a figure the machine's load moves far
+    less than wall time; a worker's last ~0.2 s before it exits can be missed.
     """
 
     seconds: float
     main_peak_mb: float
     largest_peak_mb: float
     processes: int
+    cpu_s: float = 0.0
 
 
 def _children_of() -> dict[int, list[int]]:
@@ -227,14 +231,26 @@ def _hwm_mb(pid: int) -> float | None:
     return None
 
 
+def _cpu_s(pid: int) -> float | None:
+    """A process's user + system CPU seconds so far."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def run_process_tree(
     cmd: Sequence[str], timeout: float = 3600.0, poll_s: float = 0.2
 ) -> TreeResult:
     """Run `cmd`, polling the peak RSS of it and every descendant (Linux `/proc`)."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    before, cpu_before = usage.ru_maxrss, usage.ru_utime + usage.ru_stime
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     peaks: dict[int, float] = {}
+    cpu: dict[int, float] = {}
     while proc.poll() is None:
         if time.perf_counter() - start > timeout:
             proc.kill()
@@ -246,13 +262,19 @@ def run_process_tree(
             hwm = _hwm_mb(pid)
             if hwm is not None:
                 peaks[pid] = max(peaks.get(pid, 0.0), hwm)
+            used = _cpu_s(pid)
+            if used is not None:
+                cpu[pid] = max(cpu.get(pid, 0.0), used)
             todo.extend(tree.get(pid, ()))
         time.sleep(poll_s)
     seconds = time.perf_counter() - start
     stderr = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
     if proc.returncode:
         raise RuntimeError(f"{cmd[:3]} failed (exit {proc.returncode}): {stderr[-500:]}")
-    after = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    after = usage.ru_maxrss
     reaped = after * 1024 / 1_000_000 if after > before else 0.0
     main = max(peaks.get(proc.pid, 0.0), reaped if len(peaks) <= 1 else 0.0)
-    return TreeResult(seconds, main, max([reaped, *peaks.values()]), len(peaks))
+    # the command itself is reaped here: its exact CPU replaces its last polled reading
+    cpu[proc.pid] = usage.ru_utime + usage.ru_stime - cpu_before
+    return TreeResult(seconds, main, max([reaped, *peaks.values()]), len(peaks), sum(cpu.values()))

@@ -107,10 +107,46 @@ def test_section_postings_without_boilerplate_equal_the_workers() -> None:
     section = documents.note_documents(note)[-1]
     weighted = dict(
         line.split("\t")[0:4:3]
-        for line in documents.postings_lines(1, [section])  # term, tf
+        for line in "".join(documents.postings_lines(1, [section])).splitlines()  # term, tf
     )
     again = section_postings(section.heading, section.text, frozenset())
-    assert {t: repr(tf) for t, tf in again.items()} == weighted
+    assert again == {t: float(tf) for t, tf in weighted.items()}
+
+
+_LINE_PARTS = [
+    "lock timeout",
+    "Edit [this](https://x/a.md)",
+    "Édition",
+    "ﬁle",
+    "```",
+    "~~~",
+    "  ",
+    "",
+    "the",
+    "DuckDB_rows",
+    "v1.2",
+    "東京都",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    heading=st.one_of(st.none(), st.sampled_from(_LINE_PARTS)),
+    lines=st.lists(st.sampled_from(_LINE_PARTS), max_size=12),
+    drop=st.sets(st.sampled_from(_LINE_PARTS)),
+)
+def test_the_full_postings_less_the_boilerplate_weights_are_section_postings(
+    heading: str | None, lines: list[str], drop: set[str]
+) -> None:
+    """The load subtracts `boilerplate_weights` from the workers' postings: what is left must
+    be exactly what re-tokenising the section without its boilerplate lines gives."""
+    text = "\n".join(lines)
+    boilerplate = frozenset(k for line in drop for k in line_keys(line))
+    full = section_postings(heading, text, frozenset())
+    removed = documents.boilerplate_weights(heading, text, boilerplate)
+    left = {t: tf - removed.get(t, 0) for t, tf in full.items()}
+    assert {t: tf for t, tf in left.items() if tf} == section_postings(heading, text, boilerplate)
+    assert set(removed) <= set(full)
 
 
 # -- incremental equals rebuild, with a low threshold so few notes cross it -----------------

@@ -12,7 +12,8 @@ are not postings of the sections holding it (they still count in the section's l
 in snippets), so they neither match nor inflate a word's document frequency. Which lines are
 boilerplate depends on the whole vault, so a section records the keys of its candidate lines
 (`line_keys`) and the index decides (`storage.search_rows`): the workers tokenise the full text,
-and the load re-tokenises, with `section_postings`, the few sections that hold boilerplate.
+and the load takes out of the few sections that hold boilerplate what those lines add
+(`boilerplate_weights`; `section_postings` is the section re-tokenised without them).
 Lines inside fenced code are never candidates (`return (` in 15 notes is code, not a template);
 a section's heading is one (`## This note in GitHub` over a footer); a line is compared without
 its link destinations and URLs (a footer's "Edit on GitHub" link names the note's own file).
@@ -23,8 +24,10 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from hashlib import blake2b as _blake2b
+from typing import cast
 
 from vaultmem.models import Note
 from vaultmem.search.tokenizer import DEFAULT_LANGUAGE, analyzer
@@ -44,14 +47,16 @@ The index stores these sums (`postings.tf`): bump TOKENIZER_VERSION when changin
 
 @dataclass(frozen=True, slots=True)
 class SearchDocument:
-    """One scored unit: `terms` holds (term, field, tf) triples; `length` counts all terms."""
+    """One scored unit: `weights` maps each term to its field-weighted frequency (Σ
+    weight(field) · occurrences, `FIELD_WEIGHTS`), terms in field order and sorted within a
+    field; `length` counts all terms. Read-only by convention (a dict is cheaper to build)."""
 
     ord: int
     heading: str | None
     line: int
     text: str
     length: int
-    terms: tuple[tuple[str, Field, int], ...]
+    weights: Mapping[str, float]
     line_keys: tuple[int, ...] = ()
     """Sorted keys of the section's candidate boilerplate lines (`line_keys`); none for ord 0."""
 
@@ -59,24 +64,26 @@ class SearchDocument:
 def note_documents(note: Note, language: str = DEFAULT_LANGUAGE) -> list[SearchDocument]:
     """The note-level document followed by one document per non-empty section, its words
     stemmed for `language` (`[search] language`)."""
-    tokenize = analyzer(language).tokenize
-    docs = []
-    fields: list[tuple[Field, list[str]]] = [
-        ("title", tokenize(note.title)),
-        ("alias", [t for alias in note.aliases for t in tokenize(alias)]),
-        ("tag", [t for tag in note.tags for t in tokenize(tag)]),
+    counts = analyzer(language).counts
+    # Words never span a line break, so a field's lines tokenised as one text give the same
+    # terms as tokenised one by one.
+    fields: list[tuple[Field, Counter[str]]] = [
+        ("title", counts(note.title)),
+        ("alias", counts("\n".join(note.aliases))),
+        ("tag", counts("\n".join(note.tags))),
     ]
     head_text = "\n".join([note.title, *note.aliases, *("#" + t for t in note.tags)])
-    docs.append(_document(0, None, 1, head_text, fields))
+    docs = [_document(0, None, 1, head_text, fields)]
     for i, section in enumerate(note.sections, start=1):
-        fields = [
-            ("heading", tokenize(section.heading) if section.heading else []),
-            ("body", tokenize(section.text)),
-        ]
-        if not any(terms for _, terms in fields):
+        heading = section.heading
+        body = counts(section.text)
+        heading_terms = counts(heading) if heading else None
+        if not body and not heading_terms:
             continue
-        doc = _document(i, section.heading, section.line, section.text, fields)
-        docs.append(doc)
+        fields = [("body", body)]
+        if heading_terms:
+            fields.append(("heading", heading_terms))
+        docs.append(_document(i, heading, section.line, section.text, fields))
     return docs
 
 
@@ -96,16 +103,24 @@ _FENCES = ("```", "~~~")
 _DESTINATION = re.compile(r"\]\([^)]*\)|\b[a-z][a-z0-9+.-]*://\S+", re.IGNORECASE)
 
 
+_ALNUM = re.compile(r"[^\W_]")
+"""A letter or digit (`str.isalnum`: `\\w` is exactly that plus `_`)."""
+
+
 def _line_key(line: str) -> int | None:
     """63 bits of BLAKE2b of the line, link destinations and URLs removed, case-folded, white
     space collapsed; None for a line with no letter or digit (it yields no term either)."""
     if "](" in line or "://" in line:
         line = _DESTINATION.sub("]", line)
-    norm = " ".join(line.split()).casefold()
-    if not any(c.isalnum() for c in norm):
-        return None
-    digest = hashlib.blake2b(norm.encode("utf-8"), digest_size=8).digest()
-    return int.from_bytes(digest, "big") >> 1
+    if line.isascii():  # most lines; blank ones are common: test before the work
+        if _ALNUM.search(line) is None:
+            return None
+        norm = " ".join(line.split()).lower()  # ASCII: the same as casefold
+    else:  # folding can make a letter of a mark (U+0345): test the folded text
+        norm = " ".join(line.split()).casefold()
+        if _ALNUM.search(norm) is None:
+            return None
+    return int.from_bytes(_blake2b(norm.encode(), digest_size=8).digest(), "big") >> 1
 
 
 def _keyed_lines(text: str) -> Iterator[tuple[str, int | None]]:
@@ -127,14 +142,22 @@ def _keyed_lines(text: str) -> Iterator[tuple[str, int | None]]:
 
 def line_keys(text: str) -> tuple[int, ...]:
     """The sorted distinct keys of a text's candidate boilerplate lines."""
-    return tuple(sorted({key for _, key in _keyed_lines(text) if key is not None}))
+    if "```" in text or "~~~" in text:
+        keys = {key for _, key in _keyed_lines(text)}
+    else:  # no fence, so every line is a candidate: one map, no generator per line
+        keys = set(map(_line_key, text.split("\n")))
+    keys.discard(None)
+    return tuple(sorted(cast("set[int]", keys)))
 
 
 def section_line_keys(heading: str | None, text: str) -> tuple[int, ...]:
     """A section's candidate lines: its heading's (a template's `## This note in GitHub`)
     and its text's."""
+    keys = line_keys(text)
     key = _line_key(heading) if heading else None
-    return tuple(sorted({*line_keys(text), *([key] if key is not None else [])}))
+    if key is None or key in keys:
+        return keys
+    return tuple(sorted((*keys, key)))
 
 
 def section_postings(
@@ -159,18 +182,56 @@ def section_postings(
     return weighted
 
 
+def boilerplate_weights(
+    heading: str | None,
+    text: str,
+    boilerplate: frozenset[int],
+    language: str = DEFAULT_LANGUAGE,
+    lines_seen: dict[str, Counter[str]] | None = None,
+) -> dict[str, float]:
+    """What a section's `boilerplate` lines add to its postings (term -> field-weighted tf):
+    the full postings less these are exactly `section_postings`, since no word spans a line
+    break. The load subtracts them from the staged postings instead of tokenising the whole
+    section again. `lines_seen` memoises a line's terms across calls (boilerplate repeats)."""
+    counts = analyzer(language).counts
+    seen = lines_seen if lines_seen is not None else {}
+    removed: dict[str, float] = {}
+    if heading and _line_key(heading) in boilerplate:
+        for term, count in counts(heading).items():
+            removed[term] = removed.get(term, 0) + FIELD_WEIGHTS["heading"] * count
+    for line, key in _keyed_lines(text):
+        if key is not None and key in boilerplate:
+            terms = seen.get(line)
+            if terms is None:
+                terms = seen[line] = counts(line)
+            for term, count in terms.items():
+                removed[term] = removed.get(term, 0) + FIELD_WEIGHTS["body"] * count
+    return removed
+
+
 def _document(
-    ord_: int, heading: str | None, line: int, text: str, fields: list[tuple[Field, list[str]]]
+    ord_: int, heading: str | None, line: int, text: str, fields: list[tuple[Field, Counter[str]]]
 ) -> SearchDocument:
-    triples = tuple(
-        (term, field, count)
-        for field, terms in fields
-        for term, count in sorted(Counter(terms).items())
-    )
+    weights: dict[str, float] = {}
+    length = 0
+    for field, counts in fields:
+        if not counts:
+            continue
+        length += counts.total()
+        weight = FIELD_WEIGHTS[field]
+        if not weights:
+            # The first field's counts become the weights: as they are for the body (weight 1:
+            # an int tf, loaded as the same DOUBLE), scaled otherwise. Weights are multiples of
+            # 0.5 and counts small, so the sums are exact in any order.
+            weights = cast("dict[str, float]", counts)
+            if weight != 1.0:
+                weights = {term: weight * count for term, count in counts.items()}
+        else:
+            get = weights.get
+            for term, count in counts.items():
+                weights[term] = get(term, 0) + weight * count
     keys = section_line_keys(heading, text) if ord_ > 0 else ()
-    return SearchDocument(
-        ord_, heading, line, text, sum(len(terms) for _, terms in fields), triples, keys
-    )
+    return SearchDocument(ord_, heading, line, text, length, weights, keys)
 
 
 def note_key(note_id: str) -> int:
@@ -179,26 +240,27 @@ def note_key(note_id: str) -> int:
     return int.from_bytes(digest, "big") >> 1
 
 
-def postings_lines(number: int, documents: Sequence[SearchDocument]) -> Iterator[str]:
-    """A note's postings as TSV lines `term, note number, ord, tf, length, note length`
-    (loaded by `storage.search_rows.load_postings`).
+def postings_lines(number: int, documents: Sequence[SearchDocument]) -> list[str]:
+    """A note's postings as TSV text `term, note number, ord, tf, length, note length`, one
+    line per posting, in pieces of whole lines (loaded by `storage.search_rows.load_postings`).
 
     `tf` is the field-weighted frequency (Σ weight(field) · occurrences); weights are
-    multiples of 0.5, so the sums are exact in binary floating point. Terms never hold white
-    space (a tokenizer property), so the TSV needs no quoting.
+    multiples of 0.5, so the sums are exact in binary floating point (an integer tf is
+    written without a fraction: the same DOUBLE). Terms never hold white space (a tokenizer
+    property), so the TSV needs no quoting. Line order carries no meaning.
     """
     note_length = sum(doc.length for doc in documents)
+    out: list[str] = []
     for doc in documents:
-        # the columns after the term are the document's: format them once (a third faster)
+        # The columns after the term are the document's: format them once. Most terms occur
+        # once in the body: their lines are one `join` (half the cost of a line each).
         mid = f"\t{number}\t{doc.ord}\t"
         end = f"\t{doc.length}\t{note_length}\n"
-        yield from [f"{term}{mid}{tf_w!r}{end}" for term, tf_w in _weighted(doc.terms).items()]
-
-
-def _weighted(terms: Sequence[tuple[str, Field, int]]) -> dict[str, float]:
-    """term -> Σ weight(field) · occurrences."""
-    weighted: dict[str, float] = {}
-    get = weighted.get
-    for term, field, tf in terms:
-        weighted[term] = get(term, 0.0) + FIELD_WEIGHTS[field] * tf
-    return weighted
+        items = doc.weights.items()
+        once = [term for term, tf in items if tf == 1]
+        if once:
+            sep = f"{mid}1{end}"
+            out.append(sep.join(once) + sep)
+        if len(once) < len(items):
+            out += [f"{term}{mid}{tf}{end}" for term, tf in items if tf != 1]
+    return out

