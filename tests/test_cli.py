@@ -396,6 +396,20 @@ def test_every_usage_error_is_invalid_argument_exit_2(
     assert "config.toml" not in error["hint"]
 
 
+@pytest.mark.parametrize(
+    ("args", "hint"),
+    [
+        (("serch", "duckdb"), "See `vaultmem --help`."),
+        (("--vault", "/tmp/v", "reconcile"), "See `vaultmem --help`."),
+        (("search",), "See `vaultmem search --help`."),
+        (("export", "okf", "/tmp/x", "--bogus"), "See `vaultmem export okf --help`."),
+    ],
+)
+def test_a_usage_hint_names_only_a_real_command(cli: Cli, args: tuple[str, ...], hint: str) -> None:
+    """A misspelt command or an option's value before the command is no command to ask help of."""
+    assert cli.usage(*args)["hint"] == hint
+
+
 def test_usage_errors_without_json_go_to_stderr(cli: Cli, built: str) -> None:
     code, out, err = cli("search", "duckdb", "--scope", "bogus", "--vault", built)
     assert code == 2 and out == "" and "'bogus' is not one of" in err

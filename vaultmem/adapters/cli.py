@@ -788,6 +788,8 @@ def main(argv: list[str] | None = None) -> int:
         # Typer vendors click: usage errors are its exceptions, not the `click` package's.
         if as_json() and error.exit_code == 2:
             command = _command_of(args)
+            if command.split(" ")[0] not in _COMMANDS | _GROUPS.keys():
+                command = ""  # a misspelt command or an option's value: the top-level help
             output.emit_error(
                 InvalidArgumentError(
                     error.format_message(),
