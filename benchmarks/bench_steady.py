@@ -1,6 +1,6 @@
 """Where the steady state's time goes: a warm, in-process no-op and one-note edit, by phase.
 
-    python -m benchmarks.bench_steady VAULT [--note REL] [--repeat 3]
+    python -m benchmarks.bench_steady VAULT [--note REL] [--repeat 3] [--statements 25]
 
 VAULT must already be indexed (run `vaultmem reconcile` on a copy first: this appends a line to
 one note per edit). Each run prints its wall and CPU seconds and the CPU seconds of every
@@ -8,11 +8,17 @@ reconcile step and storage statement group (wrappers around `_Run`'s methods and
 functions, so nested phases overlap: `transaction` includes `delete_postings`). CPU seconds
 count DuckDB's threads too; on a loaded machine they are the steadier figure. Cold-process
 figures (imports included) come from `hyperfine` on the CLI: see docs/architecture.md.
+
+`--statements N`: also list the N costliest SQL statements of the last edit, each with its CPU
+milliseconds and the minor page faults it took (`getrusage`; opening the index and closing it,
+where DuckDB checkpoints, count as statements). Page faults are where a small write's system
+time goes: DuckDB touching column data for the first time in the process.
 """
 
 from __future__ import annotations
 
 import argparse
+import resource
 import statistics
 import sys
 import time
@@ -25,7 +31,7 @@ if __package__ in (None, ""):  # run as a script: make `benchmarks` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from vaultmem.index import reconcile as rc
-from vaultmem.storage import index_writes, search_rows
+from vaultmem.storage import index_writes, search_rows, store
 from vaultmem.vault import Vault
 
 STEPS = ("walk", "steady", "load_state", "prepare", "identities", "transaction", "_reresolve")
@@ -55,11 +61,58 @@ def instrument(totals: dict[str, float]) -> None:
             setattr(module, name, _timer(totals, name, getattr(module, name)))
 
 
+Statement = tuple[float, int, str]
+"""(CPU seconds, minor page faults, the statement's first words)."""
+
+
+def _faults() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+
+class _Timed:
+    """A connection that records every statement's CPU and page faults in `log`."""
+
+    def __init__(self, con: Any, log: list[Statement]) -> None:
+        self._con = con
+        self._log = log
+
+    def _measure(self, label: str, fn: Callable[[], Any]) -> Any:
+        cpu, faults = time.process_time(), _faults()
+        try:
+            return fn()
+        finally:
+            self._log.append((time.process_time() - cpu, _faults() - faults, label))
+
+    def execute(self, sql: str, *args: Any) -> Any:
+        label = " ".join(sql.split())[:100]
+        return self._measure(label, lambda: self._con.execute(sql, *args))
+
+    def close(self) -> None:
+        self._measure("(close: checkpoint)", self._con.close)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._con, name)
+
+
+def record_statements(log: list[Statement]) -> None:
+    """Route every connection reconcile opens through `_Timed`, its opening timed too."""
+    connect = store.connect
+
+    def timed_connect(*args: Any, **kwargs: Any) -> Any:
+        cpu, faults = time.process_time(), _faults()
+        con = connect(*args, **kwargs)
+        log.append((time.process_time() - cpu, _faults() - faults, "(connect)"))
+        return _Timed(con, log)
+
+    store.connect = timed_connect  # type: ignore[assignment]
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("vault", type=Path)
     parser.add_argument("--note", help="vault-relative note to edit (default: the middle one)")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--statements", type=int, default=0, metavar="N")
     args = parser.parse_args(argv)
     vault = Vault(args.vault)
     if args.note:
@@ -69,6 +122,9 @@ def main(argv: list[str] | None = None) -> None:
         note = notes[len(notes) // 2]
     totals: dict[str, float] = defaultdict(float)
     instrument(totals)
+    statements: list[Statement] = []
+    if args.statements:
+        record_statements(statements)
 
     def edit() -> None:
         with note.open("a", encoding="utf-8") as handle:
@@ -82,10 +138,13 @@ def main(argv: list[str] | None = None) -> None:
             if mode == "edit":
                 edit()
             totals.clear()
+            statements.clear()
+            faults = _faults()
             wall, cpu = time.perf_counter(), time.process_time()
             report = vault.reconcile()
             walls.append(time.perf_counter() - wall)
             cpus.append(time.process_time() - cpu)
+            faulted = _faults() - faults
             assert report.changed == (1 if mode == "edit" else 0), report
             for label, seconds in totals.items():
                 phases[label].append(seconds)
@@ -95,6 +154,14 @@ def main(argv: list[str] | None = None) -> None:
         )
         ranked = sorted(phases.items(), key=lambda kv: -statistics.median(kv[1]))
         print("  " + ", ".join(f"{k} {statistics.median(v):.3f}" for k, v in ranked))
+        if args.statements and statements:
+            print(
+                f"  last {mode}: {len(statements)} statements, "
+                f"{sum(s[0] for s in statements):.3f} s CPU, "
+                f"{sum(s[1] for s in statements)} of the run's {faulted} page faults"
+            )
+            for cpu_s, faults_n, label in sorted(statements, reverse=True)[: args.statements]:
+                print(f"  {cpu_s * 1000:6.1f} ms {faults_n:6d} faults  {label}")
 
 
 if __name__ == "__main__":
