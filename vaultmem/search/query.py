@@ -243,8 +243,8 @@ def search(
         resident=resident,
         weights=weights,
     )
-    # Proximity reorders the pool by the sections the hits show: fetched once and tokenized
-    # once (the snippet reuses the terms).
+    # Proximity reorders the pool by the sections the hits show (fetched once for proximity
+    # and the snippets); a query without word pairs tokenizes none of them.
     note_ids = [note.note_id for note in ranked]
     if not ranked:
         sections: dict[str, dict[int, queries.Section]] = {}
@@ -252,13 +252,14 @@ def search(
         sections = resident.note_sections(note_ids)
     else:
         sections = queries.note_sections(con, note_ids)
-    shown = [_shown(note, sections, clean, language) for note in ranked]
     query_pairs = proximity.pairs(list(weights))
+    shown = [
+        _shown(note, sections, clean, language, terms=bool(query_pairs) and i < proximity.POOL)
+        for i, note in enumerate(ranked)
+    ]
     shares = [
-        proximity.proximity(section.terms, query_pairs, weights)
-        if i < proximity.POOL and query_pairs
-        else 0.0
-        for i, section in enumerate(shown)
+        proximity.proximity(section.terms, query_pairs, weights) if section.terms else 0.0
+        for section in shown
     ]
     order = proximity.rerank([note.score for note in ranked], shares)
     return [_hit(ranked[i], shown[i], shares[i], wanted, language) for i in order[:limit]]
@@ -404,10 +405,15 @@ def _shown(
     sections: dict[str, dict[int, queries.Section]],
     clean: Callable[[str], str] | None,
     language: str,
+    *,
+    terms: bool,
 ) -> _Shown:
+    """The section `note` shows, cleaned; with its terms when `terms` (proximity reads them)."""
     heading, line, text = shown_section(note.documents, sections.get(note.note_id, {}))
     if clean is not None:
         text = clean(text)
+    if not terms:
+        return _Shown(heading, line, text, [])
     # The terms alone (the tokenizer's memoized fast path, ~4x cheaper than spans); the
     # snippet marks its few words with `matching_spans` for the hits actually returned.
     tokenize = analyzer(language).tokenize
