@@ -285,8 +285,8 @@ def run_size(n_notes: int, existing: Path | None = None) -> dict[str, Any]:
     # time until it is loaded and the RSS it adds are measured. Then Vault.search, SQLite FTS5
     # and search.search on an open connection (SQL) take turns query by query, so the
     # machine's load (shared, noisy) and each other's traces in the CPU caches weigh on all
-    # three alike (FTS5 timed in a loop of its own, with nothing else between its calls, measured ~30% faster:
-    # 1.34-1.39 ms against 1.87-1.90 ms at 10,000 notes, same day, quiet machine).
+    # three alike. FTS5 timed in a loop of its own, nothing else between its calls, measured
+    # ~30% faster: 1.34-1.39 ms against 1.87-1.90 ms at 10,000 notes, same day, quiet machine.
     vault.search(queries[0], limit=10)
     rss_before = _rss_bytes()
     load_s, _ = _timed(lambda: (vault.search(queries[1], limit=10), _join_loader(vault)))
