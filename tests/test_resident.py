@@ -152,6 +152,71 @@ def test_a_vault_holds_the_index_from_its_second_search(tmp_path: Path) -> None:
     assert vault.search("release", filters) == Vault(tmp_path / "v").search("release", filters)
 
 
+def test_a_search_during_the_load_reads_sql_instead_of_waiting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The loader reads through a cursor of its own: a search made while it loads (held here
+    until the search is done) answers from SQL on the shared connection. Were the loader
+    holding the shared reader, this search would wait for it and the test would time out."""
+    import threading
+
+    vault = make_vault(tmp_path / "v")
+    first = vault.search("duckdb lock")
+    release = threading.Event()
+    loading = threading.Event()
+    real_load = resident.load
+
+    def slow_load(*args: object, **kwargs: object) -> resident.Resident | None:
+        loading.set()
+        assert release.wait(60), "the search never finished while the load waited"
+        return real_load(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(resident, "load", slow_load)
+    assert vault.search("duckdb lock") == first  # starts the loader
+    assert loading.wait(60)
+    done: list[object] = []
+    searcher = threading.Thread(target=lambda: done.append(vault.search("duckdb lock")))
+    searcher.start()
+    searcher.join(30)
+    release.set()
+    assert done == [first]  # answered while the loader still held its cursor
+    assert _loaded(vault) is not None
+
+
+def test_a_write_in_this_process_during_the_load_interrupts_it(tmp_path: Path) -> None:
+    """DuckDB refuses to close a connection one of its cursors is using: a reconcile in the
+    process that is loading (the MCP server storing, `watch`) must get the file anyway, and
+    the next searches see its rows. The load is made long (a large index, held open by an
+    endless statement on the cursor) so the write certainly comes during it."""
+    import threading
+
+    vault = make_vault(tmp_path / "v")
+    first = vault.search("lock")
+    reader = vault._reader  # made by the search above
+    assert reader is not None
+    started = threading.Event()
+    outcome: list[str] = []
+
+    def long_read() -> None:
+        try:
+            with reader.cursor() as cursor:
+                started.set()
+                cursor.execute("SELECT count(*) FROM range(10000000000)").fetchall()
+            outcome.append("finished")
+        except Exception as error:  # the interrupt surfaces as DuckDB's InterruptException
+            outcome.append(type(error).__name__)
+
+    thread = threading.Thread(target=long_read)
+    thread.start()
+    assert started.wait(30)
+    (tmp_path / "v" / "Knowledge" / "Zeppelin.md").write_text("# Zeppelin\n\nA lock.\n")
+    vault.reconcile()  # releases the shared reader: interrupts the cursor first
+    thread.join(30)
+    assert outcome == ["InterruptException"]
+    assert "Knowledge/Zeppelin.md" in {h.path for h in vault.search("lock", limit=20)}
+    assert "Knowledge/Zeppelin.md" not in {h.path for h in first}
+
+
 def test_an_index_over_the_bound_is_searched_in_sql(tmp_path: Path) -> None:
     vault = make_vault(tmp_path / "v")
     vault.resident_max_postings = 10

@@ -191,6 +191,7 @@ class SharedReader:
         self._lock = threading.RLock()
         self._wake = threading.Condition(self._lock)
         self._con: Connection | None = None
+        self._cursors: set[Connection] = set()
         self._signature: tuple[int, ...] = ()
         self._last_used = 0.0
         self._busy = 0
@@ -222,6 +223,24 @@ class SharedReader:
                 self._last_used = time.monotonic()
                 if not self._busy and writer_waiting(self.lock_path):
                     self._close()
+
+    @contextmanager
+    def cursor(self) -> Iterator[Connection]:
+        """A second connection to the shared database, for a long read in another thread
+        (the resident search index's load) while requests go on using the shared one.
+        Closing the shared connection (a writer waiting, `close`, `release_all`) interrupts
+        the cursor's statement and waits until it is handed back; idleness does not."""
+        with self._lock:
+            cursor = self._open().cursor()
+            self._cursors.add(cursor)
+        try:
+            yield cursor
+        finally:
+            with self._lock:
+                self._cursors.discard(cursor)
+                cursor.close()
+                self._last_used = time.monotonic()
+                self._wake.notify_all()
 
     def close(self) -> None:
         """Close the connection now (a request in another thread finishes first)."""
@@ -261,6 +280,12 @@ class SharedReader:
         return self._con
 
     def _close(self) -> None:
+        """Close the shared connection (the lock held): cursors first, interrupted, then
+        waited for (DuckDB refuses to close a connection one of its cursors is using)."""
+        for cursor in list(self._cursors):
+            cursor.interrupt()
+        while self._cursors:
+            self._wake.wait(WRITER_POLL_S)
         con, self._con = self._con, None
         if con is not None:
             con.close()
@@ -273,6 +298,8 @@ class SharedReader:
                 self._wake.wait(WRITER_POLL_S)
                 if self._con is None or self._busy:
                     continue
+                if self._cursors and not writer_waiting(self.lock_path):
+                    continue  # a long read in a cursor: not idle
                 idle = time.monotonic() - self._last_used >= self.idle_s
                 if idle or writer_waiting(self.lock_path):
                     self._close()
