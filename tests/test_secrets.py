@@ -498,9 +498,19 @@ def _redact_every_pattern(text: str) -> Redaction:
 def _assert_triggers_hold(text: str) -> None:
     from vaultmem.memory.secrets import _folded, _may_match
 
-    for index, pattern in enumerate(BUILTIN_PATTERNS):
+    for pattern in BUILTIN_PATTERNS:
         if pattern.regex.search(text):
-            assert _may_match(index, text, _folded(text)), (pattern.name, text)
+            assert _may_match(pattern.name, text, _folded(text)), (pattern.name, text)
+
+
+def test_triggers_name_the_builtin_patterns() -> None:
+    """Triggers are keyed by pattern name: a misspelt key would leave its pattern running on
+    every text (safe, but the pre-check lost) and the key dead."""
+    from vaultmem.memory.secrets import _TRIGGERS, _UNTRIGGERED
+
+    names = {pattern.name for pattern in BUILTIN_PATTERNS}
+    assert set(_TRIGGERS) == names - {"pgpass-line"}  # pgpass-line has its own regex
+    assert not _UNTRIGGERED
 
 
 @pytest.mark.parametrize(("name", "template", "secret"), POSITIVES)

@@ -290,43 +290,45 @@ def _apply(pattern: SecretPattern, text: str) -> tuple[str, bool]:
     return new, hit
 
 
-# What a built-in pattern cannot match without, in BUILTIN_PATTERNS order: words its
+# What a built-in pattern cannot match without, by pattern name: words its
 # case-insensitive `(?i:...)` part holds (looked for in the folded text) and literals its
 # case-sensitive part holds. Most text holds none, so most patterns are never run on it
 # (search redacts ~40 texts a query: running all 28 regexes on each was a third of a warm
 # search). A trigger must be implied by every match; tests/test_secrets.py checks each
-# pattern's examples against its trigger.
-_TRIGGERS: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
-    ((), ("-----BEGIN",)),  # private-key
-    ((), ("sk-",)),  # anthropic-key
-    ((), ("sk-",)),  # openai-key
-    ((), ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_")),  # github-token
-    ((), ("glpat-",)),  # gitlab-token
-    ((), ("hf_",)),  # huggingface-token
-    ((), ("SG.",)),  # sendgrid-key
-    ((), ("_v1_",)),  # digitalocean-token
-    (("accountkey", "sharedaccess"), ()),  # azure-key
-    ((), ("npm_",)),  # npm-token
-    ((), ("://",)),  # slack-webhook
-    ((), ("xox",)),  # slack-token
-    ((), ("AIza",)),  # google-api-key
-    ((), ("_live_", "_test_", "whsec_")),  # stripe-key
-    ((), ("AKIA", "ASIA")),  # aws-credentials-csv
-    ((), ("AKIA", "ASIA")),  # aws-access-key-id
-    ((), ("eyJ",)),  # jwt
-    (("secret",), ()),  # aws-secret-access-key
-    ((), ("://",)),  # url-password
-    (("bearer",), ()),  # bearer-token
-    (("authorization",), ()),  # basic-auth
-    (("login", "mysql"), ()),  # cli-password
-    ((), (":",)),  # pgpass-line (then _PGPASS_TRIGGER)
-    (("pass",), ()),  # password-prose
-    (("pass",), ()),  # password-assignment
-    (("secret", "private", "credential"), ()),  # secret-assignment
-    (("api", "access"), ()),  # api-key-assignment
-    (("token",), ()),  # token-assignment
-)
-_PGPASS_TRIGGER = re.compile(r":(?:[0-9]{1,5}|\*):")
+# pattern's examples against its trigger. A pattern without an entry always runs.
+_TRIGGERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "private-key": ((), ("-----BEGIN",)),
+    "anthropic-key": ((), ("sk-",)),
+    "openai-key": ((), ("sk-",)),
+    "github-token": ((), ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_")),
+    "gitlab-token": ((), ("glpat-",)),
+    "huggingface-token": ((), ("hf_",)),
+    "sendgrid-key": ((), ("SG.",)),
+    "digitalocean-token": ((), ("_v1_",)),
+    "azure-key": (("accountkey", "sharedaccess"), ()),
+    "npm-token": ((), ("npm_",)),
+    "slack-webhook": ((), ("://",)),
+    "slack-token": ((), ("xox",)),
+    "google-api-key": ((), ("AIza",)),
+    "stripe-key": ((), ("_live_", "_test_", "whsec_")),
+    "aws-credentials-csv": ((), ("AKIA", "ASIA")),
+    "aws-access-key-id": ((), ("AKIA", "ASIA")),
+    "jwt": ((), ("eyJ",)),
+    "aws-secret-access-key": (("secret",), ()),
+    "url-password": ((), ("://",)),
+    "bearer-token": (("bearer",), ()),
+    "basic-auth": (("authorization",), ()),
+    "cli-password": (("login", "mysql"), ()),
+    "password-prose": (("pass",), ()),
+    "password-assignment": (("pass",), ()),
+    "secret-assignment": (("secret", "private", "credential"), ()),
+    "api-key-assignment": (("api", "access"), ()),
+    "token-assignment": (("token",), ()),
+}
+_PGPASS_TRIGGER = re.compile(r":(?:[0-9]{1,5}|\*):")  # pgpass-line's own trigger
+_UNTRIGGERED = any(
+    p.name not in _TRIGGERS and p.name != "pgpass-line" for p in BUILTIN_PATTERNS
+)  # a pattern without a trigger makes every text worth a full pass
 # Keywords are common words ("token", "secret" in prose): a keyword pattern runs only where its
 # keyword is followed by what the pattern needs next, looked for in the folded text (the
 # characters between keep their case). Assignments need `:` or `=` after optional quotes,
@@ -352,8 +354,8 @@ _REFINED: dict[str, re.Pattern[str]] = {
 _ASCII_FOLDS = {0x130: "i", 0x131: "i", 0x17F: "s", 0x212A: "k"}
 
 
-_ANY_WORD = tuple(sorted({w for words, _ in _TRIGGERS for w in words}))
-_ANY_LITERAL = tuple(sorted({lit for _, literals in _TRIGGERS for lit in literals} - {":"}))
+_ANY_WORD = tuple(sorted({w for words, _ in _TRIGGERS.values() for w in words}))
+_ANY_LITERAL = tuple(sorted({lit for _, literals in _TRIGGERS.values() for lit in literals}))
 
 
 def _folded(text: str) -> str:
@@ -368,14 +370,15 @@ def _present(text: str, folded: str) -> _Present:
     return {w for w in _ANY_WORD if w in folded}, {lit for lit in _ANY_LITERAL if lit in text}
 
 
-def _may_match(index: int, text: str, folded: str, present: _Present | None = None) -> bool:
-    """False when built-in pattern `index` cannot match `text` (its trigger is absent).
+def _may_match(name: str, text: str, folded: str, present: _Present | None = None) -> bool:
+    """False when the built-in pattern `name` cannot match `text` (its trigger is absent).
     `present` is `_present(text, folded)`, computed once for all patterns."""
-    name = BUILTIN_PATTERNS[index].name
     if name == "pgpass-line":
         return bool(_PGPASS_TRIGGER.search(text))
+    if name not in _TRIGGERS:
+        return True
     words, literals = present or _present(text, folded)
-    wanted_words, wanted_literals = _TRIGGERS[index]
+    wanted_words, wanted_literals = _TRIGGERS[name]
     if words.isdisjoint(wanted_words) and literals.isdisjoint(wanted_literals):
         return False
     refined = _REFINED.get(name)
@@ -392,10 +395,10 @@ def redact(text: str, extra: Sequence[SecretPattern] = ()) -> Redaction:
     found: set[str] = set()
     folded = _folded(text)
     present = _present(text, folded)
-    if not extra and not any(present) and not _PGPASS_TRIGGER.search(text):
+    if not extra and not _UNTRIGGERED and not any(present) and not _PGPASS_TRIGGER.search(text):
         return Redaction(text, ())  # no pattern's trigger: the usual case
-    for index, pattern in enumerate(BUILTIN_PATTERNS):
-        if not _may_match(index, text, folded, present):
+    for pattern in BUILTIN_PATTERNS:
+        if not _may_match(pattern.name, text, folded, present):
             continue
         text, hit = _apply(pattern, text)
         if hit:
