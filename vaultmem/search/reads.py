@@ -24,7 +24,16 @@ from vaultmem.search.bm25 import Stats
 from vaultmem.storage import search_queries as queries
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+    from typing import TypeAlias
+
+    import numpy.typing as npt
+
+    from vaultmem.search.bm25 import Row
     from vaultmem.storage.store import Connection
+
+    Postings: TypeAlias = Sequence[Row] | Mapping[str, npt.NDArray[Any]]
+    """What `bm25.rank` reads: rows as tuples, or the same rows as numpy columns."""
 
 
 class SearchReads(Protocol):
@@ -36,7 +45,7 @@ class SearchReads(Protocol):
         """Statistics of the kept notes."""
         ...
 
-    def term_postings(self, terms: list[str], *, columns_from: int) -> Any:
+    def term_postings(self, terms: list[str], *, columns_from: int) -> Postings:
         """The postings of `terms` in the kept notes (`bm25.POSTING_COLUMNS`): a list of
         tuples below `columns_from` rows, numpy columns from there."""
         ...
@@ -84,7 +93,7 @@ class SqlReads:
     def collection_stats(self) -> Stats:
         return Stats(*queries.collection_stats(self.con, self.notes))
 
-    def term_postings(self, terms: list[str], *, columns_from: int) -> Any:
+    def term_postings(self, terms: list[str], *, columns_from: int) -> Postings:
         return queries.term_postings(self.con, terms, self.notes, columns_from=columns_from)
 
     def keys_with_terms(self, terms: tuple[str, ...]) -> frozenset[int]:
