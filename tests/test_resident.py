@@ -9,6 +9,7 @@ import subprocess
 import sys
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -24,6 +25,7 @@ MAPPINGS = [
     FolderMapping("Projects/Beta", "project", "beta"),
     FolderMapping("Knowledge", "global", None),
     FolderMapping("agent-memory", "project", "alpha"),
+    FolderMapping("Journal", "global", None),
 ]
 
 NOTES = {
@@ -63,6 +65,11 @@ QUERIES = [
     "lock path:projects/alpha",
     "lock type:decision",
     "footer shared",
+    '"lock retry" -flaky',  # a phrase with an exclusion
+    "lock -release tag:duckdb",  # an exclusion under an operator
+    "writer lock path:knowledge type:decision",  # operators that keep nothing together
+    "zeppelinx quasar",  # no term in the index, one past fuzzy reach
+    "duckdb database lock writer readers retry release",  # many words: proximity's pairs
 ]
 
 FILTERS = [
@@ -117,9 +124,79 @@ def test_resident_results_equal_the_sql_path(
     assert compared > 80  # most combinations find something: the comparison is not vacuous
 
 
+@pytest.mark.slow
+def test_resident_ranking_equals_the_sql_path_under_other_weights(vault: Vault) -> None:
+    """The hybrid search's ranking (`ranked_notes`, no proximity pool) and other BM25 weights
+    rank the same from either source."""
+    from vaultmem.search.query import ranked_notes
+
+    with vault._reading() as con:
+        assert vault._reader is not None
+        held = resident.load(con, vault._reader.signature, resident.MAX_POSTINGS)
+        assert held is not None
+        for text in QUERIES:
+            for filters in FILTERS[:6]:
+                scoring: dict[str, Any] = {
+                    "limit": 3,
+                    "k1": 0.9,
+                    "b": 0.4,
+                    "language": "english",
+                    "whole_weight": 0.3,
+                    "title_weight": 0.5,
+                }
+                sql = ranked_notes(con, text, filters, **scoring)
+                mem = ranked_notes(con, text, filters, **scoring, resident=held)
+                assert mem == sql, (text, filters)
+                del scoring["language"]
+                hits = search(con, text, filters, language="english", **scoring)
+                assert (
+                    search(con, text, filters, language="english", resident=held, **scoring) == hits
+                )
+
+
+def test_both_sources_read_the_same_rows(vault: Vault) -> None:
+    """Each read of `SearchReads` returns the same rows from the tables and from memory (the
+    posting rows in another order: the scorer sorts them)."""
+    from vaultmem.search.query import note_filter, parse_query
+    from vaultmem.search.reads import SqlReads
+
+    terms = ["lock", "duckdb", "footer", "statblock", "nosuchterm"]
+    with vault._reading() as con:
+        assert vault._reader is not None
+        held = resident.load(con, vault._reader.signature, resident.MAX_POSTINGS)
+        assert held is not None
+        read_rows = 0
+        for filters in FILTERS:
+            notes = note_filter(parse_query("lock"), filters)
+            sql, mem = SqlReads(con, notes), held.reads(con, notes)
+            for columns_from in (10_000, 1):
+                rows = [
+                    _rows(r.term_postings(terms, columns_from=columns_from)) for r in (sql, mem)
+                ]
+                assert rows[0] == rows[1], filters
+                read_rows += len(rows[0])
+            assert mem.collection_stats() == sql.collection_stats()
+            assert mem.keys_with_terms(("flaky", "footer")) == sql.keys_with_terms(
+                ("flaky", "footer")
+            )
+        keys = sorted(held.note_keys.tolist())
+        assert mem.note_rows(keys) == sql.note_rows(keys) and len(keys) == len(NOTES)
+        ids = [row[0] for row in sql.note_rows(keys).values()] + ["missing.md"]
+        assert mem.note_sections(ids) == sql.note_sections(ids)
+        assert mem.note_sections([]) == sql.note_sections([]) == {}
+    assert read_rows > 50
+
+
+def _rows(postings: Any) -> list[tuple[Any, ...]]:
+    """Posting rows as sorted tuples, whether they came as tuples or as numpy columns."""
+    if isinstance(postings, dict):
+        postings = list(zip(*(postings[c].tolist() for c in bm25.POSTING_COLUMNS), strict=True))
+    return sorted(tuple(row) for row in postings)
+
+
 def test_resident_statistics_follow_the_filters(vault: Vault) -> None:
     from vaultmem.search.query import note_filter, parse_query
-    from vaultmem.storage import search_queries as queries
+    from vaultmem.search.reads import SqlReads
 
     with vault._reading() as con:
         assert vault._reader is not None
@@ -128,8 +205,8 @@ def test_resident_statistics_follow_the_filters(vault: Vault) -> None:
         seen = set()
         for filters in FILTERS:
             notes = note_filter(parse_query("lock"), filters)
-            stats = held.collection_stats(held.kept(con, notes))
-            assert stats == queries.collection_stats(con, notes)
+            stats = held.reads(con, notes).collection_stats()
+            assert stats == SqlReads(con, notes).collection_stats()
             seen.add(stats)
     assert len(seen) > 3
 
@@ -239,6 +316,7 @@ def test_a_vault_that_never_holds_the_index_starts_no_loader(tmp_path: Path) -> 
 WRITER = """
 import sys
 from pathlib import Path
+from typing import Any
 from vaultmem.vault import Vault
 root = Path(sys.argv[1])
 (root / "Knowledge" / "Zeppelin.md").write_text("# Zeppelin\\n\\nA zeppelin lock.\\n")

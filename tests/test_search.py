@@ -34,9 +34,15 @@ from vaultmem.search.query import (
     parse_query,
     snippet,
 )
+from vaultmem.search.reads import SqlReads
 from vaultmem.search.tokenizer import fold, tokenize
 from vaultmem.storage import store
-from vaultmem.storage.search_queries import TITLE_DOCUMENT, WHOLE_NOTE, document_scores
+from vaultmem.storage.search_queries import (
+    TITLE_DOCUMENT,
+    WHOLE_NOTE,
+    NoteFilter,
+    document_scores,
+)
 from vaultmem.vault import Vault
 
 K1, B = 1.2, 0.75
@@ -483,12 +489,13 @@ def test_relevance_not_below_the_fts5_baseline(example_index: Vault) -> None:
 
 def test_misspelt_terms_expand_to_the_nearest_index_terms(corpus_vault: Vault) -> None:
     with store.reading(corpus_vault.config.index_path) as con:
-        assert expand_terms(con, ["lock", "flaki"]) == ["lock", "flaki"]  # both in the index
-        assert expand_terms(con, tokenize("tabels")) == [fold("tables")]  # one edit away
-        assert expand_terms(con, ["duckbd"]) == ["duckdb"]  # a transposition is one edit
-        assert expand_terms(con, ["tokeniz"]) == ["tokeniz"]  # in the index
+        reads = SqlReads(con, NoteFilter())
+        assert expand_terms(reads, ["lock", "flaki"]) == ["lock", "flaki"]  # both in the index
+        assert expand_terms(reads, tokenize("tabels")) == [fold("tables")]  # one edit away
+        assert expand_terms(reads, ["duckbd"]) == ["duckdb"]  # a transposition is one edit
+        assert expand_terms(reads, ["tokeniz"]) == ["tokeniz"]  # in the index
         # Short words and words with digits are never expanded; far-off words stay as typed.
-        assert expand_terms(con, ["lok", "v1.3", "zzzzzzzz"]) == ["lok", "v1.3", "zzzzzzzz"]
+        assert expand_terms(reads, ["lok", "v1.3", "zzzzzzzz"]) == ["lok", "v1.3", "zzzzzzzz"]
     assert corpus_vault.search("duckbd")[0].path == "DuckDB.md"
     assert max_edits("abc") == 0 and max_edits("abcd") == 1 and max_edits("abcdefgh") == 2
 

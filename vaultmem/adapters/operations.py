@@ -497,7 +497,7 @@ OPERATIONS: tuple[Operation, ...] = (
         _search,
         examples=(
             'vaultmem search "duckdb lock" --scope project --limit 5',
-            'vaultmem search "tag:ops -draft" --since 2026-11-01 --json',
+            'vaultmem search "deploy tag:ops -draft" --since 2026-11-01 --json',
             'vaultmem search "how do I get my money back" --mode hybrid',
         ),
         tool="memory_search",

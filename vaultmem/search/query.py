@@ -6,11 +6,15 @@ holds joined are added (`stat blocks` finds `statblocks`), and notes are ranked 
 
     score(note) = best section's BM25 + title document's BM25 + WHOLE_NOTE · whole note's BM25
 
-with statistics counted over the notes the filters keep (`storage/search_queries.py` holds the
-SQL and the formulas); `search` then reorders the best notes by term proximity in the section
-each shows (`proximity.py`: score · (1 + 0.05 · share of the query's word pairs found near)).
-Words are OR-ed (ranking, not filtering), so natural-language questions work; phrases,
-exclusions and operators filter.
+with statistics counted over the notes the filters keep (`bm25.py` holds the formulas);
+`search` then reorders the best notes by term proximity in the section each shows
+(`proximity.py`: score · (1 + 0.05 · share of the query's word pairs found near)). Words are
+OR-ed (ranking, not filtering), so natural-language questions work; phrases, exclusions and
+operators filter.
+
+Everything a query reads comes through one `reads.SearchReads`, opened once for its filter
+(`open_reads`): the index's tables (`storage/search_queries.py` holds the SQL) or the copy a
+long-lived process holds in memory (`resident.py`); the algorithm is the same for both.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from vaultmem.errors import QueryError
 from vaultmem.search import bm25, proximity
 from vaultmem.search.documents import note_key
+from vaultmem.search.reads import SearchReads, SqlReads
 from vaultmem.search.tokenizer import DEFAULT_LANGUAGE, analyzer
 from vaultmem.storage import search_queries as queries
 from vaultmem.storage.store import Connection
@@ -155,7 +160,7 @@ def joined_terms(terms: list[str]) -> list[str]:
 
 
 def expand_terms(
-    con: Connection, terms: list[str], found: frozenset[str] | None = None
+    reads: SearchReads, terms: list[str], found: frozenset[str] | None = None
 ) -> list[str]:
     """The query's terms with those the index lacks replaced by their nearest index terms.
 
@@ -163,13 +168,13 @@ def expand_terms(
     are looked up. A term without a near neighbour stays: it matches nothing, harmlessly.
     """
     unsure = [t for t in terms if max_edits(t) and (found is None or t not in found)]
-    known = queries.known_terms(con, unsure) if unsure else {}
+    known = reads.known_terms(unsure) if unsure else {}
     out: dict[str, None] = {}
     for term in terms:
         if term not in unsure or term in known:
             out[term] = None
         else:
-            nearest = queries.nearest_terms(con, term, max_edits(term), FUZZY_LIMIT)
+            nearest = reads.nearest_terms(term, max_edits(term), FUZZY_LIMIT)
             out.update(dict.fromkeys(nearest or [term]))
     return list(out)
 
@@ -206,6 +211,14 @@ def note_filter(query: ParsedQuery, filters: SearchFilters) -> queries.NoteFilte
     return queries.NoteFilter(" AND ".join(clauses) or "true", params)
 
 
+def open_reads(
+    con: Connection, notes: queries.NoteFilter, resident: Resident | None = None
+) -> SearchReads:
+    """A query's reads of the kept notes: from the index held in memory when there is one,
+    else from the tables on `con`. The one place a query chooses its source."""
+    return resident.reads(con, notes) if resident is not None else SqlReads(con, notes)
+
+
 def search(
     con: Connection,
     text: str,
@@ -229,29 +242,23 @@ def search(
     memory (`search/resident.py`), read instead of the tables; the results are the same.
     """
     language = language or queries.index_language(con)
+    query = _parse(text, language)
+    reads = open_reads(con, note_filter(query, filters), resident)
     weights: dict[str, float] = {}
-    ranked, wanted = ranked_notes(
-        con,
-        text,
-        filters,
+    ranked, wanted = _ranked(
+        reads,
+        query,
         limit=limit,
         k1=k1,
         b=b,
         whole_weight=whole_weight,
         title_weight=title_weight,
         language=language,
-        resident=resident,
         weights=weights,
     )
     # Proximity reorders the pool by the sections the hits show (fetched once for proximity
     # and the snippets); a query without word pairs tokenizes none of them.
-    note_ids = [note.note_id for note in ranked]
-    if not ranked:
-        sections: dict[str, dict[int, queries.Section]] = {}
-    elif resident is not None:
-        sections = resident.note_sections(note_ids)
-    else:
-        sections = queries.note_sections(con, note_ids)
+    sections = reads.note_sections([note.note_id for note in ranked])
     query_pairs = proximity.pairs(list(weights))
     shown = [
         _shown(note, sections, clean, language, terms=bool(query_pairs) and i < proximity.POOL)
@@ -284,37 +291,60 @@ def ranked_notes(
     given, receives the query's words in order with their weights (count × idf), and the
     ranking goes on past `limit` with the notes proximity could lift into the first `limit`
     (`proximity.candidates`)."""
+    query = _parse(text, language)
+    return _ranked(
+        open_reads(con, note_filter(query, filters), resident),
+        query,
+        limit=limit,
+        k1=k1,
+        b=b,
+        whole_weight=whole_weight,
+        title_weight=title_weight,
+        language=language,
+        weights=weights,
+    )
+
+
+def _parse(text: str, language: str) -> ParsedQuery:
+    """`parse_query`, refusing a query with nothing to score."""
     query = parse_query(text, language)
     if not query.terms:
         raise QueryError(
             f"The query {text!r} has no searchable words (empty, or only stop words).",
             hint='Add a distinctive word, e.g. vaultmem search "duckdb lock".',
         )
-    notes = note_filter(query, filters)
+    return query
+
+
+def _ranked(
+    reads: SearchReads,
+    query: ParsedQuery,
+    *,
+    limit: int,
+    k1: float,
+    b: float,
+    language: str,
+    whole_weight: float,
+    title_weight: float,
+    weights: dict[str, float] | None,
+) -> tuple[list[queries.RankedNote], set[str]]:
+    """`ranked_notes` from `reads` (its docstring)."""
     words = list(query.terms)
     bm25.warm()
-    only = None
+    only_keys = None
     if query.phrases:
-        only = _phrase_notes(con, query.phrases, language, k1=k1, b=b, notes=notes)
+        only = _phrase_notes(reads, query.phrases, language, k1=k1, b=b)
         if not only:
             return [], set(words)
+        only_keys = frozenset(note_key(i) for i in only)
     joined = joined_terms(words)
-    kept = resident.kept(con, notes) if resident is not None else None
-    if resident is not None:
-        stats = bm25.Stats(*resident.collection_stats(kept))
-        excluded = resident.keys_with_terms(query.excluded)
-    else:
-        stats = bm25.Stats(*queries.collection_stats(con, notes))
-        excluded = queries.keys_with_terms(con, query.excluded)
-    only_keys = frozenset(note_key(i) for i in only) if only is not None else None
+    stats = reads.collection_stats()
+    excluded = reads.keys_with_terms(query.excluded)
 
     def rank(terms: list[str]) -> list[queries.RankedNote]:
         counts = Counter([*terms, *joined])  # a term twice counts twice, as it was asked
         unique = list(counts)
-        if resident is not None:
-            postings: Any = resident.term_postings(unique, kept, columns_from=bm25.columns_from())
-        else:
-            postings = queries.term_postings(con, unique, notes, columns_from=bm25.columns_from())
+        postings = reads.term_postings(unique, columns_from=bm25.columns_from())
         scored, matched = bm25.rank(
             postings,
             [float(counts[t]) for t in unique],
@@ -329,8 +359,7 @@ def ranked_notes(
         )
         if weights is not None:  # only the notes proximity could still lift need their rows
             scored = scored[: proximity.candidates([n.score for n in scored], limit, terms)]
-        keys = [note.note_key for note in scored]
-        rows = resident.note_rows(keys) if resident is not None else queries.note_rows(con, keys)
+        rows = reads.note_rows([note.note_key for note in scored])
         found = frozenset(unique[i] for i in matched)
         if weights is not None:
             df = proximity.document_frequencies(postings, unique)
@@ -354,17 +383,19 @@ def ranked_notes(
     # Typos: a query whose every word matched (the usual case) costs no further statement.
     found = ranked[0].matched if ranked else frozenset()
     if any(max_edits(t) and t not in found for t in words):
-        expanded = expand_terms(con, words, found)
+        expanded = expand_terms(reads, words, found)
         if expanded != words:
             words, ranked = expanded, rank(expanded)
     return ranked, {*words, *joined}
 
 
 def _phrase_notes(
-    con: Connection,
+    reads: SearchReads,
     phrases: tuple[tuple[str, ...], ...],
     language: str,
-    **scoring: Any,
+    *,
+    k1: float,
+    b: float,
 ) -> list[str]:
     """Notes with a document holding every phrase as consecutive terms.
 
@@ -372,10 +403,10 @@ def _phrase_notes(
     here to check adjacency, which postings (without positions) cannot tell.
     """
     needed = tuple(dict.fromkeys(t for phrase in phrases for t in phrase))
-    rows = queries.document_scores(con, list(needed), needed=needed, **scoring)
+    rows = reads.phrase_candidates(needed, k1=k1, b=b)
     if not rows:
         return []
-    texts = queries.document_texts(con, [(note_id, ord_) for note_id, ord_, _ in rows])
+    texts = reads.document_texts([(note_id, ord_) for note_id, ord_, _ in rows])
     found: dict[str, None] = {}
     for note_id, ord_, _ in rows:
         fields = [analyzer(language).tokenize(part) for part in texts.get((note_id, ord_), ())]

@@ -20,20 +20,22 @@ it. Only indexes up to MAX_POSTINGS postings are held (+94 MB of RSS at 10,000 g
 2.2 million postings); beyond, for a process's first search (a one-shot CLI) and until a load
 is done, SQL serves.
 
-Every answer equals the SQL path's (`storage/search_queries.py`): the same posting rows go to
-the same scorer (`bm25.rank`), statistics are counted the same way, filters keep the notes one
-SQL read of `notes` returns. Phrases, exclusions' notes and fuzzy term lookup stay in SQL
-(phrases and typos are rare; exclusions are read here).
+A query reads it through `ResidentReads`, one of the two sources of `search/reads.py`'s
+`SearchReads`. Every answer equals the SQL source's (`SqlReads`, `storage/search_queries.py`):
+the same posting rows go to the same scorer (`bm25.rank`), statistics are counted the same way,
+filters keep the notes one SQL read of `notes` returns. Phrase candidates and fuzzy term lookup
+stay in SQL (phrases and typos are rare); exclusions are read here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from vaultmem.search.bm25 import Stats
+from vaultmem.search.reads import SqlReads
 from vaultmem.storage import search_queries as queries
 
 if TYPE_CHECKING:
@@ -86,45 +88,53 @@ class Resident:
         texts = sum(len(s[2]) for note in self.sections for s in note.values())
         return sum(a.nbytes for a in arrays) + texts
 
-    # -- what a query reads -------------------------------------------------------------------
+    def reads(self, con: Connection, notes: queries.NoteFilter) -> ResidentReads:
+        """A query's reads (`search/reads.py`) from this index, for the notes `notes` keeps;
+        `con` answers what stays in SQL (the filter's notes, phrases, typos)."""
+        return ResidentReads(con, notes, self)
 
-    def kept(self, con: Connection, notes: queries.NoteFilter) -> npt.NDArray[np.bool_] | None:
-        """Which notes (by index) a filter keeps; None keeps all. One read of `notes`."""
-        if not notes.active:
-            return None
-        keys = np.asarray(queries.kept_note_keys(con, notes), dtype=np.int64)
-        mask = np.zeros(len(self.note_keys), dtype=bool)
-        mask[np.searchsorted(self.note_keys, keys)] = True  # the same connection's notes
-        return mask
 
-    def collection_stats(
-        self, kept: npt.NDArray[np.bool_] | None
-    ) -> tuple[float, float, float, float]:
-        """`search_queries.collection_stats` of the kept notes, counted from the documents."""
+class ResidentReads(SqlReads):
+    """`reads.SearchReads` from a `Resident`: statistics, postings, exclusions, note rows and
+    sections from its arrays; the filter's notes (one read of `notes`), phrases and typos
+    from SQL, as `SqlReads` reads them."""
+
+    __slots__ = ("held", "kept")
+
+    def __init__(self, con: Connection, notes: queries.NoteFilter, held: Resident):
+        super().__init__(con, notes)
+        self.held = held
+        self.kept: npt.NDArray[np.bool_] | None = None
+        """Which notes (by index into the note arrays) the filter keeps; None keeps all."""
+        if notes.active:
+            keys = np.asarray(queries.kept_note_keys(con, notes), dtype=np.int64)
+            self.kept = np.zeros(len(held.note_keys), dtype=bool)
+            self.kept[np.searchsorted(held.note_keys, keys)] = True  # the same index's notes
+
+    def collection_stats(self) -> Stats:
+        """Counted from the kept notes' documents, as `search_queries.collection_stats`."""
+        kept, held = self.kept, self.held
         if kept is None:
-            return self.stats
-        in_kept = kept[self.doc_note]
+            return Stats(*held.stats)
+        in_kept = kept[held.doc_note]
         n = int(np.count_nonzero(in_kept))
-        total = int(self.doc_length[in_kept].sum())
-        nn = len(np.unique(self.doc_note[in_kept]))
-        return float(n), float(total) / max(n, 1), float(nn), float(total) / max(nn, 1)
+        total = int(held.doc_length[in_kept].sum())
+        nn = len(np.unique(held.doc_note[in_kept]))
+        return Stats(float(n), float(total) / max(n, 1), float(nn), float(total) / max(nn, 1))
 
     def term_postings(
-        self,
-        terms: Sequence[str],
-        kept: npt.NDArray[np.bool_] | None,
-        *,
-        columns_from: int,
+        self, terms: list[str], *, columns_from: int
     ) -> list[Row] | dict[str, npt.NDArray[Any]]:
-        """`search_queries.term_postings`, the same rows in the same two shapes."""
+        """The same rows as `search_queries.term_postings`, in the same two shapes."""
+        kept, held = self.kept, self.held
         parts: list[tuple[int, npt.NDArray[np.int64]]] = []
         for i, term in enumerate(terms):
-            tid = self.terms.get(term)
+            tid = held.terms.get(term)
             if tid is None:
                 continue
-            rows = np.arange(self.offsets[tid], self.offsets[tid + 1])
+            rows = np.arange(held.offsets[tid], held.offsets[tid + 1])
             if kept is not None:
-                rows = rows[kept[self.post_note[rows]]]
+                rows = rows[kept[held.post_note[rows]]]
             if len(rows):
                 parts.append((i, rows))
         if not parts:
@@ -133,41 +143,41 @@ class Resident:
         term_index = np.repeat(
             np.array([i for i, _ in parts], dtype=np.int32), [len(p) for _, p in parts]
         )
-        note = self.post_note[picked]
+        note = held.post_note[picked]
         columns = {
             "term": term_index,
-            "note_key": self.note_keys[note],
-            "ord": self.post_ord[picked],
-            "tf": self.post_tf[picked],
-            "length": self.post_length[picked],
-            "note_length": self.note_length[note],
+            "note_key": held.note_keys[note],
+            "ord": held.post_ord[picked],
+            "tf": held.post_tf[picked],
+            "length": held.post_length[picked],
+            "note_length": held.note_length[note],
         }
         if len(picked) >= columns_from:
             return columns
         return list(zip(*(c.tolist() for c in columns.values()), strict=True))
 
-    def keys_with_terms(self, terms: Sequence[str]) -> frozenset[int]:
-        """`search_queries.keys_with_terms`: the notes holding any of `terms`."""
-        found = [self.terms[t] for t in terms if t in self.terms]
+    def keys_with_terms(self, terms: tuple[str, ...]) -> frozenset[int]:
+        held = self.held
+        found = [held.terms[t] for t in terms if t in held.terms]
         if not found:
             return frozenset()
         notes = np.concatenate(
-            [self.post_note[self.offsets[t] : self.offsets[t + 1]] for t in found]
+            [held.post_note[held.offsets[t] : held.offsets[t + 1]] for t in found]
         )
-        return frozenset(self.note_keys[np.unique(notes)].tolist())
+        return frozenset(held.note_keys[np.unique(notes)].tolist())
 
-    def note_rows(self, keys: Sequence[int]) -> dict[int, queries.NoteRow]:
-        """`search_queries.note_rows`: note key → (id, path, title, scope, scope_id)."""
-        where = np.searchsorted(self.note_keys, np.asarray(keys, dtype=np.int64))
-        return {key: self.notes[i] for key, i in zip(keys, where.tolist(), strict=True)}
+    def note_rows(self, keys: list[int]) -> dict[int, queries.NoteRow]:
+        held = self.held
+        where = np.searchsorted(held.note_keys, np.asarray(keys, dtype=np.int64))
+        return {key: held.notes[i] for key, i in zip(keys, where.tolist(), strict=True)}
 
-    def note_sections(self, note_ids: Sequence[str]) -> dict[str, dict[int, queries.Section]]:
-        """`search_queries.note_sections`: the sections (ord > 0) of these notes."""
+    def note_sections(self, note_ids: list[str]) -> dict[str, dict[int, queries.Section]]:
+        held = self.held
         out: dict[str, dict[int, queries.Section]] = {}
         for note_id in note_ids:
-            i = self.note_index.get(note_id)
-            if i is not None and self.sections[i]:
-                out[note_id] = self.sections[i]
+            i = held.note_index.get(note_id)
+            if i is not None and held.sections[i]:
+                out[note_id] = held.sections[i]
         return out
 
 

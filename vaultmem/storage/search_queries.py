@@ -165,7 +165,7 @@ def collection_stats(
 
 def term_postings(
     con: Connection, terms: list[str], notes: NoteFilter = NoteFilter(), *, columns_from: int
-) -> Any:
+) -> list[tuple[Any, ...]] | dict[str, Any]:
     """The postings of `terms` in the kept notes: `term` (its index in `terms`), `note_key`,
     `ord`, `tf`, `length`, `note_length` (`search.bm25.POSTING_COLUMNS`). Fewer than
     `columns_from` rows come as a list of tuples; more as numpy columns (a dict of arrays),
