@@ -233,9 +233,10 @@ class Vault:
         """The index held in memory for searches (`search/resident.py`), or None: SQL serves.
 
         The second search that finds the index file unchanged starts loading it in a thread
-        (`_loader`), as one more request on the shared reader; searches read SQL until it is
-        there. So a one-shot CLI's only search, the first searches after each write and an
-        agent that stores and searches in turn never wait for a load."""
+        (`_loader`), reading through its own cursor of the shared reader (a writer interrupts
+        it); searches read SQL until it is there. So a one-shot CLI's only search, the first
+        searches after each write and an agent that stores and searches in turn never wait for
+        a load."""
         assert self._reader is not None  # `_reading` made it
         signature = self._reader.signature
         if signature != self._signature:

@@ -85,6 +85,13 @@ SCOPE_ID = Param(
     metavar="ID",
     max_length=MAX_ID,
 )
+SCOPE_ID_FILTER = Param(
+    "scope_id",
+    "str",
+    "Only this session, project or agent id (default: any id).",
+    metavar="ID",
+    max_length=MAX_ID,
+)
 SCOPES_PARAM = Param(
     "scopes",
     "strs",
@@ -448,7 +455,7 @@ OPERATIONS: tuple[Operation, ...] = (
             ),
             VAULT,
             SCOPE,
-            SCOPE_ID,
+            SCOPE_ID_FILTER,
             _text(
                 "type", "Only notes of this frontmatter type.", metavar="TYPE", max_length=MAX_ID
             ),
@@ -1063,7 +1070,7 @@ OPERATIONS: tuple[Operation, ...] = (
             ),
             VAULT,
             Param("scope", "str", "This scope's topics.", choices=SCOPES, metavar="SCOPE"),
-            SCOPE_ID,
+            SCOPE_ID_FILTER,
             _text(
                 "folder",
                 "Export the notes of this mapped folder.",
