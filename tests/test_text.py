@@ -383,3 +383,16 @@ def test_import_compiles_no_mark_table_until_a_text_holds_a_mark() -> None:
         "assert t.tokenize('cafe\\u0301') == ['caf\\u00e9'] and t._full_word is not None\n"
     )
     subprocess.run([sys.executable, "-c", script], check=True)
+
+
+def test_mark_free_text_past_the_look_budget_compiles_the_full_pattern() -> None:
+    """Looking for marks is bounded: past the budget the full pattern serves, same terms."""
+    script = (
+        "from vaultmem.search import tokenizer as t\n"
+        "text = '\\u041f\\u0440\\u0438\\u0432\\u0435\\u0442 caf\\u00e9 \\u2014 ' * 100\n"
+        "first = t.tokenize(text)\n"
+        "while t._full_word is None:\n"
+        "    assert t.tokenize(text) == first\n"
+        "assert t._mark_look_left < len(text) and t.tokenize(text) == first\n"
+    )
+    subprocess.run([sys.executable, "-c", script], check=True)

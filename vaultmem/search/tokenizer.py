@@ -143,6 +143,12 @@ def _word_regex(word_char: str) -> re.Pattern[str]:
 # mark-free notes never pays it.
 _PLAIN_WORD = _word_regex(rf"[\w{_IGNORABLE}]")
 _full_word: re.Pattern[str] | None = None
+# Looking for a mark costs ~30 ns a character (`set(text)`), more than the match: a process
+# looks through this many characters of non-ASCII text, then compiles the full pattern once
+# (~10 ms) and stops looking. A cold one-note edit stays well within it; a build of a
+# non-Latin vault (Cyrillic has no marks either) pays the compile, not a look per text.
+_MARK_LOOK_BUDGET = 1 << 16
+_mark_look_left = _MARK_LOOK_BUDGET
 
 
 @functools.cache
@@ -157,13 +163,18 @@ def _holds_mark(text: str) -> bool:
 
 
 def _word_pattern(text: str) -> re.Pattern[str]:
-    """The pattern that finds the words of `text`: the plain one unless `text` holds a mark
-    (the same words either way). Once the full pattern is compiled it serves every text."""
-    global _full_word
+    """The pattern that finds the words of `text`: the plain one for ASCII text and, within
+    the look budget, for text holding no mark (the same words either way); else the full
+    one, which from then on serves every text."""
+    global _full_word, _mark_look_left
     if _full_word is not None:
         return _full_word
-    if not _holds_mark(text):
+    if text.isascii():
         return _PLAIN_WORD
+    if len(text) <= _mark_look_left:
+        _mark_look_left -= len(text)
+        if not _holds_mark(text):
+            return _PLAIN_WORD
     _full_word = _full_word_pattern()
     return _full_word
 
