@@ -730,7 +730,8 @@ class _Run:
                     problems=[*out.problems, *(survey.problems or ())],
                 )
                 writes.change_ids(con, ident.id_changes)
-                writes.record_journal(con, ident.journal)
+                if ident.journal != state.journal:  # else `meta` holds this digest already
+                    writes.record_journal(con, ident.journal)
                 search_rows.rekey_postings(con, list(ident.id_changes.values()))
                 writes.number_notes(
                     con, [(p.number, ident.ids[path]) for path, p in out.parsed.items()]
