@@ -28,7 +28,7 @@ that spells the word the same way up to Unicode compatibility forms, case and wo
 Speed: one regex `findall` over the text, then one dict lookup per word in a memo of analysed
 words (the analysis runs once per distinct word). On dwarvesf-brain (3.2 MB, 30k distinct
 words) CPython does 4-7 MB/s cold and 9-17 MB/s warm on one shared core, so 20 MB of notes take
-~2-4 s. Importing the module costs ~1 ms: the word pattern with the mark table (~10 ms to build)
+~2-4 s. Importing the module costs ~2 ms: the word pattern with the mark table (~10 ms to build)
 is compiled on the first text holding a combining mark.
 `TOKENIZER_VERSION` (kept in `models.py`) must be bumped whenever any output changes: the index
 records it and rebuilds on mismatch. Output also depends on the Unicode database of the running
