@@ -238,3 +238,28 @@ def test_a_repeated_heading_is_boilerplate_too(tmp_path: Path) -> None:
         (1,)
     ]
     assert vault.search("github note")[0].path == "Intro.md"
+
+
+@pytest.mark.parametrize("staged", [1, search_rows.FEW_STAGED_NOTES + 4])
+def test_an_incremental_run_finds_the_staged_sections_the_build_query_finds(
+    tmp_path: Path, staged: int
+) -> None:
+    """A few staged notes are filtered in Python, more in SQL: the same sections either way."""
+    vault = footer_vault(tmp_path / "vault", BOILERPLATE_NOTES + staged + 2)
+    con = store.connect(vault.config.index_path, read_only=False)
+    try:
+        con.execute(  # a note without the footer and `staged` notes with it
+            "CREATE TEMP TABLE note_numbers AS SELECT (row_number() OVER (ORDER BY path))::INTEGER"
+            " AS number, id AS note_id FROM notes WHERE path <> 'Editing pages.md'"
+            " ORDER BY path LIMIT $1",
+            [staged + 1],
+        )
+        lines = frozenset(
+            k for (k,) in con.execute("SELECT line_key FROM boilerplate_lines").fetchall()
+        )
+        assert lines
+        found = search_rows._few_staged_sections(con, lines)
+        expected = con.execute(search_rows._STAGED_SECTIONS, [sorted(lines)]).fetchall()
+    finally:
+        con.close()
+    assert found and sorted(found) == sorted(expected)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -335,3 +338,61 @@ def test_whitespace_ends_every_word(left: str, right: str) -> None:
     """Texts joined by a space give the terms of each in turn: no analysis reaches across a
     space, so a section's terms do not depend on its neighbours."""
     assert tokenize(left + " " + right) == tokenize(left) + tokenize(right)
+
+
+# --- the word pattern without the mark table ------------------------------------------------
+
+_ALPHABET = st.sampled_from(
+    [
+        *"aZ9_ -./'\n\u2019\u00e9\u0301\u093f\u0915\u0652\u0644\u00ad\u200c\u200d",
+        *"\ufe0f\uff0e\u6771\u0e01\u2014\U00011000",
+    ]
+)
+
+
+@given(st.one_of(st.text(), st.text(_ALPHABET)))
+def test_plain_word_pattern_finds_the_full_patterns_words(text: str) -> None:
+    """The tokenizer matches with `\\w` alone unless a text holds a mark: exactly the words
+    (spans included) the pattern with the mark table finds."""
+    from vaultmem.search import tokenizer
+
+    full = tokenizer._full_word_pattern()
+    chosen = tokenizer._PLAIN_WORD if not tokenizer._holds_mark(text) else full
+    spans = [m.span() for m in chosen.finditer(text)]
+    assert spans == [m.span() for m in full.finditer(text)]
+
+
+def test_a_mark_needs_the_full_pattern() -> None:
+    from vaultmem.search import tokenizer
+
+    text = "ki\u0301ll \u0915\u093f\u0924\u093e\u092c"
+    assert tokenizer._holds_mark(text) and not tokenizer._holds_mark("caf\u00e9 \u2014 don\u2019t")
+    assert tokenizer._PLAIN_WORD.findall(text) != tokenizer._full_word_pattern().findall(text)
+    assert tokenize(text) == ["kíll", "किताब"]
+
+
+def test_import_compiles_no_mark_table_until_a_text_holds_a_mark() -> None:
+    """A cold process tokenising ASCII text compiles neither the mark table nor the no-space
+    script classes (~10 ms of compiling together); mark-free text skips the mark table."""
+    script = (
+        "from vaultmem.search import tokenizer as t\n"
+        "t.tokenize('plain ASCII text, vault_root TestPagerOrder v1.2')\n"
+        "assert t._has_nospace.cache_info().misses == 0\n"
+        "t.word_spans('caf\\u00e9 \\u2014 x \\u6771\\u4eac')\n"
+        "assert t._full_word is None and t._full_word_pattern.cache_info().misses == 0\n"
+        "assert t.tokenize('cafe\\u0301') == ['caf\\u00e9'] and t._full_word is not None\n"
+    )
+    subprocess.run([sys.executable, "-c", script], check=True)
+
+
+def test_mark_free_text_past_the_look_budget_compiles_the_full_pattern() -> None:
+    """Looking for marks is bounded: past the budget the full pattern serves, same terms."""
+    script = (
+        "from vaultmem.search import tokenizer as t\n"
+        "text = '\\u041f\\u0440\\u0438\\u0432\\u0435\\u0442 caf\\u00e9 \\u2014 ' * 100\n"
+        "first = t.tokenize(text)\n"
+        "while t._full_word is None:\n"
+        "    assert t.tokenize(text) == first\n"
+        "assert t._mark_look_left < len(text) and t.tokenize(text) == first\n"
+    )
+    subprocess.run([sys.executable, "-c", script], check=True)

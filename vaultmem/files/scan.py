@@ -30,7 +30,6 @@ and after: a note that changed under the reader is reported `file_unstable` and 
 from __future__ import annotations
 
 import errno
-import hashlib
 import os
 import re
 import stat
@@ -38,6 +37,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import BinaryIO, NamedTuple
+
+# BLAKE2 is built into CPython: `hashlib` would load OpenSSL's bindings too (~11M instructions,
+# ~3 ms), paid by every reconcile, a no-op included.
+try:
+    from _blake2 import blake2b
+except ImportError:  # pragma: no cover - a Python built without its own BLAKE2
+    from hashlib import blake2b
 
 from vaultmem.config import Config
 from vaultmem.models import Problem
@@ -97,7 +103,7 @@ def is_dropping(name: str) -> bool:
 def content_hash(data: bytes) -> str:
     """A 32-hex-digit BLAKE2b digest: faster than SHA-256 in CPython, collision-safe for
     detecting renames and edits (this is not a security boundary)."""
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
+    return blake2b(data, digest_size=16).hexdigest()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -228,6 +234,8 @@ def scan_vault(config: Config) -> ScanResult:
     # The loop below runs once per file of the vault (100,000 in a large one): it keeps to
     # local names and C-level string tests, and stats only notes (DirEntry caches the lstat).
     ignoring_active = ignoring.active
+    # A named tuple's own `__new__` is Python code: `tuple.__new__` builds it at half the cost.
+    new_tuple = tuple.__new__
     long_name = MAX_PATH_BYTES // 4 - 1  # shorter absolute paths cannot reach the limit
     stack: list[tuple[str, str, bool]] = [(root, "", mapping_for("") is not None)]
     while stack:
@@ -237,7 +245,14 @@ def scan_vault(config: Config) -> ScanResult:
             with os.scandir(abs_dir) as entries:
                 for entry in entries:
                     name = entry.name
-                    if is_dropping(name):
+                    # `is_dropping` inlined but for its regex (~0.2 us a file).
+                    lower = name.lower()
+                    if (
+                        name[:1] == "."
+                        or name[:2] == "~$"
+                        or lower.endswith(_DROPPING_SUFFIXES)
+                        or ("onflict" in lower and is_dropping(name))
+                    ):
                         continue
                     rel = prefix + name
                     if not name.isascii() or dir_length + len(name) >= long_name:
@@ -257,7 +272,7 @@ def scan_vault(config: Config) -> ScanResult:
                             )
                         ):
                             st = entry.stat(follow_symlinks=False)
-                            notes.append(Fingerprint(rel, st.st_size, st.st_mtime_ns))
+                            notes.append(new_tuple(Fingerprint, (rel, st.st_size, st.st_mtime_ns)))
                     elif entry.is_dir(follow_symlinks=False):
                         if not (filtering and excluded(rel, name, folder=True)):
                             sub_mapped = mapped or mapping_for(rel) is not None

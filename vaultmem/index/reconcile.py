@@ -39,16 +39,22 @@ is rolled back by DuckDB's WAL on the next open.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import time
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import ExitStack
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, NamedTuple
+
+# BLAKE2 is built into CPython: `hashlib` would load OpenSSL's bindings too (~11M instructions,
+# ~3 ms), paid by every reconcile, a no-op included.
+try:
+    from _blake2 import blake2b
+except ImportError:  # pragma: no cover - a Python built without its own BLAKE2
+    from hashlib import blake2b
 
 from vaultmem import __version__
 from vaultmem.config import Config
@@ -116,7 +122,7 @@ def index_versions(config: Config) -> dict[str, str]:
         "parser_version": str(PARSER_VERSION),
         "tokenizer_version": f"{TOKENIZER_VERSION}-{config.search_language}",
         "vaultmem_version": __version__,
-        "config_digest": hashlib.blake2b(shape.encode(), digest_size=8).hexdigest(),
+        "config_digest": blake2b(shape.encode(), digest_size=8).hexdigest(),
         "embedding_model": _embedding_model(config),
     }
 
@@ -168,10 +174,12 @@ def reconcile(
 
 
 # -- the steps' values --------------------------------------------------------------------------
+# Named tuples, not dataclasses: every reconcile imports this module, a no-op included, and
+# building six frozen dataclasses took ~3 ms of its start-up (`dataclasses` compiles each
+# class's methods); these values live for one run and never leave it.
 
 
-@dataclass(frozen=True, slots=True)
-class State:
+class State(NamedTuple):
     """The index as read before deciding anything; `create` when it is built from nothing."""
 
     notes: dict[str, IndexedNote]
@@ -184,8 +192,7 @@ class State:
     """Digest of the rename journal the stored ids were assigned with (`plan.journal_digest`)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Survey:
+class Survey(NamedTuple):
     """The stat walk: note fingerprints and every file; `problems` None in paths mode, where
     `candidates` holds the paths looked at and `indexed` the index's notes among them.
     `digest` (`plan.survey_digest`) only for a walk of the whole vault."""
@@ -199,8 +206,7 @@ class Survey:
     digest: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Preparation:
+class Preparation(NamedTuple):
     """The workers' results: one record per note, and the files holding their rows."""
 
     by_path: dict[str, Prepared]
@@ -212,8 +218,7 @@ class Preparation:
     """Where DuckDB may spill during the load: inside the run's staging folder."""
 
 
-@dataclass(frozen=True, slots=True)
-class Outcomes:
+class Outcomes(NamedTuple):
     """What preparing the changed files found, against the plan."""
 
     changes: ChangeSet[Fingerprint]
@@ -226,8 +231,7 @@ class Outcomes:
     problems: tuple[Problem, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class Identities:
+class Identities(NamedTuple):
     ids: dict[str, str]
     id_changes: dict[str, str]
     """Unchanged notes whose id moved (a clash resolved differently): old id → new id."""
@@ -237,8 +241,7 @@ class Identities:
     """Digest of the rename journal these ids were assigned with."""
 
 
-@dataclass(frozen=True, slots=True)
-class LinkWork:
+class LinkWork(NamedTuple):
     added_files: frozenset[str]
     removed_files: frozenset[str]
     affected_keys: frozenset[str]
@@ -423,7 +426,7 @@ class _Run:
         `walk`: the whole vault's walk, already made."""
         if paths is not None and not state.create:
             return self.survey_paths(paths, state)
-        return replace(walk or self.walk(rebuild), indexed=dict(state.notes))
+        return (walk or self.walk(rebuild))._replace(indexed=dict(state.notes))
 
     def walk(self, rebuild: bool) -> Survey:
         """The stat walk of the whole vault, before the index is read (`indexed` empty)."""
@@ -730,7 +733,8 @@ class _Run:
                     problems=[*out.problems, *(survey.problems or ())],
                 )
                 writes.change_ids(con, ident.id_changes)
-                writes.record_journal(con, ident.journal)
+                if ident.journal != state.journal:  # else `meta` holds this digest already
+                    writes.record_journal(con, ident.journal)
                 search_rows.rekey_postings(con, list(ident.id_changes.values()))
                 writes.number_notes(
                     con, [(p.number, ident.ids[path]) for path, p in out.parsed.items()]

@@ -28,7 +28,8 @@ that spells the word the same way up to Unicode compatibility forms, case and wo
 Speed: one regex `findall` over the text, then one dict lookup per word in a memo of analysed
 words (the analysis runs once per distinct word). On dwarvesf-brain (3.2 MB, 30k distinct
 words) CPython does 4-7 MB/s cold and 9-17 MB/s warm on one shared core, so 20 MB of notes take
-~2-4 s. Importing the module costs ~20 ms (mark table, regex compile).
+~2-4 s. Importing the module costs ~2 ms: the word pattern with the mark table (~10 ms to build)
+is compiled on the first text holding a combining mark.
 `TOKENIZER_VERSION` (kept in `models.py`) must be bumped whenever any output changes: the index
 records it and rebuilds on mismatch. Output also depends on the Unicode database of the running
 Python (`\\w`, NFKC).
@@ -82,16 +83,26 @@ STOPWORDS: frozenset[str] = frozenset(_STOPWORD_LIST.split())
 Span = tuple[int, int, str]
 
 
+def _is_mark(c: int) -> bool:
+    """Whether code point `c` is in the mark table: a combining mark (Mn, Mc) of the BMP blocks
+    scanned, not a variation selector. `\\w` lacks them, yet Indic, Arabic or decomposed Latin
+    words need them; supplementary-plane marks (historic scripts) split words, the same way for
+    notes and queries."""
+    return (
+        (0x300 <= c < 0x3400 or 0xA000 <= c < 0xAC00 or 0xF900 <= c < 0x10000)
+        and not 0xFE00 <= c <= 0xFE0F
+        and unicodedata.category(chr(c)) in ("Mn", "Mc")
+    )
+
+
 def _mark_ranges() -> str:
-    """Character-class ranges of the combining marks (Mn, Mc) in the BMP, minus variation
-    selectors: `\\w` lacks them, yet Indic, Arabic or decomposed Latin words need them.
-    Scanning the BMP costs a few ms at import; supplementary-plane marks (historic scripts) split
-    words, the same way for notes and queries."""
+    """Character-class ranges of every mark of the table (`_is_mark`); scanning the BMP costs
+    a few ms, so only the first text holding a mark pays it (`_word_pattern`)."""
     marks = [
         c
         for lo, hi in ((0x300, 0x3400), (0xA000, 0xAC00), (0xF900, 0x10000))
         for c in range(lo, hi)
-        if unicodedata.category(chr(c)) in ("Mn", "Mc") and not 0xFE00 <= c <= 0xFE0F
+        if _is_mark(c)
     ]
     parts: list[str] = []
     start = prev = marks[0]
@@ -116,12 +127,72 @@ _NOSPACE_GROUPS = (
 _NOSPACE_CHARS = "".join(_NOSPACE_GROUPS)
 # Soft hyphen, ZWNJ, ZWJ: invisible, found inside words (Persian, hyphenated exports).
 _IGNORABLE = "\u00ad\u200c\u200d"
-_W = rf"[\w{_mark_ranges()}{_IGNORABLE}]"
 # Internal separators, full-width forms included (NFKC maps them to ASCII afterwards).
 _SEP = "[-./'\u2019\u2010\u2011\uff0d\uff0e\uff0f\uff07\uff3f]"
-_WORD = re.compile(rf"{_W}+(?:{_SEP}{_W}+)*")
-_HAS_NOSPACE = re.compile(f"[{_NOSPACE_CHARS}]")
-_SCRIPT_RUN = re.compile("|".join(f"[{g}]+" for g in _NOSPACE_GROUPS) + f"|[^{_NOSPACE_CHARS}]+")
+
+
+def _word_regex(word_char: str) -> re.Pattern[str]:
+    """Words: runs of `word_char` with single internal separators."""
+    return re.compile(rf"{word_char}+(?:{_SEP}{word_char}+)*")
+
+
+# The word pattern without the mark table: in a text holding no mark, `\w` and the ignorables
+# are all the word characters there are, so it finds exactly the words the full pattern finds.
+# Compiling the full one (hundreds of mark ranges, twice) and scanning the BMP for the table was
+# most of this module's import (~10 ms, 0.1G instructions): a cold one-note edit of ASCII or
+# mark-free notes never pays it.
+_PLAIN_WORD = _word_regex(rf"[\w{_IGNORABLE}]")
+_full_word: re.Pattern[str] | None = None
+# Looking for a mark costs ~30 ns a character (`set(text)`), more than the match: a process
+# looks through this many characters of non-ASCII text, then compiles the full pattern once
+# (~10 ms) and stops looking. A cold one-note edit stays well within it; a build of a
+# non-Latin vault (Cyrillic has no marks either) pays the compile, not a look per text.
+_MARK_LOOK_BUDGET = 1 << 16
+_mark_look_left = _MARK_LOOK_BUDGET
+
+
+@functools.cache
+def _full_word_pattern() -> re.Pattern[str]:
+    """The word pattern with the mark table: what a text holding a mark needs."""
+    return _word_regex(rf"[\w{_mark_ranges()}{_IGNORABLE}]")
+
+
+def _holds_mark(text: str) -> bool:
+    """Whether `text` holds a character of the mark table (one look per distinct character)."""
+    return not text.isascii() and any(c >= "\u0300" and _is_mark(ord(c)) for c in set(text))
+
+
+def _word_pattern(text: str) -> re.Pattern[str]:
+    """The pattern that finds the words of `text`: the plain one for ASCII text and, within
+    the look budget, for text holding no mark (the same words either way); else the full
+    one, which from then on serves every text."""
+    global _full_word, _mark_look_left
+    if _full_word is not None:
+        return _full_word
+    if text.isascii():
+        return _PLAIN_WORD
+    if len(text) <= _mark_look_left:
+        _mark_look_left -= len(text)
+        if not _holds_mark(text):
+            return _PLAIN_WORD
+    _full_word = _full_word_pattern()
+    return _full_word
+
+
+@functools.cache
+def _has_nospace() -> re.Pattern[str]:
+    """A character of a script without spaces. Compiled on first need, like `_script_run`:
+    the compiler fills its table one code point at a time (~28,000 for the Han ranges), ~3 ms
+    each, and an ASCII word never needs them."""
+    return re.compile(f"[{_NOSPACE_CHARS}]")
+
+
+@functools.cache
+def _script_run() -> re.Pattern[str]:
+    """A run of one no-space script group, or of anything else."""
+    return re.compile("|".join(f"[{g}]+" for g in _NOSPACE_GROUPS) + f"|[^{_NOSPACE_CHARS}]+")
+
+
 # Parts of an identifier: runs between `_ - . /`, except that a dot between digits joins.
 _PIECE = re.compile(r"(?:[^-_/.\u2010\u2011]|(?<=\d)\.(?=\d))+")
 _APOSTROPHES = re.compile("['\u2019\u02bc]")
@@ -240,21 +311,25 @@ class _Analyzer:
         if len(memo) > _MEMO_LIMIT:
             memo.clear()
         # findall, then one C-level dict lookup per word: no Python code runs for a known word.
-        return list(itertools.chain.from_iterable(map(memo.__getitem__, _WORD.findall(text))))
+        return list(
+            itertools.chain.from_iterable(map(memo.__getitem__, _word_pattern(text).findall(text)))
+        )
 
     def counts(self, text: str) -> Counter[str]:
         """How often each term of `text` occurs: `Counter(tokenize(text))` without the list."""
         memo = self._memo
         if len(memo) > _MEMO_LIMIT:
             memo.clear()
-        return Counter(itertools.chain.from_iterable(map(memo.__getitem__, _WORD.findall(text))))
+        return Counter(
+            itertools.chain.from_iterable(map(memo.__getitem__, _word_pattern(text).findall(text)))
+        )
 
     def spans(self, text: str) -> list[Span]:
         out: list[Span] = []
         memo = self._span_memo
         if len(memo) > _MEMO_LIMIT:
             memo.clear()
-        for m in _WORD.finditer(text):
+        for m in _word_pattern(text).finditer(text):
             base, raw = m.start(), m.group()
             spans = memo.get(raw)
             if spans is None:  # snippets tokenize hit sections on every query: memoize words
@@ -269,7 +344,7 @@ class _Analyzer:
         memo = self._span_memo
         if len(memo) > _MEMO_LIMIT:
             memo.clear()
-        for m in _WORD.finditer(text):
+        for m in _word_pattern(text).finditer(text):
             raw = m.group()
             spans = memo.get(raw)
             if spans is None:
@@ -282,12 +357,13 @@ class _Analyzer:
 
     def word(self, raw: str) -> list[Span]:
         """Terms of one regex word with offsets relative to it."""
-        if _HAS_NOSPACE.search(raw) is None:
+        if raw.isascii() or _has_nospace().search(raw) is None:
             return self._latin(raw)
         out: list[Span] = []
-        for m in _SCRIPT_RUN.finditer(raw):
+        has_nospace = _has_nospace()
+        for m in _script_run().finditer(raw):
             run, base = m.group(), m.start()
-            if _HAS_NOSPACE.match(run):
+            if has_nospace.match(run):
                 out += [(base + s, base + e, t) for s, e, t in _bigrams(run)]
             else:
                 out += [(base + s, base + e, t) for s, e, t in self._latin(run)]
@@ -302,7 +378,7 @@ class _Analyzer:
         whole = (left, left + len(word))
         if not word.isascii() and not unicodedata.is_normalized("NFKC", word):
             norm = unicodedata.normalize("NFKC", word)
-            if _WORD.fullmatch(norm) is None or _HAS_NOSPACE.search(norm):
+            if _word_pattern(norm).fullmatch(norm) is None or _has_nospace().search(norm):
                 # NFKC made punctuation or spaces (`⑴` -> `(1)`): analyse the normalised text,
                 # every term pointing at the whole original word.
                 return [(*whole, t) for t in self.tokenize(norm)]
