@@ -152,9 +152,10 @@ def stages(vault: Path, limit: int) -> dict[str, Any]:
     cpu: dict[str, float] = defaultdict(float)
     rows, lines = StagedRows(), list[str]()
     clock = time.process_time
+    folders: dict[str, str | None] = {}  # as a worker's chunk: each folder resolved once
     for number, fp in enumerate(notes):
         start = clock()
-        got = read_note_fingerprinted(config, fp.path)
+        got = read_note_fingerprinted(config, fp.path, folders)
         if not isinstance(got, tuple):
             continue
         data, read = got

@@ -126,7 +126,8 @@ class _Worker:
         rows = StagedRows()
         postings: list[str] = []
         embedded: list[tuple[int, str, Sequence[SearchDocument]]] = []
-        notes = [self.note(job, rows, postings, embedded) for job in jobs]
+        folders: dict[str, str | None] = {}  # real paths of the chunk's folders, once each
+        notes = [self.note(job, rows, postings, embedded, folders) for job in jobs]
         out = Path(self.context.out_dir)
         stem = f"chunk-{index:06d}"
         staged = rows.write(out, stem)
@@ -145,10 +146,11 @@ class _Worker:
         rows: StagedRows,
         postings: list[str],
         embedded: list[tuple[int, str, Sequence[SearchDocument]]],
+        folders: dict[str, str | None],
     ) -> Prepared:
         config = self.config
         path = job.path
-        got = read_note_fingerprinted(config, path)
+        got = read_note_fingerprinted(config, path, folders)
         if isinstance(got, Problem):
             return Prepared(job.number, path, "failed", problems=(got,))
         data, fp = got
