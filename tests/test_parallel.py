@@ -141,3 +141,14 @@ def test_a_fresh_build_stores_postings_in_term_order(vault: Config) -> None:
     stored = [t for (t,) in query(vault, "SELECT term FROM postings")]  # storage order
     assert len(stored) > 100
     assert stored == sorted(stored)
+
+
+def test_a_pooled_batch_ends_in_quarter_chunks() -> None:
+    """The last chunks are short, so that the workers finish close together."""
+    jobs = [parallel.Job(i, f"n{i}.md", 100, None) for i in range(40)]  # 4,000 bytes
+    alone = parallel.chunk_jobs(jobs, chunk_bytes=400)
+    pooled = parallel.chunk_jobs(jobs, chunk_bytes=400, workers=2)
+    assert [len(c) for c in alone] == [4] * 10
+    # the last TAPER_CHUNKS x 2 workers x 400 bytes (1,600) go in chunks of 100 bytes
+    assert [len(c) for c in pooled] == [4] * 6 + [1] * 16
+    assert [j for c in pooled for j in c] == jobs

@@ -254,7 +254,7 @@ def test_problems_of_a_note_that_failed_once_come_back_with_its_bytes(
     monkeypatch.setattr(
         parallel,
         "read_note_fingerprinted",
-        lambda config, path: scan.Problem(path, "file_unstable", "changed while read"),
+        lambda config, path, *_: scan.Problem(path, "file_unstable", "changed while read"),
     )
     os.utime(vault.root / "A.md", ns=(1, 1))  # same bytes, new fingerprint: read again
     reconcile(vault)

@@ -399,3 +399,39 @@ def test_read_note_permission_error_without_root(
     monkeypatch.setattr(scan.os, "open", deny)
     result = read_note(whole_vault(tmp_path), "locked.md")
     assert isinstance(result, Problem) and result.code == "file_unreadable"
+
+
+def test_a_batch_read_resolving_each_folder_once_answers_as_the_plain_read(
+    tmp_path: Path,
+) -> None:
+    """Workers read a chunk with a cache of folders' real paths: every case the plain read
+    tells apart (links in and out of the vault, through a folder link, dangling, gone, a
+    folder named like a note) gets the same answer, and each folder is resolved once."""
+    vault, outside = tmp_path / "vault", tmp_path / "outside"
+    make(outside, "o.md", "dir/x.md", text="outside\n")
+    make(vault, "t.md", "folder/n.md", "folder/m.md", text="inside\n")
+    (vault / "in.md").symlink_to(vault / "t.md")
+    (vault / "folder" / "up.md").symlink_to(vault / "t.md")
+    (vault / "out.md").symlink_to(outside / "o.md")
+    (vault / "dangling.md").symlink_to(vault / "nowhere.md")
+    (vault / "link").symlink_to(vault / "folder", target_is_directory=True)
+    (vault / "leak").symlink_to(outside / "dir", target_is_directory=True)
+    (vault / "dir.md").mkdir()
+    config = whole_vault(vault)
+    paths = [
+        "t.md", "in.md", "out.md", "dangling.md", "gone.md", "dir.md", "folder/n.md",
+        "folder/up.md", "link/m.md", "leak/x.md", "folder/m.md",
+    ]  # fmt: skip
+    folders: dict[str, str | None] = {}
+    for path in paths:
+        plain = scan.read_note_fingerprinted(config, path)
+        cached = scan.read_note_fingerprinted(config, path, folders)
+        if isinstance(plain, Problem):
+            assert cached == plain, path
+        else:
+            assert isinstance(cached, tuple) and cached[0] == plain[0], path
+            assert cached[1] == plain[1], path
+    assert isinstance(scan.read_note_fingerprinted(config, "leak/x.md", folders), Problem)
+    assert folders[str(vault / "leak")] is None  # outside: refused, never opened
+    assert folders[str(vault / "link")] == str(vault / "folder")
+    assert len(folders) == 4  # the root, folder, link, leak: each resolved once

@@ -127,7 +127,7 @@ def test_a_failed_read_leaves_no_record(vault: Config, monkeypatch: pytest.Monke
     monkeypatch.setattr(
         parallel,
         "read_note_fingerprinted",
-        lambda config, path: scan.Problem(path, "file_unstable", "changed while read"),
+        lambda config, path, *_: scan.Problem(path, "file_unstable", "changed while read"),
     )
     write(vault.root, "B.md", "# B\n\nbeta words, edited\n")
     reconcile(vault)

@@ -320,7 +320,7 @@ def test_a_note_still_being_written_is_read_again(
     real_read = parallel_module.read_note_fingerprinted
     reads: list[str] = []
 
-    def unstable_once(config: Any, rel: str) -> Any:
+    def unstable_once(config: Any, rel: str, *_: Any) -> Any:
         reads.append(rel)
         if rel == path and reads.count(rel) == 1:
             return Problem(rel, "file_unstable", "the file changed while it was read")

@@ -460,19 +460,48 @@ def read_note(config: Config, path: str) -> bytes | Problem:
     return got if isinstance(got, Problem) else got[0]
 
 
-def read_note_fingerprinted(config: Config, path: str) -> tuple[bytes, Fingerprint] | Problem:
-    """The note's bytes and the fingerprint of exactly those bytes, or the Problem."""
+_OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+"""O_NOFOLLOW: if the file is swapped for a link after realpath, the open fails (ELOOP).
+O_NONBLOCK: a FIFO swapped in opens without waiting for a writer (S_ISREG after the open)."""
+
+
+def read_note_fingerprinted(
+    config: Config, path: str, folders: dict[str, str | None] | None = None
+) -> tuple[bytes, Fingerprint] | Problem:
+    """The note's bytes and the fingerprint of exactly those bytes, or the Problem.
+
+    `folders`, when given, caches each folder's real path (None: outside the vault) across
+    calls: a batch of notes then resolves each folder once instead of `lstat`-ing every
+    component of every note's path (`os.path.realpath`). The note's own name is not resolved
+    through the cache: opening it with O_NOFOLLOW fails on a link, which then takes the
+    uncached way (a link to a note inside the vault is read, as without the cache). Give a
+    fresh dict per batch: a folder swapped for a link after it was cached is not seen again.
+    """
     abs_path = os.path.join(str(config.root), *path.split("/"))
     if len(os.fsencode(abs_path)) >= MAX_PATH_BYTES:
         return Problem(path, "file_unreadable", _PATH_TOO_LONG)
+    if folders is not None:
+        folder, _, name = abs_path.rpartition(os.sep)
+        try:
+            real_folder = folders[folder]
+        except KeyError:
+            real_folder = os.path.realpath(folder)
+            # the folder's own real path may be the root (a note at the top of the vault)
+            if not _inside(config, real_folder):
+                real_folder = None
+            folders[folder] = real_folder
+        if real_folder is not None:
+            try:
+                fd = os.open(os.path.join(real_folder, name), _OPEN_FLAGS)
+            except OSError:  # a link (ELOOP), gone, refused...: the uncached way says which
+                pass
+            else:
+                return _read_open(config, path, fd)
     real = os.path.realpath(abs_path)
     if not _inside(config, real):
         return Problem(path, "symlink_refused", "the path leads outside the vault")
     try:
-        # O_NOFOLLOW: if the file is swapped for a link after realpath, the open fails (ELOOP).
-        # O_NONBLOCK: a FIFO swapped in opens without waiting for a writer (S_ISREG below).
-        flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
-        fd = os.open(real, flags)
+        fd = os.open(real, _OPEN_FLAGS)
     except FileNotFoundError:
         return Problem(path, "file_vanished", "the file disappeared before it could be read")
     except PermissionError:
@@ -481,6 +510,11 @@ def read_note_fingerprinted(config: Config, path: str) -> tuple[bytes, Fingerpri
         if exc.errno == errno.ELOOP:
             return Problem(path, "symlink_refused", "the file was replaced by a symbolic link")
         return Problem(path, "file_unreadable", exc.strerror or str(exc))
+    return _read_open(config, path, fd)
+
+
+def _read_open(config: Config, path: str, fd: int) -> tuple[bytes, Fingerprint] | Problem:
+    """Read the note open at `fd` (closed here) and fingerprint the bytes read."""
     try:
         before = os.fstat(fd)
     except OSError as exc:

@@ -126,7 +126,8 @@ class _Worker:
         rows = StagedRows()
         postings: list[str] = []
         embedded: list[tuple[int, str, Sequence[SearchDocument]]] = []
-        notes = [self.note(job, rows, postings, embedded) for job in jobs]
+        folders: dict[str, str | None] = {}  # real paths of the chunk's folders, once each
+        notes = [self.note(job, rows, postings, embedded, folders) for job in jobs]
         out = Path(self.context.out_dir)
         stem = f"chunk-{index:06d}"
         staged = rows.write(out, stem)
@@ -145,10 +146,11 @@ class _Worker:
         rows: StagedRows,
         postings: list[str],
         embedded: list[tuple[int, str, Sequence[SearchDocument]]],
+        folders: dict[str, str | None],
     ) -> Prepared:
         config = self.config
         path = job.path
-        got = read_note_fingerprinted(config, path)
+        got = read_note_fingerprinted(config, path, folders)
         if isinstance(got, Problem):
             return Prepared(job.number, path, "failed", problems=(got,))
         data, fp = got
@@ -256,16 +258,33 @@ def pid_alive(pid: int) -> bool:
         return True
 
 
-def chunk_jobs(jobs: Sequence[Job], chunk_bytes: int = CHUNK_BYTES) -> list[list[Job]]:
-    """Runs of jobs of about `chunk_bytes` of Markdown each (sizes from the scan)."""
+TAPER_CHUNKS = 2
+"""Chunks per worker at the end of a pooled batch that are cut to a quarter of CHUNK_BYTES: a
+full chunk is ~0.25 s of CPU (10,000 generated notes), so with full chunks to the end one
+worker could sit idle that long while the other finishes; quarter chunks cut that wait to a
+quarter."""
+
+
+def chunk_jobs(
+    jobs: Sequence[Job], chunk_bytes: int = CHUNK_BYTES, workers: int = 1
+) -> list[list[Job]]:
+    """Runs of jobs of about `chunk_bytes` of Markdown each (sizes from the scan); with
+    `workers` > 1, the last TAPER_CHUNKS chunks' worth per worker in quarter-size runs."""
+    taper_from = sum(job.size for job in jobs) - TAPER_CHUNKS * workers * chunk_bytes
+    if workers < 2:
+        taper_from = -1  # never: one process has no one to wait for
     chunks: list[list[Job]] = [[]]
-    size = 0
+    size = done = 0
+    limit = chunk_bytes
     for job in jobs:
-        if size >= chunk_bytes:
+        if done >= taper_from >= 0:
+            limit = chunk_bytes // 4
+        if size >= limit:
             chunks.append([])
             size = 0
         chunks[-1].append(job)
         size += job.size
+        done += job.size
     return [c for c in chunks if c]
 
 
@@ -289,7 +308,8 @@ def prepare_all(
     `resolver` gives the caller's resolver over `context.files` for work done in this process
     (building one for 100,000 files is not free; the caller needs it again for the write).
     """
-    chunks = chunk_jobs(jobs)
+    pooled = worker_count() >= 2 and sum(job.size for job in jobs) >= PARALLEL_MIN_BYTES
+    chunks = chunk_jobs(jobs, workers=worker_count() if pooled else 1)
     results: dict[int, Chunk] = {}
     done = [0]
 
@@ -300,7 +320,7 @@ def prepare_all(
             progress(done[0], len(jobs))
 
     workers = min(worker_count(), len(chunks))
-    if workers >= 2 and sum(job.size for job in jobs) >= PARALLEL_MIN_BYTES:
+    if pooled and workers >= 2:
         # The pool's modules load only here: a one-note edit parses in this process.
         from concurrent.futures.process import BrokenProcessPool
 

@@ -296,6 +296,8 @@ class _Analyzer:
         self.fold: Callable[[str], str] = functools.lru_cache(maxsize=1 << 16)(self._fold)
         self._memo = _Memo(self._word_terms)
         self._span_memo: dict[str, tuple[Span, ...]] = {}
+        # an identifier's part -> its term, or () for none; parts recur across identifiers
+        self._part_terms: dict[str, tuple[str, ...]] = {}
 
     def _fold(self, word: str) -> str:
         return self._stem(_normalise(word))
@@ -397,10 +399,17 @@ class _Analyzer:
         return out
 
     def _emit(self, out: list[Span], word: str, start: int) -> None:
-        norm = _normalise(word)
-        # A word of marks alone (a stray accent, `ﹰ` after NFKC) carries no letter: skip it.
-        if norm not in STOPWORDS and any(c.isalnum() for c in norm):
-            out.append((start, start + len(word), self._stem(norm)))
+        terms = self._part_terms
+        term = terms.get(word)
+        if term is None:
+            if len(terms) > _MEMO_LIMIT:
+                terms.clear()
+            norm = _normalise(word)
+            # A word of marks alone (a stray accent, `ﹰ` after NFKC) carries no letter: none.
+            keep = norm not in STOPWORDS and any(c.isalnum() for c in norm)
+            term = terms[word] = (self._stem(norm),) if keep else ()
+        if term:
+            out.append((start, start + len(word), term[0]))
 
 
 def _maps_one_to_one(word: str) -> bool:
