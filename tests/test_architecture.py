@@ -18,7 +18,16 @@ LAYERS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     (
         "base",
         "shared values, errors and configuration; every package may use them",
-        ("__init__", "models", "errors", "config", "files.atomic", "files.names", "*.__init__"),
+        (
+            "__init__",
+            "models",
+            "errors",
+            "config",
+            "digest",
+            "files.atomic",
+            "files.names",
+            "*.__init__",
+        ),
     ),
     (
         "pure core",

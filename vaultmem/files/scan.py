@@ -38,14 +38,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import BinaryIO, NamedTuple
 
-# BLAKE2 is built into CPython: `hashlib` would load OpenSSL's bindings too (~11M instructions,
-# ~3 ms), paid by every reconcile, a no-op included.
-try:
-    from _blake2 import blake2b
-except ImportError:  # pragma: no cover - a Python built without its own BLAKE2
-    from hashlib import blake2b
-
 from vaultmem.config import Config
+from vaultmem.digest import blake2b
 from vaultmem.models import Problem
 
 NOTE_SUFFIX = ".md"

@@ -13,12 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Generic, NamedTuple, Protocol, TypeVar
 
-# BLAKE2 is built into CPython: `hashlib` would load OpenSSL's bindings too (~11M instructions,
-# ~3 ms), paid by every reconcile, a no-op included.
-try:
-    from _blake2 import blake2b
-except ImportError:  # pragma: no cover - a Python built without its own BLAKE2
-    from hashlib import blake2b
+from vaultmem.digest import blake2b
 
 
 class Stat(Protocol):

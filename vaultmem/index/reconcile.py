@@ -49,15 +49,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
-# BLAKE2 is built into CPython: `hashlib` would load OpenSSL's bindings too (~11M instructions,
-# ~3 ms), paid by every reconcile, a no-op included.
-try:
-    from _blake2 import blake2b
-except ImportError:  # pragma: no cover - a Python built without its own BLAKE2
-    from hashlib import blake2b
-
 from vaultmem import __version__
 from vaultmem.config import Config
+from vaultmem.digest import blake2b
 from vaultmem.errors import IndexUnavailableError, LockedError
 from vaultmem.files.lock import writer_lock
 from vaultmem.files.scan import Fingerprint, is_eligible_file, scan_paths, scan_vault

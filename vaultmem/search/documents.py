@@ -21,14 +21,13 @@ its link destinations and URLs (a footer's "Edit on GitHub" link names the note'
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from hashlib import blake2b as _blake2b
 from typing import cast
 
+from vaultmem.digest import blake2b
 from vaultmem.models import Note
 from vaultmem.search.tokenizer import DEFAULT_LANGUAGE, analyzer
 
@@ -120,7 +119,7 @@ def _line_key(line: str) -> int | None:
         norm = " ".join(line.split()).casefold()
         if _ALNUM.search(norm) is None:
             return None
-    return int.from_bytes(_blake2b(norm.encode(), digest_size=8).digest(), "big") >> 1
+    return int.from_bytes(blake2b(norm.encode(), digest_size=8).digest(), "big") >> 1
 
 
 def _keyed_lines(text: str) -> Iterator[tuple[str, int | None]]:
@@ -236,7 +235,7 @@ def _document(
 
 def note_key(note_id: str) -> int:
     """The integer key of a note in `postings`: 63 bits of BLAKE2b of its id (stable)."""
-    digest = hashlib.blake2b(note_id.encode("utf-8"), digest_size=8).digest()
+    digest = blake2b(note_id.encode("utf-8"), digest_size=8).digest()
     return int.from_bytes(digest, "big") >> 1
 
 
