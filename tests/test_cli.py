@@ -579,3 +579,19 @@ def test_docs_link_only_to_files_in_the_repository() -> None:
     for doc in [root / "README.md", *sorted((root / "docs").glob("*.md"))]:
         text = doc.read_text(encoding="utf-8")
         assert "/work/" not in text and "](../../" not in text, doc.name
+
+
+def test_the_demo_prints_what_the_readme_shows(cli: Cli, example_vault: Path) -> None:
+    """`make demo`'s output as the README prints it (times aside): the status and the first
+    search hit, whose section under the note's own H1 is not named twice."""
+    readme = (EXAMPLE_VAULT.parent / "README.md").read_text(encoding="utf-8")
+    shown = readme.split("`make demo` prints", 1)[1].split("```\n", 1)[1].split("```", 1)[0]
+    printed = [line for line in shown.splitlines() if line != "…"]
+    vault = str(example_vault)
+    code, out, _ = cli("reconcile", "--vault", vault)
+    assert code == 0
+    assert out.split(";")[:2] == printed[0].split(";")[:2]  # the counts; the seconds vary
+    _, status, _ = cli("status", "--vault", vault)
+    _, search, _ = cli("search", "how do I run the tests", "--limit", "3", "--vault", vault)
+    assert printed[1] in status.splitlines()
+    assert search.splitlines()[0] == printed[2]

@@ -408,7 +408,8 @@ def _search_text(result: contract.Hits, args: dict[str, Any]) -> None:
     if not result.hits:
         return output.line("No notes match.")
     for i, hit in enumerate(result.hits, 1):
-        where = f" › {hit.heading}" if hit.heading else ""
+        # The section under the note's own H1 is named by the title already.
+        where = f" › {hit.heading}" if hit.heading and hit.heading != hit.title else ""
         _ranked_hit(
             i,
             hit.title,
