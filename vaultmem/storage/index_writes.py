@@ -18,6 +18,7 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +38,7 @@ class IndexState:
     """
 
     notes: list[tuple[str, str, int, int, str, str | None]]
-    files: set[str]
+    files: frozenset[str]
     scan_problems: set[tuple[str, str, str]]
     problem_count: int
     journal: str | None
@@ -47,7 +48,7 @@ def read_state(con: Connection, scan_codes: Sequence[str]) -> IndexState:
     notes = con.execute(
         "SELECT path, id, size, mtime_ns, content_hash, claimed_id FROM notes"
     ).fetchall()
-    files = {p for (p,) in con.execute("SELECT path FROM files").fetchall()}
+    files = frozenset(map(itemgetter(0), con.execute("SELECT path FROM files").fetchall()))
     problems = con.execute(
         "SELECT path, code, message FROM problems WHERE code IN (SELECT unnest($1::VARCHAR[]))",
         [list(scan_codes)],

