@@ -34,7 +34,6 @@ import os
 import re
 import stat
 from collections.abc import Iterable
-from dataclasses import dataclass
 from functools import lru_cache
 from operator import itemgetter
 from typing import BinaryIO, NamedTuple
@@ -75,9 +74,11 @@ class Fingerprint(NamedTuple):
     mtime_ns: int
 
 
-@dataclass(frozen=True, slots=True)
-class ScanResult:
-    """`notes`: eligible notes in mapped folders; `files`: every visible file (notes included)."""
+class ScanResult(NamedTuple):
+    """`notes`: eligible notes in mapped folders; `files`: every visible file (notes included).
+
+    Named tuples here, not dataclasses, which compile their methods from source at import:
+    every run, a no-op included, imports this module."""
 
     notes: tuple[Fingerprint, ...]
     files: tuple[str, ...]
@@ -105,8 +106,7 @@ def content_hash(data: bytes) -> str:
 # Exclusions
 
 
-@dataclass(frozen=True, slots=True)
-class _Exclusions:
+class _Exclusions(NamedTuple):
     """Compiled `Config.exclude`: anchored patterns test the whole path, name patterns one name.
 
     Folders are tested as `path/` against regexes so that Obsidian prefix filters written with a

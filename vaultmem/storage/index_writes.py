@@ -16,11 +16,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from operator import itemgetter
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from vaultmem.models import Block, Heading, Problem
 from vaultmem.search.documents import note_key
@@ -28,13 +27,13 @@ from vaultmem.storage.rows import COLUMNS, NOTE_KEY, NOTE_TABLES, STAGED_COLUMNS
 from vaultmem.storage.store import Batch, Connection, delete_where_in, load, new_batch
 
 
-@dataclass(frozen=True, slots=True)
-class IndexState:
+class IndexState(NamedTuple):
     """What reconcile reads of the index before deciding anything.
 
     `notes` rows are (path, id, size, mtime_ns, content_hash, claimed_id); `scan_problems`
     the stored problems a scan (not a parse) can produce, to tell a no-op from a change;
     `journal` the digest of the rename journal the ids were assigned with (`record_journal`).
+    A named tuple: a dataclass would compile its methods from source at every run's import.
     """
 
     notes: list[tuple[str, str, int, int, str, str | None]]

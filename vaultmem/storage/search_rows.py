@@ -30,9 +30,8 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from vaultmem.search.documents import (
     BOILERPLATE_NOTES,
@@ -155,8 +154,7 @@ def _read_postings(max_line_bytes: int) -> str:
     )
 
 
-@dataclass(frozen=True, slots=True)
-class _Rescore:
+class _Rescore(NamedTuple):
     """How to re-score sections: the stemmer language, and where re-scored staged postings
     go as TSV (the workers' staging folder; None: no staged postings this run)."""
 
