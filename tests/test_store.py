@@ -141,3 +141,19 @@ def test_held_reader_is_reused_until_released(tmp_path: Path) -> None:
         pass
     assert wait_closed(short)
     reader.close()
+
+
+def test_delete_where_in_deletes_one_value_or_many(tmp_path: Path) -> None:
+    """One value is compared in the scan, several are joined: both delete exactly those rows."""
+    con = store.connect(tmp_path / "t.duckdb", read_only=False)
+    try:
+        con.execute("CREATE TABLE t (k VARCHAR, v INTEGER)")
+        con.execute("INSERT INTO t SELECT 'k' || (i % 5), i FROM range(20) r(i)")
+        store.delete_where_in(con, "t", "k", [])
+        store.delete_where_in(con, "t", "k", ["k1"])
+        store.delete_where_in(con, "t", "k", ["k3", "k4", "nope"])
+        left = con.execute("SELECT DISTINCT k FROM t ORDER BY k").fetchall()
+        assert left == [("k0",), ("k2",)]
+        assert con.execute("SELECT count(*) FROM t").fetchone() == (8,)
+    finally:
+        con.close()

@@ -34,8 +34,8 @@ import os
 import re
 import stat
 from collections.abc import Iterable
-from dataclasses import dataclass
 from functools import lru_cache
+from operator import itemgetter
 from typing import BinaryIO, NamedTuple
 
 from vaultmem.config import Config
@@ -74,9 +74,11 @@ class Fingerprint(NamedTuple):
     mtime_ns: int
 
 
-@dataclass(frozen=True, slots=True)
-class ScanResult:
-    """`notes`: eligible notes in mapped folders; `files`: every visible file (notes included)."""
+class ScanResult(NamedTuple):
+    """`notes`: eligible notes in mapped folders; `files`: every visible file (notes included).
+
+    Named tuples here, not dataclasses, which compile their methods from source at import:
+    every run, a no-op included, imports this module."""
 
     notes: tuple[Fingerprint, ...]
     files: tuple[str, ...]
@@ -104,8 +106,7 @@ def content_hash(data: bytes) -> str:
 # Exclusions
 
 
-@dataclass(frozen=True, slots=True)
-class _Exclusions:
+class _Exclusions(NamedTuple):
     """Compiled `Config.exclude`: anchored patterns test the whole path, name patterns one name.
 
     Folders are tested as `path/` against regexes so that Obsidian prefix filters written with a
@@ -298,11 +299,14 @@ def scan_vault(config: Config) -> ScanResult:
                 Problem(printable(prefix.rstrip("/") or "."), "file_unreadable", message)
             )
     problems.extend(_missing_folders(config))
-    notes.sort()
+    notes.sort(key=_note_path)  # paths are unique: comparing them alone sorts ~2x faster
     files.sort()
     problems.sort(key=lambda p: (p.path, p.code))
     return ScanResult(tuple(notes), tuple(files), tuple(problems))
 
+
+_note_path = itemgetter(0)
+"""A `Fingerprint`'s path, as a sort key."""
 
 MAX_PATH_BYTES = 4096
 """Linux's PATH_MAX: a longer absolute path cannot be opened (ENAMETOOLONG)."""

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from array import array
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Generic, NamedTuple, Protocol, TypeVar
+from collections.abc import Iterable, Iterator, KeysView, Mapping, Sequence
+from itertools import filterfalse
+from operator import itemgetter
+from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
 from vaultmem.digest import blake2b
 
@@ -28,14 +29,14 @@ class Stat(Protocol):
     def mtime_ns(self) -> int: ...
 
 
-F = TypeVar("F", bound=Stat)
+F = TypeVar("F", bound=tuple[str, int, int])
+"""A scanned note as the tuple (path, size, mtime_ns): `scan.Fingerprint` is one."""
 
 
 class IndexedNote(NamedTuple):
     """What the index remembers of a note: enough to decide whether to look at it again.
 
-    A named tuple, not a dataclass: reconcile makes one per indexed note from a fetched row
-    (100,000 in a large vault), and a tuple is built at half the cost."""
+    `IndexedNotes` builds one only for a note a run asks about."""
 
     path: str
     id: str
@@ -45,9 +46,62 @@ class IndexedNote(NamedTuple):
     claimed_id: str | None
 
 
-@dataclass(frozen=True, slots=True)
-class ChangeSet(Generic[F]):
-    """The difference between the index and the vault, before any file is read."""
+class IndexedNotes(Mapping[str, IndexedNote]):
+    """Every indexed note, by path, kept as the columns the index returned.
+
+    A one-note edit reads all 10,000 notes of a vault but looks at a handful: building an
+    `IndexedNote` per fetched row cost ~10 ms there, so the rows stay in C-level structures
+    (column tuples, a path → row dict, a set of fingerprints) and a note's object is built
+    only when it is asked for. It never changes once built.
+    """
+
+    __slots__ = ("_claims", "_fps", "_hashes", "_ids", "_mtimes", "_paths", "_row", "_sizes")
+
+    def __init__(self, rows: Sequence[tuple[str, str, int, int, str, str | None]]) -> None:
+        """`rows`: (path, id, size, mtime_ns, content_hash, claimed_id) per note."""
+        columns: list[tuple[Any, ...]] = list(zip(*rows, strict=True)) or [()] * 6
+        self._paths, self._ids, self._sizes, self._mtimes, self._hashes, self._claims = columns
+        self._row = dict(zip(self._paths, range(len(self._paths)), strict=True))
+        self._fps: frozenset[tuple[str, int, int]] | None = None
+
+    def __getitem__(self, path: str) -> IndexedNote:
+        i = self._row[path]
+        return IndexedNote(
+            path, self._ids[i], self._sizes[i], self._mtimes[i], self._hashes[i], self._claims[i]
+        )
+
+    def __contains__(self, path: object) -> bool:
+        return path in self._row
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._paths)
+
+    def __len__(self) -> int:
+        return len(self._paths)
+
+    def keys(self) -> KeysView[str]:
+        return self._row.keys()  # a dict's view: set operations on it run in C
+
+    def fingerprints(self) -> frozenset[tuple[str, int, int]]:
+        """Every note's (path, size, mtime_ns), as the scan's `Fingerprint` tuples compare."""
+        if self._fps is None:
+            self._fps = frozenset(zip(self._paths, self._sizes, self._mtimes, strict=True))
+        return self._fps
+
+    def ids(self) -> dict[str, str]:
+        """{path: id} of every note."""
+        return dict(zip(self._paths, self._ids, strict=True))
+
+    def only(self, paths: Iterable[str]) -> IndexedNotes:
+        """The notes at these paths (a path not indexed is skipped)."""
+        return IndexedNotes([self[p] for p in sorted(paths) if p in self._row])
+
+
+class ChangeSet(NamedTuple, Generic[F]):
+    """The difference between the index and the vault, before any file is read.
+
+    A named tuple, as the other values of one run here: a dataclass compiles its methods
+    from source when its module is imported, ~0.5 ms of every run's start-up each."""
 
     new: tuple[F, ...]
     suspect: tuple[F, ...]
@@ -55,27 +109,24 @@ class ChangeSet(Generic[F]):
     unchanged: tuple[str, ...]
 
 
-def plan_changes(indexed: Mapping[str, IndexedNote], scanned: Iterable[F]) -> ChangeSet[F]:
-    """Compare (size, mtime_ns) fingerprints; only `new` and `suspect` files get read."""
-    new: list[F] = []
-    suspect: list[F] = []
-    unchanged: list[str] = []
-    seen: set[str] = set()
-    for fp in scanned:
-        seen.add(fp.path)
-        known = indexed.get(fp.path)
-        if known is None:
-            new.append(fp)
-        elif known.size != fp.size or known.mtime_ns != fp.mtime_ns:
-            suspect.append(fp)
-        else:
-            unchanged.append(fp.path)
-    gone = [note for path, note in indexed.items() if path not in seen]
-    return ChangeSet(tuple(new), tuple(suspect), tuple(sorted(gone, key=_path)), tuple(unchanged))
+def plan_changes(indexed: IndexedNotes, scanned: Sequence[F]) -> ChangeSet[F]:
+    """Compare (size, mtime_ns) fingerprints; only `new` and `suspect` files get read.
 
-
-def _path(note: IndexedNote) -> str:
-    return note.path
+    Nearly every note is unchanged, and a Python loop over all of them cost ~8 ms of a
+    one-note edit at 10,000 notes: the passes over every note run in C (`filterfalse` over
+    set lookups of whole fingerprint tuples); Python looks only at the few that moved.
+    """
+    known = indexed.fingerprints()
+    moved = list(filterfalse(known.__contains__, scanned))
+    new = tuple(fp for fp in moved if fp[0] not in indexed)
+    suspect = tuple(fp for fp in moved if fp[0] in indexed)
+    moved_paths = {fp[0] for fp in moved}
+    unchanged = tuple(filterfalse(moved_paths.__contains__, map(itemgetter(0), scanned)))
+    gone: list[IndexedNote] = []
+    if len(scanned) - len(new) != len(indexed):  # else every indexed path was scanned
+        missing = indexed.keys() - set(map(itemgetter(0), scanned))
+        gone = [indexed[p] for p in sorted(missing)]
+    return ChangeSet(new, suspect, tuple(gone), unchanged)
 
 
 def pair_renames(

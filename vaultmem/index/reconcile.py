@@ -59,6 +59,7 @@ from vaultmem.index.journal import append_renames, read_renames
 from vaultmem.index.plan import (
     ChangeSet,
     IndexedNote,
+    IndexedNotes,
     assign_ids,
     journal_digest,
     pair_renames,
@@ -176,7 +177,7 @@ def reconcile(
 class State(NamedTuple):
     """The index as read before deciding anything; `create` when it is built from nothing."""
 
-    notes: dict[str, IndexedNote]
+    notes: IndexedNotes
     files: frozenset[str]
     scan_problems: frozenset[tuple[str, str, str]]
     problem_count: int
@@ -196,7 +197,7 @@ class Survey(NamedTuple):
     files: frozenset[str]
     problems: tuple[Problem, ...] | None
     candidates: frozenset[str] | None
-    indexed: dict[str, IndexedNote]
+    indexed: IndexedNotes
     digest: str | None = None
 
 
@@ -379,7 +380,7 @@ class _Run:
         self.corrupt = None
         if token is None:
             token = index_token(path)
-        empty = State({}, frozenset(), frozenset(), 0, token, create=True)
+        empty = State(IndexedNotes(()), frozenset(), frozenset(), 0, token, create=True)
         if rebuild or not path.exists():
             return empty
         own = con is None
@@ -402,10 +403,9 @@ class _Run:
         finally:
             if own:
                 con.close()
-        notes = {r[0]: IndexedNote._make(r) for r in read.notes}
         return State(
-            notes,
-            frozenset(read.files),
+            IndexedNotes(read.notes),
+            read.files,
             frozenset(read.scan_problems),
             read.problem_count,
             token,
@@ -420,7 +420,7 @@ class _Run:
         `walk`: the whole vault's walk, already made."""
         if paths is not None and not state.create:
             return self.survey_paths(paths, state)
-        return (walk or self.walk(rebuild))._replace(indexed=dict(state.notes))
+        return (walk or self.walk(rebuild))._replace(indexed=state.notes)
 
     def walk(self, rebuild: bool) -> Survey:
         """The stat walk of the whole vault, before the index is read (`indexed` empty)."""
@@ -429,7 +429,8 @@ class _Run:
         digest = survey_digest(
             scan.notes, scan.files, [(p.path, p.code, p.message) for p in scan.problems]
         )
-        return Survey(mode, scan.notes, frozenset(scan.files), scan.problems, None, {}, digest)
+        empty = IndexedNotes(())
+        return Survey(mode, scan.notes, frozenset(scan.files), scan.problems, None, empty, digest)
 
     def steady(self, walk: Survey) -> ReconcileReport | None:
         """The no-op report when the walk equals the last one the index agreed with, and the
@@ -472,7 +473,7 @@ class _Run:
                 files.add(path)
             else:
                 files.discard(path)
-        indexed = {p: n for p, n in state.notes.items() if p in candidates}
+        indexed = state.notes.only(candidates)
         return Survey(
             "paths", tuple(present), frozenset(files), None, frozenset(candidates), indexed
         )
@@ -605,7 +606,7 @@ class _Run:
             # Ids are a function of the live paths, their claims and the journal: all three
             # as the stored ids were assigned, so those stand (a one-note edit, a touch).
             return Identities(
-                {path: known.id for path, known in state.notes.items()},
+                state.notes.ids(),
                 {},
                 new_renames,
                 frozenset(indexed[p].id for p in out.parsed),

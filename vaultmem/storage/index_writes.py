@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime
+from operator import itemgetter
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from vaultmem.models import Block, Heading, Problem
 from vaultmem.search.documents import note_key
@@ -27,17 +27,17 @@ from vaultmem.storage.rows import COLUMNS, NOTE_KEY, NOTE_TABLES, STAGED_COLUMNS
 from vaultmem.storage.store import Batch, Connection, delete_where_in, load, new_batch
 
 
-@dataclass(frozen=True, slots=True)
-class IndexState:
+class IndexState(NamedTuple):
     """What reconcile reads of the index before deciding anything.
 
     `notes` rows are (path, id, size, mtime_ns, content_hash, claimed_id); `scan_problems`
     the stored problems a scan (not a parse) can produce, to tell a no-op from a change;
     `journal` the digest of the rename journal the ids were assigned with (`record_journal`).
+    A named tuple: a dataclass would compile its methods from source at every run's import.
     """
 
     notes: list[tuple[str, str, int, int, str, str | None]]
-    files: set[str]
+    files: frozenset[str]
     scan_problems: set[tuple[str, str, str]]
     problem_count: int
     journal: str | None
@@ -47,7 +47,7 @@ def read_state(con: Connection, scan_codes: Sequence[str]) -> IndexState:
     notes = con.execute(
         "SELECT path, id, size, mtime_ns, content_hash, claimed_id FROM notes"
     ).fetchall()
-    files = {p for (p,) in con.execute("SELECT path FROM files").fetchall()}
+    files = frozenset(map(itemgetter(0), con.execute("SELECT path FROM files").fetchall()))
     problems = con.execute(
         "SELECT path, code, message FROM problems WHERE code IN (SELECT unnest($1::VARCHAR[]))",
         [list(scan_codes)],

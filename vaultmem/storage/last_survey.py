@@ -21,8 +21,8 @@ from __future__ import annotations
 import json
 import os
 from contextlib import suppress
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 RECORD_NAME = "last-survey.json"
 
@@ -30,8 +30,10 @@ IndexToken = tuple[tuple[int, int, int] | None, ...]
 """(inode, size, mtime_ns) of the index file and of its WAL, None for a missing file."""
 
 
-@dataclass(frozen=True, slots=True)
-class LastSurvey:
+class LastSurvey(NamedTuple):
+    """A named tuple, not a dataclass: a no-op run imports this module, and a dataclass
+    compiles its methods from source at import."""
+
     token: IndexToken
     versions: dict[str, str]
     digest: str

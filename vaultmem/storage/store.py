@@ -351,8 +351,13 @@ def load(con: Connection, batch: Batch) -> None:
 
 
 def delete_where_in(con: Connection, table: str, column: str, values: Sequence[str]) -> None:
-    """Delete the rows whose `column` is in `values`, as one statement."""
-    if values:
+    """Delete the rows whose `column` is in `values`, as one statement.
+
+    One value (a one-note edit) is compared in the scan itself, a list joins its unnested
+    values: the join's set-up cost ~0.3 ms more a table, nine tables an edit."""
+    if len(values) == 1:
+        con.execute(f"DELETE FROM {table} WHERE {column} = $1", [values[0]])
+    elif values:
         con.execute(
             f"DELETE FROM {table} WHERE {column} IN (SELECT unnest($1::VARCHAR[]))", [list(values)]
         )

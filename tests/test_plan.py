@@ -1,0 +1,95 @@
+"""The planner's comparison of the index with the walk: `IndexedNotes` and `plan_changes`.
+
+`plan_changes` runs its passes over every note as set lookups in C; these tests hold it to
+the plain loop it replaced, on generated indexes and walks.
+"""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from vaultmem.files.scan import Fingerprint
+from vaultmem.index.plan import ChangeSet, IndexedNote, IndexedNotes, plan_changes
+
+Row = tuple[str, str, int, int, str, str | None]
+
+
+def _row(path: str, size: int = 10, mtime_ns: int = 1_700_000_000_000_000_000) -> Row:
+    return (path, "n-" + path, size, mtime_ns, "h-" + path, None)
+
+
+def _reference(rows: list[Row], scanned: list[Fingerprint]) -> ChangeSet[Fingerprint]:
+    """The plain loop: what `plan_changes` must answer."""
+    indexed = {r[0]: IndexedNote(*r) for r in rows}
+    new, suspect, unchanged = [], [], []
+    for fp in scanned:
+        known = indexed.get(fp.path)
+        if known is None:
+            new.append(fp)
+        elif (known.size, known.mtime_ns) != (fp.size, fp.mtime_ns):
+            suspect.append(fp)
+        else:
+            unchanged.append(fp.path)
+    seen = {fp.path for fp in scanned}
+    gone = sorted((n for p, n in indexed.items() if p not in seen), key=lambda n: n.path)
+    return ChangeSet(tuple(new), tuple(suspect), tuple(gone), tuple(unchanged))
+
+
+def test_plan_sorts_the_walk_into_new_suspect_unchanged_and_gone() -> None:
+    rows = [_row("a.md"), _row("b.md"), _row("c.md"), _row("d.md", size=4)]
+    scanned = [
+        Fingerprint("a.md", 10, 1_700_000_000_000_000_000),  # unchanged
+        Fingerprint("b.md", 11, 1_700_000_000_000_000_000),  # size moved
+        Fingerprint("c.md", 10, 1_700_000_000_000_000_001),  # mtime moved
+        Fingerprint("e.md", 10, 1_700_000_000_000_000_000),  # new
+    ]
+    changes = plan_changes(IndexedNotes(rows), scanned)
+    assert changes.new == (scanned[3],)
+    assert changes.suspect == (scanned[1], scanned[2])
+    assert changes.unchanged == ("a.md",)
+    assert changes.gone == (IndexedNote(*_row("d.md", size=4)),)
+
+
+def test_plan_of_an_unchanged_vault_finds_nothing_to_read() -> None:
+    rows = [_row(f"n{i}.md", size=i) for i in range(50)]
+    scanned = [Fingerprint(r[0], r[2], r[3]) for r in rows]
+    changes = plan_changes(IndexedNotes(rows), scanned)
+    assert (changes.new, changes.suspect, changes.gone) == ((), (), ())
+    assert changes.unchanged == tuple(r[0] for r in rows)
+
+
+_paths = st.sampled_from([f"f{i}.md" for i in range(12)])
+_fingerprint = st.tuples(st.integers(0, 2), st.integers(0, 2))
+
+
+@given(
+    st.dictionaries(_paths, _fingerprint),
+    st.dictionaries(_paths, _fingerprint),
+)
+def test_plan_equals_the_plain_loop(
+    indexed: dict[str, tuple[int, int]], walk: dict[str, tuple[int, int]]
+) -> None:
+    rows = [_row(p, s, m) for p, (s, m) in indexed.items()]
+    scanned = sorted(Fingerprint(p, s, m) for p, (s, m) in walk.items())
+    assert plan_changes(IndexedNotes(rows), scanned) == _reference(rows, scanned)
+
+
+def test_indexed_notes_answer_as_a_mapping_of_notes() -> None:
+    rows = [_row("b.md"), _row("a.md", size=3), ("c.md", "n-x", 1, 2, "h", "claimed")]
+    notes = IndexedNotes(rows)
+    assert len(notes) == 3
+    assert list(notes) == ["b.md", "a.md", "c.md"]
+    assert notes["a.md"] == IndexedNote(*_row("a.md", size=3))
+    assert notes["c.md"].claimed_id == "claimed"
+    assert "a.md" in notes and "z.md" not in notes
+    assert notes.get("z.md") is None
+    assert notes.ids() == {"b.md": "n-b.md", "a.md": "n-a.md", "c.md": "n-x"}
+    assert notes.fingerprints() == {("b.md", 10, r[3]) for r in rows[:1]} | {
+        ("a.md", 3, rows[1][3]),
+        ("c.md", 1, 2),
+    }
+    only = notes.only(["c.md", "a.md", "z.md"])
+    assert dict(only) == {"a.md": notes["a.md"], "c.md": notes["c.md"]}
+    empty = IndexedNotes(())
+    assert len(empty) == 0 and empty.ids() == {} and not empty.fingerprints()
