@@ -240,14 +240,7 @@ def scan_vault(config: Config) -> ScanResult:
             with os.scandir(abs_dir) as entries:
                 for entry in entries:
                     name = entry.name
-                    # `is_dropping` inlined but for its regex (~0.2 us a file).
-                    lower = name.lower()
-                    if (
-                        name[:1] == "."
-                        or name[:2] == "~$"
-                        or lower.endswith(_DROPPING_SUFFIXES)
-                        or ("onflict" in lower and is_dropping(name))
-                    ):
+                    if is_dropping(name):
                         continue
                     rel = prefix + name
                     if not name.isascii() or dir_length + len(name) >= long_name:
