@@ -42,7 +42,7 @@ import itertools
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Callable, Container
+from collections.abc import Callable, Container, Iterator
 
 from vaultmem.config import DEFAULT_SEARCH_LANGUAGE, SEARCH_LANGUAGES
 from vaultmem.models import TOKENIZER_VERSION
@@ -308,23 +308,22 @@ class _Analyzer:
             return () if word in STOPWORDS else (self._stem(word),)
         return tuple(term for _, _, term in self.word(raw))
 
-    def tokenize(self, text: str) -> list[str]:
+    def _terms(self, text: str) -> Iterator[str]:
+        """The terms of `text`, lazily: findall, then one C-level dict lookup per word, so no
+        Python code runs for a word already analysed."""
         memo = self._memo
         if len(memo) > _MEMO_LIMIT:
             memo.clear()
-        # findall, then one C-level dict lookup per word: no Python code runs for a known word.
-        return list(
-            itertools.chain.from_iterable(map(memo.__getitem__, _word_pattern(text).findall(text)))
+        return itertools.chain.from_iterable(
+            map(memo.__getitem__, _word_pattern(text).findall(text))
         )
+
+    def tokenize(self, text: str) -> list[str]:
+        return list(self._terms(text))
 
     def counts(self, text: str) -> Counter[str]:
         """How often each term of `text` occurs: `Counter(tokenize(text))` without the list."""
-        memo = self._memo
-        if len(memo) > _MEMO_LIMIT:
-            memo.clear()
-        return Counter(
-            itertools.chain.from_iterable(map(memo.__getitem__, _word_pattern(text).findall(text)))
-        )
+        return Counter(self._terms(text))
 
     def spans(self, text: str) -> list[Span]:
         out: list[Span] = []
