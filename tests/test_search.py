@@ -159,11 +159,12 @@ def bm25(units: dict[Any, tuple[int, Counter[str]]], terms: list[str]) -> dict[A
     return out
 
 
-def test_note_score_is_section_plus_title_plus_whole_note(corpus_vault: Vault) -> None:
+@pytest.mark.parametrize("query", ["duckdb lock test tables", "lock duckdb tables lock"])
+def test_note_score_is_section_plus_title_plus_whole_note(corpus_vault: Vault, query: str) -> None:
     """score = best section + title document + WHOLE_NOTE · BM25 of the whole note, where the
-    whole note's statistics are over notes (N notes, df in notes, mean note length)."""
-    query = "duckdb lock test tables"
-    terms = list(dict.fromkeys(tokenize(query)))
+    whole note's statistics are over notes (N notes, df in notes, mean note length). A term
+    asked twice adds its share twice (query term frequency), as FTS5's bm25 does."""
+    terms = tokenize(query)
     docs = textbook_documents(corpus_vault.root)
     per_doc = bm25(docs, terms)
     notes: dict[str, tuple[int, Counter[str]]] = {}

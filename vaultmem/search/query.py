@@ -45,7 +45,10 @@ SNIPPET_SCAN_CHARS = 3000
 
 @dataclass(frozen=True, slots=True)
 class ParsedQuery:
-    """A query string taken apart: scored terms, phrases, exclusions and operator filters."""
+    """A query string taken apart: scored terms, phrases, exclusions and operator filters.
+
+    `terms` are distinct, in the order asked; `repeated` maps the ones asked more than once to
+    their count, which weighs them as often in the score (BM25's query term frequency)."""
 
     terms: tuple[str, ...]
     phrases: tuple[tuple[str, ...], ...] = ()
@@ -53,6 +56,7 @@ class ParsedQuery:
     tags: tuple[str, ...] = ()
     paths: tuple[str, ...] = ()
     types: tuple[str, ...] = ()
+    repeated: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,13 +133,15 @@ def parse_query(text: str, language: str = DEFAULT_LANGUAGE) -> ParsedQuery:
             terms.extend(words)
         else:
             terms.extend(words)
+    counts = Counter(terms)
     return ParsedQuery(
-        tuple(dict.fromkeys(terms)),
+        tuple(counts),
         tuple(phrases),
         tuple(dict.fromkeys(excluded)),
         tuple(tags),
         tuple(paths),
         tuple(types),
+        tuple((term, n) for term, n in counts.items() if n > 1),
     )
 
 
@@ -342,7 +348,9 @@ def _ranked(
     excluded = reads.keys_with_terms(query.excluded)
 
     def rank(terms: list[str]) -> list[queries.RankedNote]:
-        counts = Counter([*terms, *joined])  # a term twice counts twice, as it was asked
+        # a term asked twice counts twice (FTS5's bm25 sums a repeated query term twice too)
+        counts = Counter([*terms, *joined])
+        counts.update({t: n - 1 for t, n in query.repeated if t in counts})
         unique = list(counts)
         postings = reads.term_postings(unique, columns_from=bm25.columns_from())
         scored, matched = bm25.rank(
