@@ -738,17 +738,23 @@ class _Run:
                 self._check_subpaths(con, out, ident)
                 if not create:
                     self._reresolve(con, survey, out, ident, links)
-                added_df = search_rows.load_postings(
-                    con,
-                    prep.postings,
-                    create=create,
-                    max_line_bytes=config.max_note_bytes + 64,
-                    gone_lines=gone_lines,
-                    language=config.search_language,
-                )
-                if create:
+                if create:  # read once, straight into `postings`
+                    search_rows.build_postings(
+                        con,
+                        prep.postings,
+                        max_line_bytes=config.max_note_bytes + 64,
+                        language=config.search_language,
+                    )
                     search_rows.recount_terms(con, None)
                 else:
+                    added_df = search_rows.load_postings(
+                        con,
+                        prep.postings,
+                        create=False,
+                        max_line_bytes=config.max_note_bytes + 64,
+                        gone_lines=gone_lines,
+                        language=config.search_language,
+                    )
                     added_df.subtract(removed_df)
                     search_rows.recount_terms(con, added_df)
                 if config.semantic:  # embedded by the workers, with the documents
