@@ -23,7 +23,9 @@ threshold. Then it takes out of the staged sections holding one what those lines
 (`boilerplate_weights`: what is left is `section_postings`, the section without them) and
 re-tokenises, when a line crossed the threshold either way, every stored section holding that
 line. A line crosses one note at a time, so that costs about `BOILERPLATE_NOTES` sections; a
-vault without boilerplate pays one scan of `documents.line_keys` per run.
+vault without boilerplate pays one scan of `documents.line_keys` per run. A build from nothing
+(`build_postings`) has no stored sections and nothing to recount: it subtracts the boilerplate
+weights while it reads the workers' files into `postings`, with no staged table.
 """
 
 from __future__ import annotations
@@ -156,8 +158,9 @@ def build_postings(
     has nothing to compare with, so it reads them once instead: the boilerplate weights
     (`boilerplate_weights` of every staged section holding a line found in
     `BOILERPLATE_NOTES` notes) are subtracted in the INSERT by a LEFT JOIN, and a posting they
-    bring to zero is left out, as `load_postings`' DELETE and UPDATE leave it. Measured on
-    the 10,000-note generated vault: 2.27 -> 1.80 s of CPU for the postings (docs/architecture.md).
+    bring to zero is left out, as `load_postings`' DELETE and UPDATE leave it. On the 10,000-note
+    generated vault the postings took 2.5-2.8 s of CPU that way, 2.0-2.2 s this way
+    (docs/architecture.md, "Where the time goes").
     The temp table `note_numbers` maps the files' note numbers to ids and keys.
     """
     files = [f for f in files if f.stat().st_size]
