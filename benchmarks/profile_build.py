@@ -98,7 +98,7 @@ def install() -> None:
     run._check_subpaths = _timed("step: check subpaths", run._check_subpaths)  # type: ignore[method-assign]
     for module, names in (
         (index_writes, ("load_staged", "number_notes", "replace_problems", "replace_files")),
-        (search_rows, ("load_postings", "recount_terms")),
+        (search_rows, ("build_postings", "load_postings", "recount_terms")),
         (store, ("create_schema",)),
     ):
         for name in names:

@@ -88,7 +88,9 @@ Mode = Literal["full", "paths", "rebuild"]
 
 _SCAN_CODES = ("config_folder_missing", "symlink_refused")
 _READ_CODES = ("file_vanished", "file_unstable", "file_unreadable")
-_HEADINGS_BATCH = 5_000
+_HEADINGS_BATCH = 20_000
+"""Target notes whose headings and blocks the subpath check reads per query (each query scans
+`headings` and `blocks` whole: at 100,000 notes, 53,000 targets take 3 queries, not 19)."""
 _DUCKDB_MEMORY_MB = 512
 """DuckDB's share of a reconcile's memory; loads beyond it spill to the staging folder."""
 SMALL_WRITE_BYTES = 100_000
@@ -738,17 +740,23 @@ class _Run:
                 self._check_subpaths(con, out, ident)
                 if not create:
                     self._reresolve(con, survey, out, ident, links)
-                added_df = search_rows.load_postings(
-                    con,
-                    prep.postings,
-                    create=create,
-                    max_line_bytes=config.max_note_bytes + 64,
-                    gone_lines=gone_lines,
-                    language=config.search_language,
-                )
-                if create:
+                if create:  # read once, straight into `postings`
+                    search_rows.build_postings(
+                        con,
+                        prep.postings,
+                        max_line_bytes=config.max_note_bytes + 64,
+                        language=config.search_language,
+                    )
                     search_rows.recount_terms(con, None)
                 else:
+                    added_df = search_rows.load_postings(
+                        con,
+                        prep.postings,
+                        create=False,
+                        max_line_bytes=config.max_note_bytes + 64,
+                        gone_lines=gone_lines,
+                        language=config.search_language,
+                    )
                     added_df.subtract(removed_df)
                     search_rows.recount_terms(con, added_df)
                 if config.semantic:  # embedded by the workers, with the documents
@@ -818,18 +826,22 @@ class _Run:
         from vaultmem.note.links import subpath_matches
         from vaultmem.storage import index_writes as writes
 
-        pending = [
-            (ident.ids[path], ord_, target, subpath)
-            for path, prepared in out.parsed.items()
-            for ord_, target, subpath in prepared.subpaths
-        ]
-        for start in range(0, len(pending), _HEADINGS_BATCH):
-            batch = pending[start : start + _HEADINGS_BATCH]
-            headings = writes.headings_by_path(con, sorted({t for _, _, t, _ in batch}))
+        by_target: dict[str, list[tuple[str, int, str]]] = {}
+        for path, prepared in out.parsed.items():
+            source = ident.ids[path]
+            for ord_, target, subpath in prepared.subpaths:
+                by_target.setdefault(target, []).append((source, ord_, subpath))
+        targets = sorted(by_target)
+        # Batched by target, not by link: a batch's queries read each target's headings once
+        # (1.4 against 0.36 s of CPU for the 92,000 subpath links of 100,000 notes).
+        for start in range(0, len(targets), _HEADINGS_BATCH):
+            batch = targets[start : start + _HEADINGS_BATCH]
+            headings = writes.headings_by_path(con, batch)
             updates = [
-                (source, ord_, subpath_matches(subpath, *headings[target]))
-                for source, ord_, target, subpath in batch
-                if target in headings
+                (source, ord_, subpath_matches(subpath, *found))
+                for target in batch
+                if (found := headings.get(target)) is not None
+                for source, ord_, subpath in by_target[target]
             ]
             writes.set_subpaths_found(con, updates)
 
