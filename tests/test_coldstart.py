@@ -250,3 +250,85 @@ def test_a_small_edit_does_not_wait_for_a_busy_lock(
         holder.join()
     assert opened == [True, False]
     assert_equals_rebuild(config)
+
+
+# -- what a cold edit compiles and collects ----------------------------------------------------
+
+# The dataclasses a one-note edit may build at import: the public models (`vaultmem.models`,
+# `Config`: their dataclass behaviour is the Python API) and the parse path's own values. Any
+# other (~2.9M instructions each at import, `dataclasses` compiles their methods) belongs in a
+# named tuple or a plain class; see docs/architecture.md.
+EDIT_DATACLASS_MODULES = (
+    "vaultmem.models",
+    "vaultmem.config",
+    "vaultmem.note",
+    "vaultmem.search.documents",
+    "vaultmem.index.parallel",
+    "vaultmem.storage.rows",
+)
+
+
+def test_a_one_note_edit_builds_no_other_dataclass(tmp_path: Path) -> None:
+    root = tmp_path
+    (root / ".obsidian").mkdir()
+    for i in range(3):
+        (root / f"note {i}.md").write_text(f"# Note {i}\n\n[[note 0]] words\n", encoding="utf-8")
+    Vault.init(root)
+    Vault(root).reconcile()
+    with (root / "note 1.md").open("a", encoding="utf-8") as note:
+        note.write("an edit\n")
+    code = _run_cli(["reconcile", "--json"]) + (
+        "import dataclasses, json\n"
+        "built = sorted(f'{name}.{k}' for name, m in list(sys.modules.items())\n"
+        "    if name.startswith('vaultmem') for k, v in vars(m).items()\n"
+        "    if isinstance(v, type) and v.__module__ == name and dataclasses.is_dataclass(v))\n"
+        "print(json.dumps(built))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root
+    ).stdout
+    built = json.loads(out.splitlines()[-1])
+    assert "vaultmem.models.Note" in built  # the check sees the edit's dataclasses
+    assert [c for c in built if not c.startswith(EDIT_DATACLASS_MODULES)] == []
+
+
+def _run_main(argv: list[str]) -> tuple[tuple[int, int, int], int]:
+    """Run `python -m vaultmem`'s `main` in process; the collector's thresholds and frozen
+    count it left, then the collector as it was."""
+    import gc
+
+    from vaultmem import __main__ as entry
+
+    before = gc.get_threshold()
+    saved = sys.argv
+    sys.argv = ["vaultmem", *argv]
+    try:
+        assert entry.main() == 0
+        return gc.get_threshold(), gc.get_freeze_count()
+    finally:
+        sys.argv = saved
+        gc.set_threshold(*before)
+        gc.unfreeze()
+
+
+def test_a_short_command_collects_rarely_and_freezes_its_imports(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from vaultmem import __main__ as entry
+
+    threshold, frozen = _run_main(["version"])
+    assert threshold[0] == entry.SHORT_LIVED_THRESHOLD
+    assert frozen > 1000  # the imported modules' objects
+    assert "vaultmem" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("command", ["watch", "mcp"])
+def test_a_long_lived_command_keeps_the_default_collector(
+    command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import gc
+
+    default = gc.get_threshold()
+    threshold, _ = _run_main([command, "--help"])
+    assert threshold == default
+    assert command in capsys.readouterr().out

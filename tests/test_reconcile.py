@@ -56,6 +56,15 @@ def link_rows(config: Config, source: str) -> list[tuple[Any, ...]]:
 def assert_equals_rebuild(config: Config) -> dict[str, list[tuple[Any, ...]]]:
     """The incrementally maintained index must hold exactly what a rebuild writes."""
     incremental = dump(config)
+    # `search_stats` counts the notes by their ord-0 document: check it against the ids.
+    con = duckdb.connect(str(config.index_path), read_only=True)
+    try:
+        counted = con.execute(
+            "SELECT count(*), count(DISTINCT note_id), coalesce(sum(length), 0) FROM documents"
+        ).fetchall()
+        assert con.execute("SELECT * FROM search_stats").fetchall() == counted
+    finally:
+        con.close()
     reconcile(config, rebuild=True)
     rebuilt = dump(config)
     for table in DERIVED_TABLES:

@@ -1,8 +1,36 @@
-"""`python -m vaultmem`: the same command line as the `vaultmem` script."""
+"""The `vaultmem` script and `python -m vaultmem`: tune the cyclic garbage collector for a short
+process, then run the command line (`adapters.cli.main`).
 
+Most commands are processes that live a fraction of a second and make few reference cycles,
+yet with CPython's default thresholds the collector runs every 700 net container allocations:
+~110 collections in a one-note edit, mostly over long-lived values (imported modules, the
+index's 10,000 rows) that they cannot free, plus the full collection at exit over everything
+loaded. So, before the imports, the young generation's threshold is raised to
+`SHORT_LIVED_THRESHOLD` (garbage cycles then wait for at most that many net allocations, a few
+MB), and after them `gc.freeze()` moves everything imported into the permanent generation,
+which no collection (the one at exit included) walks again. Measured with callgrind on a cold
+edit at 10,000 notes: ~60M instructions fewer, ~3.5% (docs/architecture.md). The long-lived
+commands (`watch`, `mcp`) keep the default thresholds: a server's garbage should not wait.
+Worker processes come from a forkserver, a fresh interpreter with the default collector.
+"""
+
+import gc
 import sys
 
-from vaultmem.adapters.cli import main
+SHORT_LIVED_THRESHOLD = 100_000
+"""Net container allocations between young collections in a short-lived command (default 700)."""
+LONG_LIVED_COMMANDS = frozenset({"watch", "mcp"})
+
+
+def main() -> int:
+    """Run the command line with the collector set for the command's lifetime."""
+    if LONG_LIVED_COMMANDS.isdisjoint(sys.argv[1:]):  # a stray "watch" argument only costs speed
+        gc.set_threshold(SHORT_LIVED_THRESHOLD, *gc.get_threshold()[1:])
+    from vaultmem.adapters.cli import main as run
+
+    gc.freeze()
+    return run()
+
 
 if __name__ == "__main__":
     sys.exit(main())

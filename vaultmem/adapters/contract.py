@@ -18,7 +18,8 @@ How to add an operation (e.g. `read`):
    run=...)`,
    reusing the shared params (`VAULT`, `NOTE`, `SCOPE`, `LIMIT(...)` …). `run(call)` gets the
    bound arguments in `call.args` and the opened vault in `call.vault`; it returns a frozen
-   dataclass or a dict (give the dataclass a `to_dict()` when its JSON differs from its fields).
+   dataclass, a dict, or a value with a `to_dict()` (a named tuple must have one: without it,
+   it renders as a list).
    Set `tool="memory_read"` (with `tool_title`/`tool_description`) to serve it over MCP too;
    mark a param `mcp=False` or `cli=False` when one adapter must not offer it. Append the
    operation to `OPERATIONS` there; `BY_NAME`/`BY_TOOL` pick it up.
@@ -31,10 +32,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from vaultmem.adapters.output import to_jsonable
 from vaultmem.errors import InvalidArgumentError
@@ -47,8 +47,9 @@ Kind = Literal["str", "int", "float", "bool", "strs", "path", "pairs"]
 UNSET: Any = object()
 
 
-@dataclass(frozen=True, slots=True)
-class Param:
+# The table's values and results are named tuples, not dataclasses: every command imports this
+# module, and a dataclass compiles its methods from source at import (~2.9M instructions each).
+class Param(NamedTuple):
     """One parameter of an operation, as both adapters show and check it."""
 
     name: str  # the Python keyword and the MCP argument name
@@ -100,8 +101,7 @@ def _num(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else str(value)
 
 
-@dataclass(frozen=True, slots=True)
-class Call:
+class Call(NamedTuple):
     """One bound call: the opened vault (None for operations that need none) and arguments."""
 
     vault: Vault | None
@@ -115,8 +115,7 @@ class Call:
         return self.vault
 
 
-@dataclass(frozen=True, slots=True)
-class Operation:
+class Operation(NamedTuple):
     """A command of the CLI and, when `tool` is set, an MCP tool: the same params and data."""
 
     name: str  # the CLI command; "export okf" is the `okf` command of the `export` group
@@ -140,8 +139,7 @@ class Operation:
 # -- results that render their own JSON ------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class Hits:
+class Hits(NamedTuple):
     """Search or recall hits: `{"hits": [...]}` for the CLI's --json and the MCP tool alike."""
 
     hits: Sequence[Any]
@@ -150,8 +148,7 @@ class Hits:
         return {"hits": list(self.hits)}
 
 
-@dataclass(frozen=True, slots=True)
-class Links:
+class Links(NamedTuple):
     """A note's links in one direction (`links`, `memory_links`)."""
 
     note: Any
@@ -162,15 +159,17 @@ class Links:
         return {"note": self.note, "direction": self.direction, "links": list(self.links)}
 
 
-@dataclass(frozen=True, slots=True)
-class Initialised:
+class Initialised(NamedTuple):
     """`init`: the config written, and what the user should know about it."""
 
     vault: Path
     config: Path
     managed_folder: str
     mappings: Sequence[Any]
-    warnings: Sequence[str] = field(default_factory=tuple)
+    warnings: Sequence[str] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return self._asdict()
 
 
 def data(result: Any) -> Any:

@@ -70,19 +70,22 @@ def escape(markup: str) -> str:
 
 
 def to_jsonable(value: Any) -> Any:
-    """Dataclasses, paths and datetimes made JSON-safe, recursively."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        if hasattr(value, "to_dict"):
-            return to_jsonable(value.to_dict())
-        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    """Dataclasses, values with a `to_dict()` (named tuples among them: a tuple without one
+    renders as a list), paths and datetimes made JSON-safe, recursively."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
     if isinstance(value, dict):
         return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, type):
+        return str(value)
+    if hasattr(value, "to_dict"):
+        return to_jsonable(value.to_dict())
+    if dataclasses.is_dataclass(value):
+        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, list | tuple | set | frozenset):
         return [to_jsonable(v) for v in value]
     if isinstance(value, datetime | date):
         return value.isoformat()
-    if value is None or isinstance(value, bool | int | float | str):
-        return value
     return str(value)
 
 

@@ -14,14 +14,13 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 JOURNAL_NAME = "renames.jsonl"
 
 
-@dataclass(frozen=True, slots=True)
-class Journal:
+class Journal(NamedTuple):  # not a dataclass: ~2.9M instructions less at import
     """The replayed journal: {current path: id}, and how many lines could not be read."""
 
     ids: dict[str, str]

@@ -44,7 +44,6 @@ import os
 import time
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import ExitStack
-from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, NamedTuple
@@ -132,9 +131,11 @@ def _embedding_model(config: Config) -> str:
     return embedding.INDEX_ID
 
 
-@dataclass(frozen=True, slots=True)
-class ReconcileReport:
-    """What a reconcile did. `warnings` carries recoveries (a damaged index moved aside)."""
+class ReconcileReport(NamedTuple):
+    """What a reconcile did. `warnings` carries recoveries (a damaged index moved aside).
+
+    A named tuple like the step values below (and for the same reason); `to_dict` makes it
+    render as a JSON object, not a list."""
 
     mode: str
     added: int
@@ -146,10 +147,10 @@ class ReconcileReport:
     problems: int
     notes: int
     duration_s: float
-    warnings: tuple[str, ...] = field(default=())
+    warnings: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, object]:
-        return asdict(self)
+        return self._asdict()
 
 
 def reconcile(

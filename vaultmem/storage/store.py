@@ -25,7 +25,6 @@ import time
 import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar
@@ -306,18 +305,19 @@ class SharedReader:
             self._watcher = None
 
 
-@dataclass(slots=True)
 class Batch:
-    """Rows for one table, column by column, appended cheaply and loaded in one statement."""
+    """Rows for one table, column by column, appended cheaply and loaded in one statement.
 
-    table: str
-    columns: Sequence[str]
-    types: Sequence[str]
-    data: list[list[Any]] = field(default_factory=list)
+    A plain class: a dataclass would compile its methods at import (~2.9M instructions), which
+    every command that opens the index pays."""
 
-    def __post_init__(self) -> None:
-        if not self.data:
-            self.data = [[] for _ in self.columns]
+    __slots__ = ("columns", "data", "table", "types")
+
+    def __init__(self, table: str, columns: Sequence[str], types: Sequence[str]) -> None:
+        self.table = table
+        self.columns = columns
+        self.types = types
+        self.data: list[list[Any]] = [[] for _ in columns]
 
     def add(self, *row: Any) -> None:
         for column, value in zip(self.data, row, strict=True):
