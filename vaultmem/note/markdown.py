@@ -17,9 +17,8 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from re import Match
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 from urllib.parse import unquote_to_bytes
 
 from mistune import Markdown
@@ -525,15 +524,14 @@ _MD = _build()
 # --- the body scan -----------------------------------------------------------------------------
 
 
-@dataclass(slots=True)
-class BodyScan:
+class BodyScan(NamedTuple):
     """What one pass over a note body finds, in document order."""
 
-    headings: list[Heading] = field(default_factory=list)
-    blocks: list[Block] = field(default_factory=list)
-    links: list[Link] = field(default_factory=list)
-    tags: list[str] = field(default_factory=list)
-    sections: list[Section] = field(default_factory=list)
+    headings: list[Heading]
+    blocks: list[Block]
+    links: list[Link]
+    tags: list[str]
+    sections: list[Section]
 
 
 SKIP_PLAIN_PARAGRAPHS = True
@@ -559,7 +557,10 @@ class _Walker:
         self.env = env
         self.col = _Collector()
         env["vm"] = self.col
-        self.scan = BodyScan()
+        self.headings: list[Heading] = []
+        self.blocks: list[Block] = []
+        self.links: list[Link] = []
+        self.tags: list[str] = []
         # (start line, last line, level, text) of each top-level heading, for sections
         self.cuts: list[tuple[int, int, int, str]] = []
 
@@ -575,8 +576,8 @@ class _Walker:
         _MD.inline(stripped, self.env)
         if col.found:
             col.found.sort(key=lambda item: item[0])
-            self.scan.links.extend(link for _, link in col.found)
-        self.scan.tags.extend(tag for tag, _ in col.tags)
+            self.links.extend(link for _, link in col.found)
+        self.tags.extend(tag for tag, _ in col.tags)
         col.tags.clear()
         return stripped
 
@@ -589,7 +590,7 @@ class _Walker:
                 last_nl = text.rfind("\n")
                 m = _block_id(text, last_nl + 1)
                 if m:
-                    self.scan.blocks.append(Block(m.group(1), line + text.count("\n")))
+                    self.blocks.append(Block(m.group(1), line + text.count("\n")))
             elif kind == "heading":
                 line = tok["_line"]
                 raw = tok["text"]
@@ -600,7 +601,7 @@ class _Walker:
                     last = line
                     if tok.get("style") == "setext":
                         last = line + raw.rstrip("\n").count("\n") + 1
-                    self.scan.headings.append(Heading(level, text, line, heading_anchor(text)))
+                    self.headings.append(Heading(level, text, line, heading_anchor(text)))
                     self.cuts.append((line, last, level, text))
             elif "children" in tok:
                 self.walk(tok["children"], False)
@@ -648,5 +649,5 @@ def scan_body(body: str, first_line: int = 1) -> BodyScan:
     _MD.block.parse(state)
     walker = _Walker(cast(dict[str, Any], state.env))
     walker.walk(state.tokens, True)
-    walker.scan.sections = _sections(body, first_line, walker.cuts)
-    return walker.scan
+    sections = _sections(body, first_line, walker.cuts)
+    return BodyScan(walker.headings, walker.blocks, walker.links, walker.tags, sections)

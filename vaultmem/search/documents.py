@@ -24,8 +24,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from typing import cast
+from typing import NamedTuple, cast
 
 from vaultmem.digest import blake2b
 from vaultmem.models import Note
@@ -44,8 +43,7 @@ body. BM25 sees the weighted sum of a term's frequencies in a document (a BM25F-
 The index stores these sums (`postings.tf`): bump TOKENIZER_VERSION when changing a weight."""
 
 
-@dataclass(frozen=True, slots=True)
-class SearchDocument:
+class SearchDocument(NamedTuple):
     """One scored unit: `weights` maps each term to its field-weighted frequency (Σ
     weight(field) · occurrences, `FIELD_WEIGHTS`), terms in field order and sorted within a
     field; `length` counts all terms. Read-only by convention (a dict is cheaper to build)."""
