@@ -427,13 +427,63 @@ class _State(BlockState):
 _QUOTE_BREAK_RULES = ("blank_line", "thematic_break", "fenced_code", "list", "block_html")
 
 
+LINE_START_SEARCH = True
+"""Block scanners look for the next block at line starts only (`_LineStartScanner`);
+tests/test_parse_shortcut.py proves the models are identical either way."""
+
+
+class _LineStartScanner:
+    """A block scanner (what `compile_sc` gives) whose `search` tries the line starts only.
+
+    Every block rule is anchored at a line start (`^`, multi-line; a test checks each rule), so
+    the leftmost match is the first line start where the pattern matches. The regex engine's
+    own search tries every character against each of a dozen rules: when a paragraph does not
+    open like plain text (a backtick, a `[`, `**`), mistune searches for its end that way, ~30
+    µs a paragraph, several times per note. `match` is the pattern's own (no Python frame)."""
+
+    __slots__ = ("_pattern", "match")
+
+    def __init__(self, pattern: re.Pattern[str]) -> None:
+        self._pattern = pattern
+        self.match = pattern.match
+
+    def search(self, string: str, pos: int = 0) -> Match[str] | None:
+        if not LINE_START_SEARCH:
+            return self._pattern.search(string, pos)
+        match, find = self.match, string.find
+        if pos > 0 and string[pos - 1] != "\n":
+            pos = find("\n", pos) + 1  # `^` holds at line starts only
+            if pos == 0:
+                return None
+        while True:
+            m = match(string, pos)
+            if m is not None:
+                return m
+            pos = find("\n", pos) + 1
+            if pos == 0:
+                return None
+
+
 class _BlockParser(BlockParser):
     state_cls = _State
 
+    def __init__(self) -> None:
+        self._scanners: dict[tuple[str, ...] | None, _LineStartScanner] = {}
+        super().__init__()
+
     def compile_sc(self, rules: list[str] | None = None) -> re.Pattern[str]:
-        if rules is not None and len(rules) == 5 and tuple(rules) == _QUOTE_BREAK_RULES:
-            rules = [*rules, "atx_heading"]
-        return super().compile_sc(rules)
+        key = tuple(rules) if rules is not None else None
+        scanner = self._scanners.get(key)
+        if scanner is None:
+            if rules is not None and key == _QUOTE_BREAK_RULES:
+                rules = [*rules, "atx_heading"]
+            scanner = self._scanners[key] = _LineStartScanner(super().compile_sc(rules))
+        # mistune calls only `match` and `search(string, pos)` on a block scanner
+        return cast(re.Pattern[str], scanner)
+
+    def register(self, *args: Any, **kwargs: Any) -> None:
+        self._scanners.clear()  # as mistune drops its compiled scanners
+        super().register(*args, **kwargs)
 
     def parse_method(self, m: Match[str], state: BlockState) -> int | None:
         st = cast(_State, state)
