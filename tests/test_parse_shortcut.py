@@ -203,3 +203,23 @@ def test_the_line_start_switch_is_real(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(markdown._LineStartScanner, "search", spy)
     parse_note("N.md", b"`code` first\nmore\n\n# H\n")
     assert seen == [True]
+
+
+def test_the_list_break_scanner_cached_per_indent_is_mistunes() -> None:
+    """Our parser builds mistune's list-item break scanner once per indent: the same pattern."""
+    from mistune import list_parser
+    from mistune.block_parser import BlockParser
+
+    parse_note("N.md", b"- a\n  - b\n    - c\n1. d\n")
+    assert list_parser._compile_list_break_sc is markdown._list_break_sc
+    block = markdown._MD.block
+    for width in range(8):
+        cached = markdown._list_break_sc(block, width)
+        plain = markdown._plain_list_break_sc(block, width)
+        assert (cached.pattern, cached.flags) == (plain.pattern, plain.flags)
+        assert markdown._list_break_sc(block, width) is cached
+    assert set(block._list_breaks) == set(range(8))  # type: ignore[attr-defined]
+    other = BlockParser()  # any other parser takes mistune's own function, uncached
+    assert (
+        markdown._list_break_sc(other, 2).pattern == markdown._plain_list_break_sc(other, 2).pattern
+    )
