@@ -223,3 +223,19 @@ def test_the_list_break_scanner_cached_per_indent_is_mistunes() -> None:
     assert (
         markdown._list_break_sc(other, 2).pattern == markdown._plain_list_break_sc(other, 2).pattern
     )
+
+
+def test_the_cached_inline_trigger_pattern_is_mistunes() -> None:
+    """The inline parser's fast-text pattern, reused without re-sorting its characters, is the
+    one mistune would build from them, and a registered rule still resets it."""
+    from mistune.inline_parser import InlineParser
+
+    parse_note("N.md", b"a [[link]] and #tag and `code` [t](x.md)\n")
+    inline = markdown._MD.inline
+    chars = inline._get_fast_trigger_chars()
+    assert chars is not None
+    cached = inline._get_fast_trigger_re(chars)
+    assert cached.pattern == InlineParser._get_fast_trigger_re(InlineParser(), chars).pattern
+    assert inline._get_fast_trigger_re({"x"}).pattern == "[x]"  # other characters: their own
+    assert inline._get_fast_trigger_re(chars) is cached
+    assert inline._get_fast_trigger_re(set(chars)).pattern == cached.pattern

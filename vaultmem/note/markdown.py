@@ -561,12 +561,24 @@ class _InlineParser(InlineParser):
     )
 
     def __init__(self) -> None:
+        self._vm_trigger: tuple[set[str], re.Pattern[str]] | None = None
         super().__init__()
         if "softbreak" in self.rules:
             self.rules.remove("softbreak")
 
     def finalize_tokens(self, tokens: list[dict[str, Any]], depth: int) -> list[dict[str, Any]]:
         return tokens  # no emphasis to resolve; the token list is only read for link text
+
+    def _get_fast_trigger_re(self, chars: set[str]) -> re.Pattern[str]:
+        # mistune sorts the trigger characters into a key at every text position to check its
+        # cached pattern; the set is built once and replaced (not changed) when a rule is
+        # registered, so the pattern made for this very set object is still the right one
+        made = self._vm_trigger
+        if made is not None and made[0] is chars:
+            return made[1]
+        trigger = super()._get_fast_trigger_re(chars)
+        self._vm_trigger = (chars, trigger)
+        return trigger
 
 
 def _build() -> Markdown:
