@@ -98,6 +98,10 @@ _FENCES = ("```", "~~~")
 # A link's destination and a bare URL often name the note itself (a footer's "Edit on GitHub"
 # link to this very file): the key ignores them so the line is the same in every note.
 _DESTINATION = re.compile(r"\]\([^)]*\)|\b[a-z][a-z0-9+.-]*://\S+", re.IGNORECASE)
+# Its first branch alone, for a line without `://` (the second branch cannot match there): the
+# literal `](` lets the regex engine skip ahead, where the two branches try every position
+# (~0.7 against ~7.6 µs a line).
+_LINK_DESTINATION = re.compile(r"\]\([^)]*\)")
 
 
 _ALNUM = re.compile(r"[^\W_]")
@@ -107,8 +111,10 @@ _ALNUM = re.compile(r"[^\W_]")
 def _line_key(line: str) -> int | None:
     """63 bits of BLAKE2b of the line, link destinations and URLs removed, case-folded, white
     space collapsed; None for a line with no letter or digit (it yields no term either)."""
-    if "](" in line or "://" in line:
+    if "://" in line:
         line = _DESTINATION.sub("]", line)
+    elif "](" in line:
+        line = _LINK_DESTINATION.sub("]", line)
     if line.isascii():  # most lines; blank ones are common: test before the work
         if _ALNUM.search(line) is None:
             return None
