@@ -239,3 +239,24 @@ def test_the_cached_inline_trigger_pattern_is_mistunes() -> None:
     assert inline._get_fast_trigger_re({"x"}).pattern == "[x]"  # other characters: their own
     assert inline._get_fast_trigger_re(chars) is cached
     assert inline._get_fast_trigger_re(set(chars)).pattern == cached.pattern
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=" \t\nab#>-`", max_size=60))
+def test_the_indented_code_test_on_the_first_character_is_mistunes(text: str) -> None:
+    """Our parser rules out indented code from a block's first character; mistune slices and
+    tests the whole line. Both, at every line start: the same answer and the same tokens."""
+    from mistune.block_parser import BlockParser
+
+    block = markdown._MD.block
+    src = text if text.endswith("\n") else text + "\n"
+    starts = [0, *(i + 1 for i, c in enumerate(src) if c == "\n")]
+    for pos in starts:
+        got, want = markdown._State(), markdown._State()
+        for state in (got, want):
+            state.process(src)
+            state.cursor = pos
+        assert block._parse_indent_code_fast(got) == BlockParser._parse_indent_code_fast(
+            block, want
+        )
+        assert got.tokens == want.tokens

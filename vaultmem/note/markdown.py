@@ -483,6 +483,13 @@ class _BlockParser(BlockParser):
         # mistune calls only `match` and `search(string, pos)` on a block scanner
         return cast(re.Pattern[str], scanner)
 
+    def _parse_indent_code_fast(self, state: BlockState) -> int | None:
+        # mistune slices the line at every block start to test it for indented code, which
+        # needs a space or a tab first (`_is_indent_code_line`): test that character alone
+        if state.src[state.cursor : state.cursor + 1] not in (" ", "\t"):
+            return None
+        return super()._parse_indent_code_fast(state)
+
     def register(self, *args: Any, **kwargs: Any) -> None:
         self._scanners.clear()  # as mistune drops its compiled scanners
         self._list_breaks.clear()
