@@ -9,7 +9,10 @@ every block token with its absolute line as it is created, and child states (quo
 items) learn the line their source starts on; inline rules add the newlines they pass.
 Everything mistune treats as code, HTML or an escape is skipped for free, which is how
 rule 9's exclusions hold. `%%comments%%` need no rule: Obsidian indexes their links and tags,
-so they are parsed like any other text. No I/O happens here.
+so they are parsed like any other text. The block parser also takes three shortcuts around
+mistune's per-block costs (scanners that search line starts only, the list-item break
+scanner built once per indent, indented code ruled out by a block's first character), each
+proved to give mistune's own result by tests/test_parse_shortcut.py. No I/O happens here.
 """
 
 from __future__ import annotations
