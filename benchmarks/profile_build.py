@@ -11,6 +11,10 @@ are wrappers installed by this script. Reconcile a *copy* of a shared vault, nev
 runs for the first N notes (read and hash, parse, resolve, search documents, rows, postings
 lines, writing the files) beside mistune's own pass over the same text: what the build costs
 outside mistune, per note. It reads the vault and writes only to a temporary folder.
+
+`--worker N` runs the workers' own code (`_Worker.chunk`) over the first N notes in this
+process, for an instruction count: `valgrind --tool=callgrind --callgrind-out-file=/dev/null
+python -m benchmarks.profile_build <vault> --worker 600`, less the same with `--worker 0`.
 """
 
 from __future__ import annotations
@@ -196,6 +200,29 @@ def stages(vault: Path, limit: int) -> dict[str, Any]:
     }
 
 
+def worker(vault: Path, limit: int) -> dict[str, Any]:
+    """The parse workers' own code path (`_Worker.chunk`, chunked as a pool would) over the first
+    `limit` notes in this process: what to run under `valgrind --tool=callgrind`, once with N
+    notes and once with 0 (the set-up alone: scan, file list, resolver, imports) to subtract."""
+    import tempfile
+
+    from vaultmem.config import load_config
+    from vaultmem.files.scan import scan_vault
+    from vaultmem.index.parallel import Context, Job, _Worker, chunk_jobs
+
+    config = load_config(vault)
+    scan = scan_vault(config)
+    notes = sorted(scan.notes, key=lambda f: f.path)[:limit]
+    with tempfile.TemporaryDirectory(prefix="vaultmem-worker-") as folder:
+        prepare = _Worker(Context(config, tuple(sorted(scan.files)), folder))
+        jobs = [Job(i, fp.path, fp.size, None) for i, fp in enumerate(notes)]
+        start = time.process_time()
+        for index, chunk in enumerate(chunk_jobs(jobs)):
+            prepare.chunk(index, chunk)
+        cpu = time.process_time() - start
+    return {"notes": len(notes), "worker_cpu_s": cpu}
+
+
 def _none(path: str) -> None:
     return None
 
@@ -205,7 +232,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("vault", type=Path)
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--stages", type=int, help="time a worker's stages over N notes")
+    parser.add_argument("--worker", type=int, help="run the workers' code over N notes")
     args = parser.parse_args(argv)
+    if args.worker is not None:
+        out = worker(args.vault, args.worker)
+        print(
+            json.dumps(out)
+            if args.json
+            else f"{out['notes']} notes: {out['worker_cpu_s']:.2f} s CPU"
+        )
+        return 0
     if args.stages:
         out = stages(args.vault, args.stages)
         if args.json:

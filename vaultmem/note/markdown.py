@@ -9,7 +9,10 @@ every block token with its absolute line as it is created, and child states (quo
 items) learn the line their source starts on; inline rules add the newlines they pass.
 Everything mistune treats as code, HTML or an escape is skipped for free, which is how
 rule 9's exclusions hold. `%%comments%%` need no rule: Obsidian indexes their links and tags,
-so they are parsed like any other text. No I/O happens here.
+so they are parsed like any other text. The block parser also takes three shortcuts around
+mistune's per-block costs (scanners that search line starts only, the list-item break
+scanner built once per indent, indented code ruled out by a block's first character), each
+proved to give mistune's own result by tests/test_parse_shortcut.py. No I/O happens here.
 """
 
 from __future__ import annotations
@@ -17,12 +20,12 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from re import Match
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 from urllib.parse import unquote_to_bytes
 
 from mistune import Markdown
+from mistune import list_parser as _list_parser
 from mistune.block_parser import BlockParser
 from mistune.core import BlockState, InlineState
 from mistune.inline_parser import InlineParser
@@ -428,13 +431,72 @@ class _State(BlockState):
 _QUOTE_BREAK_RULES = ("blank_line", "thematic_break", "fenced_code", "list", "block_html")
 
 
+LINE_START_SEARCH = True
+"""Block scanners look for the next block at line starts only (`_LineStartScanner`);
+tests/test_parse_shortcut.py proves the models are identical either way."""
+
+
+class _LineStartScanner:
+    """A block scanner (what `compile_sc` gives) whose `search` tries the line starts only.
+
+    Every block rule is anchored at a line start (`^`, multi-line; a test checks each rule), so
+    the leftmost match is the first line start where the pattern matches. The regex engine's
+    own search tries every character against each of a dozen rules: when a paragraph does not
+    open like plain text (a backtick, a `[`, `**`), mistune searches for its end that way, ~30
+    µs a paragraph, several times per note. `match` is the pattern's own (no Python frame)."""
+
+    __slots__ = ("_pattern", "match")
+
+    def __init__(self, pattern: re.Pattern[str]) -> None:
+        self._pattern = pattern
+        self.match = pattern.match
+
+    def search(self, string: str, pos: int = 0) -> Match[str] | None:
+        if not LINE_START_SEARCH:
+            return self._pattern.search(string, pos)
+        match, find = self.match, string.find
+        if pos > 0 and string[pos - 1] != "\n":
+            pos = find("\n", pos) + 1  # `^` holds at line starts only
+            if pos == 0:
+                return None
+        while True:
+            m = match(string, pos)
+            if m is not None:
+                return m
+            pos = find("\n", pos) + 1
+            if pos == 0:
+                return None
+
+
 class _BlockParser(BlockParser):
     state_cls = _State
 
+    def __init__(self) -> None:
+        self._scanners: dict[tuple[str, ...] | None, _LineStartScanner] = {}
+        self._list_breaks: dict[int, re.Pattern[str]] = {}
+        super().__init__()
+
     def compile_sc(self, rules: list[str] | None = None) -> re.Pattern[str]:
-        if rules is not None and len(rules) == 5 and tuple(rules) == _QUOTE_BREAK_RULES:
-            rules = [*rules, "atx_heading"]
-        return super().compile_sc(rules)
+        key = tuple(rules) if rules is not None else None
+        scanner = self._scanners.get(key)
+        if scanner is None:
+            if rules is not None and key == _QUOTE_BREAK_RULES:
+                rules = [*rules, "atx_heading"]
+            scanner = self._scanners[key] = _LineStartScanner(super().compile_sc(rules))
+        # mistune calls only `match` and `search(string, pos)` on a block scanner
+        return cast(re.Pattern[str], scanner)
+
+    def _parse_indent_code_fast(self, state: BlockState) -> int | None:
+        # mistune slices the line at every block start to test it for indented code, which
+        # needs a space or a tab first (`_is_indent_code_line`): test that character alone
+        if state.src[state.cursor : state.cursor + 1] not in (" ", "\t"):
+            return None
+        return super()._parse_indent_code_fast(state)
+
+    def register(self, *args: Any, **kwargs: Any) -> None:
+        self._scanners.clear()  # as mistune drops its compiled scanners
+        self._list_breaks.clear()
+        super().register(*args, **kwargs)
 
     def parse_method(self, m: Match[str], state: BlockState) -> int | None:
         st = cast(_State, state)
@@ -452,6 +514,29 @@ class _BlockParser(BlockParser):
             st.starts.pop()
             st.rule_names.pop()
             st.item_pos = saved_item
+
+
+_plain_list_break_sc = _list_parser._compile_list_break_sc
+
+
+def _list_break_sc(block: BlockParser, leading_width: int) -> re.Pattern[str]:
+    """mistune's scanner for what ends a list item, built once per indent for our parser.
+
+    mistune builds it for every list item: a regex source of ~1,500 characters from the
+    rules, then `re.compile`'s cache lookup, which hashes that new string (~4 µs an item,
+    2.5% of a worker's CPU on generated notes). The pattern depends only on the parser's rules
+    and the indent, and ours change only through `register`, which empties the cache. Other
+    parsers (a plain mistune `Markdown`) still take mistune's own function."""
+    if not isinstance(block, _BlockParser):
+        return _plain_list_break_sc(block, leading_width)
+    breaks = block._list_breaks
+    sc = breaks.get(leading_width)
+    if sc is None:
+        sc = breaks[leading_width] = _plain_list_break_sc(block, leading_width)
+    return sc
+
+
+_list_parser._compile_list_break_sc = _list_break_sc
 
 
 _FOOTNOTE_DEF = r"^ {0,3}\[\^[^\]\n]+\]:(?P<vm_fn_text>[^\n]*)$"
@@ -486,12 +571,24 @@ class _InlineParser(InlineParser):
     )
 
     def __init__(self) -> None:
+        self._vm_trigger: tuple[set[str], re.Pattern[str]] | None = None
         super().__init__()
         if "softbreak" in self.rules:
             self.rules.remove("softbreak")
 
     def finalize_tokens(self, tokens: list[dict[str, Any]], depth: int) -> list[dict[str, Any]]:
         return tokens  # no emphasis to resolve; the token list is only read for link text
+
+    def _get_fast_trigger_re(self, chars: set[str]) -> re.Pattern[str]:
+        # mistune sorts the trigger characters into a key at every text position to check its
+        # cached pattern; the set is built once and replaced (not changed) when a rule is
+        # registered, so the pattern made for this very set object is still the right one
+        made = self._vm_trigger
+        if made is not None and made[0] is chars:
+            return made[1]
+        trigger = super()._get_fast_trigger_re(chars)
+        self._vm_trigger = (chars, trigger)
+        return trigger
 
 
 def _build() -> Markdown:
@@ -525,15 +622,14 @@ _MD = _build()
 # --- the body scan -----------------------------------------------------------------------------
 
 
-@dataclass(slots=True)
-class BodyScan:
+class BodyScan(NamedTuple):
     """What one pass over a note body finds, in document order."""
 
-    headings: list[Heading] = field(default_factory=list)
-    blocks: list[Block] = field(default_factory=list)
-    links: list[Link] = field(default_factory=list)
-    tags: list[str] = field(default_factory=list)
-    sections: list[Section] = field(default_factory=list)
+    headings: list[Heading]
+    blocks: list[Block]
+    links: list[Link]
+    tags: list[str]
+    sections: list[Section]
 
 
 SKIP_PLAIN_PARAGRAPHS = True
@@ -559,7 +655,10 @@ class _Walker:
         self.env = env
         self.col = _Collector()
         env["vm"] = self.col
-        self.scan = BodyScan()
+        self.headings: list[Heading] = []
+        self.blocks: list[Block] = []
+        self.links: list[Link] = []
+        self.tags: list[str] = []
         # (start line, last line, level, text) of each top-level heading, for sections
         self.cuts: list[tuple[int, int, int, str]] = []
 
@@ -575,8 +674,8 @@ class _Walker:
         _MD.inline(stripped, self.env)
         if col.found:
             col.found.sort(key=lambda item: item[0])
-            self.scan.links.extend(link for _, link in col.found)
-        self.scan.tags.extend(tag for tag, _ in col.tags)
+            self.links.extend(link for _, link in col.found)
+        self.tags.extend(tag for tag, _ in col.tags)
         col.tags.clear()
         return stripped
 
@@ -589,7 +688,7 @@ class _Walker:
                 last_nl = text.rfind("\n")
                 m = _block_id(text, last_nl + 1)
                 if m:
-                    self.scan.blocks.append(Block(m.group(1), line + text.count("\n")))
+                    self.blocks.append(Block(m.group(1), line + text.count("\n")))
             elif kind == "heading":
                 line = tok["_line"]
                 raw = tok["text"]
@@ -600,7 +699,7 @@ class _Walker:
                     last = line
                     if tok.get("style") == "setext":
                         last = line + raw.rstrip("\n").count("\n") + 1
-                    self.scan.headings.append(Heading(level, text, line, heading_anchor(text)))
+                    self.headings.append(Heading(level, text, line, heading_anchor(text)))
                     self.cuts.append((line, last, level, text))
             elif "children" in tok:
                 self.walk(tok["children"], False)
@@ -648,5 +747,5 @@ def scan_body(body: str, first_line: int = 1) -> BodyScan:
     _MD.block.parse(state)
     walker = _Walker(cast(dict[str, Any], state.env))
     walker.walk(state.tokens, True)
-    walker.scan.sections = _sections(body, first_line, walker.cuts)
-    return walker.scan
+    sections = _sections(body, first_line, walker.cuts)
+    return BodyScan(walker.headings, walker.blocks, walker.links, walker.tags, sections)

@@ -15,7 +15,9 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import NamedTuple
 
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
@@ -107,8 +109,7 @@ _OPEN = re.compile(r"---[ \t]*\n")
 _CLOSE = re.compile(r"^---[ \t]*$", re.M)
 
 
-@dataclass(frozen=True, slots=True)
-class FrontmatterBlock:
+class FrontmatterBlock(NamedTuple):
     """The frontmatter text and the body, split at the closing `---` line."""
 
     yaml_text: str
@@ -139,15 +140,14 @@ def split_frontmatter(text: str) -> FrontmatterBlock | None:
     )
 
 
-@dataclass(frozen=True, slots=True)
-class Frontmatter:
+class Frontmatter(NamedTuple):
     """A loaded frontmatter: JSON-safe data, status, candidate property links and problems."""
 
     data: dict[str, JSON]
     status: FrontmatterStatus
     strings: tuple[tuple[str, str, int], ...] = ()
     """(top-level key, string value, line) for each string that may be a property link."""
-    key_lines: dict[str, int] = field(default_factory=dict)
+    key_lines: Mapping[str, int] = MappingProxyType({})
     problems: tuple[tuple[ProblemCode, str, int | None], ...] = ()
 
 
@@ -370,8 +370,7 @@ def is_property_tag(tag: str) -> bool:
     return bool(tag) and not any(c.isspace() for c in tag) and not _ALL_DIGITS.fullmatch(tag)
 
 
-@dataclass(frozen=True, slots=True)
-class SpecialProperties:
+class SpecialProperties(NamedTuple):
     """The values of the properties Obsidian treats specially, plus the dropped ones."""
 
     tags: tuple[str, ...]

@@ -24,8 +24,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from typing import cast
+from typing import NamedTuple, cast
 
 from vaultmem.digest import blake2b
 from vaultmem.models import Note
@@ -44,8 +43,7 @@ body. BM25 sees the weighted sum of a term's frequencies in a document (a BM25F-
 The index stores these sums (`postings.tf`): bump TOKENIZER_VERSION when changing a weight."""
 
 
-@dataclass(frozen=True, slots=True)
-class SearchDocument:
+class SearchDocument(NamedTuple):
     """One scored unit: `weights` maps each term to its field-weighted frequency (Σ
     weight(field) · occurrences, `FIELD_WEIGHTS`), terms in field order and sorted within a
     field; `length` counts all terms. Read-only by convention (a dict is cheaper to build)."""
@@ -100,6 +98,10 @@ _FENCES = ("```", "~~~")
 # A link's destination and a bare URL often name the note itself (a footer's "Edit on GitHub"
 # link to this very file): the key ignores them so the line is the same in every note.
 _DESTINATION = re.compile(r"\]\([^)]*\)|\b[a-z][a-z0-9+.-]*://\S+", re.IGNORECASE)
+# Its first branch alone, for a line without `://` (the second branch cannot match there): the
+# literal `](` lets the regex engine skip ahead, where the two branches try every position
+# (~0.7 against ~7.6 µs a line).
+_LINK_DESTINATION = re.compile(r"\]\([^)]*\)")
 
 
 _ALNUM = re.compile(r"[^\W_]")
@@ -109,8 +111,10 @@ _ALNUM = re.compile(r"[^\W_]")
 def _line_key(line: str) -> int | None:
     """63 bits of BLAKE2b of the line, link destinations and URLs removed, case-folded, white
     space collapsed; None for a line with no letter or digit (it yields no term either)."""
-    if "](" in line or "://" in line:
+    if "://" in line:
         line = _DESTINATION.sub("]", line)
+    elif "](" in line:
+        line = _LINK_DESTINATION.sub("]", line)
     if line.isascii():  # most lines; blank ones are common: test before the work
         if _ALNUM.search(line) is None:
             return None

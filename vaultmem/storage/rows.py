@@ -18,9 +18,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from vaultmem.models import Note, Resolution, Scope
 from vaultmem.note.links import file_name_key, fold_name, link_name_key
@@ -66,8 +65,7 @@ STAGED_COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
 """(column, SQL type) of each staged table's files: its columns less the computed ones."""
 
 
-@dataclass(frozen=True, slots=True)
-class NoteRecord:
+class NoteRecord(NamedTuple):
     """A parsed note with everything a worker decided about it (no id: `number` stands in)."""
 
     note: Note
