@@ -168,17 +168,9 @@ def build_postings(
     The temp table `note_numbers` maps the files' note numbers to ids and keys.
     """
     files = [f for f in files if f.stat().st_size]
-    counts = con.execute(
-        "SELECT k, count(DISTINCT note_id) FROM (SELECT note_id, unnest(line_keys) AS k "
-        "FROM documents) GROUP BY k HAVING count(DISTINCT note_id) >= $1",
-        [BOILERPLATE_NOTES],
-    ).fetchall()
+    counts = _count_every_line(con)
     con.execute("DELETE FROM boilerplate_lines")
-    if counts:
-        con.execute(
-            "INSERT INTO boilerplate_lines SELECT unnest($1::BIGINT[]), unnest($2::INTEGER[])",
-            [[int(k) for k, _ in counts], [int(n) for _, n in counts]],
-        )
+    _insert_boilerplate_lines(con, counts)
     if not files:
         return
     lines = frozenset(int(k) for k, _ in counts)
@@ -263,6 +255,24 @@ class _Rescore(NamedTuple):
     max_line_bytes: int
 
 
+def _count_every_line(con: Connection) -> list[tuple[Any, Any]]:
+    """(line key, notes) of every line found in at least `BOILERPLATE_NOTES` notes: a build
+    from nothing counts them all."""
+    return con.execute(
+        "SELECT k, count(DISTINCT note_id) FROM (SELECT note_id, unnest(line_keys) AS k "
+        "FROM documents) GROUP BY k HAVING count(DISTINCT note_id) >= $1",
+        [BOILERPLATE_NOTES],
+    ).fetchall()
+
+
+def _insert_boilerplate_lines(con: Connection, counts: Sequence[tuple[Any, Any]]) -> None:
+    if counts:
+        con.execute(
+            "INSERT INTO boilerplate_lines SELECT unnest($1::BIGINT[]), unnest($2::INTEGER[])",
+            [[int(k) for k, _ in counts], [int(n) for _, n in counts]],
+        )
+
+
 def _drop_boilerplate(
     con: Connection, gone_lines: Sequence[int], *, create: bool, rescore: _Rescore
 ) -> Counter[str]:
@@ -271,11 +281,7 @@ def _drop_boilerplate(
     crossed the threshold) in `postings`. Returns the stored sections' df change per term."""
     new_notes = "SELECT note_id FROM note_numbers"
     if create:
-        counts = con.execute(
-            "SELECT k, count(DISTINCT note_id) FROM (SELECT note_id, unnest(line_keys) AS k "
-            "FROM documents) GROUP BY k HAVING count(DISTINCT note_id) >= $1",
-            [BOILERPLATE_NOTES],
-        ).fetchall()
+        counts = _count_every_line(con)
         con.execute("DELETE FROM boilerplate_lines")
         crossed: list[int] = []
     else:
@@ -300,11 +306,7 @@ def _drop_boilerplate(
         crossed = sorted(was ^ {int(k) for k, _ in counts})
         con.execute("DELETE FROM boilerplate_lines WHERE line_key IN (SELECT k FROM touched_lines)")
         con.execute("DROP TABLE touched_lines")
-    if counts:
-        con.execute(
-            "INSERT INTO boilerplate_lines SELECT unnest($1::BIGINT[]), unnest($2::INTEGER[])",
-            [[int(k) for k, _ in counts], [int(n) for _, n in counts]],
-        )
+    _insert_boilerplate_lines(con, counts)
     lines = frozenset(
         int(k) for (k,) in con.execute("SELECT line_key FROM boilerplate_lines").fetchall()
     )
