@@ -124,13 +124,7 @@ def test_a_search_loads_only_what_search_needs(tmp_path: Path) -> None:
 
 def test_a_one_note_edit_loads_only_what_it_needs(tmp_path: Path) -> None:
     root = tmp_path
-    (root / ".obsidian").mkdir()
-    for i in range(3):
-        (root / f"note {i}.md").write_text(f"# Note {i}\n\n[[note 0]] words\n", encoding="utf-8")
-    Vault.init(root)
-    Vault(root).reconcile()
-    with (root / "note 1.md").open("a", encoding="utf-8") as note:
-        note.write("an edit\n")
+    _edited_vault(root)
     code = _run_cli(["reconcile", "--json"]) + (
         "from vaultmem.storage import store\n"  # the edit wrote: the index was opened
         "assert store.__name__ in sys.modules\n"
@@ -270,13 +264,7 @@ EDIT_DATACLASS_MODULES = (
 
 def test_a_one_note_edit_builds_no_other_dataclass(tmp_path: Path) -> None:
     root = tmp_path
-    (root / ".obsidian").mkdir()
-    for i in range(3):
-        (root / f"note {i}.md").write_text(f"# Note {i}\n\n[[note 0]] words\n", encoding="utf-8")
-    Vault.init(root)
-    Vault(root).reconcile()
-    with (root / "note 1.md").open("a", encoding="utf-8") as note:
-        note.write("an edit\n")
+    _edited_vault(root)
     code = _run_cli(["reconcile", "--json"]) + (
         "import dataclasses, json\n"
         "built = sorted(f'{name}.{k}' for name, m in list(sys.modules.items())\n"
