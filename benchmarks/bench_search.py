@@ -152,7 +152,7 @@ def bm25_build_phases(root: Path) -> dict[str, float]:
             con.execute("BEGIN TRANSACTION")
             store.load(con, documents)
             index_writes.number_notes(con, list(enumerate(ids)))
-            rc.load_postings(con, [tsv], create=True, max_line_bytes=0)
+            rc.build_postings(con, [tsv], max_line_bytes=0)
             rc.recount_terms(con, None)
             con.execute("COMMIT")
             tsv.unlink()
@@ -187,7 +187,7 @@ def one_note_bm25(index: Path, note_id: str, note: Any) -> float:
             )
         store.load(con, documents)
         index_writes.number_notes(con, [(0, note_id)])
-        added = rc.load_postings(con, [tsv], create=False, max_line_bytes=0)
+        added = rc.load_postings(con, [tsv], max_line_bytes=0)
         added.subtract(removed)
         rc.recount_terms(con, added)
         seconds = time.perf_counter() - start

@@ -753,7 +753,6 @@ class _Run:
                     added_df = search_rows.load_postings(
                         con,
                         prep.postings,
-                        create=False,
                         max_line_bytes=config.max_note_bytes + 64,
                         gone_lines=gone_lines,
                         language=config.search_language,

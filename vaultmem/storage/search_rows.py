@@ -105,12 +105,12 @@ def load_postings(
     con: Connection,
     files: Sequence[Path],
     *,
-    create: bool,
     max_line_bytes: int,
     gone_lines: Sequence[int] = (),
     language: str = DEFAULT_LANGUAGE,
 ) -> Counter[str]:
-    """Load the workers' postings files, boilerplate lines left out; return, per term, how many
+    """Load the workers' postings files into an index that has notes (a build from nothing
+    takes `build_postings`), boilerplate lines left out; return, per term, how many
     documents hold it now minus before, for the new notes and the stored sections re-scored.
 
     The files number notes by their number in the run; the temp table `note_numbers`
@@ -131,22 +131,18 @@ def load_postings(
             [[str(f) for f in files]],
         )
     rescored = _Rescore(language, files[0].parent if files else None, max_line_bytes)
-    shift = _drop_boilerplate(con, gone_lines, create=create, rescore=rescored)
-    # A fresh build sorts by term alone: zone maps need only the term order, and at
-    # 100,000 notes (~22M rows) sorting on (term, note, ord) cost ~30% more CPU.
-    order = " ORDER BY s.term" if create else ""
+    shift = _drop_boilerplate(con, gone_lines, rescore=rescored)
     con.execute(
         "INSERT INTO postings SELECT s.term, m.note_id, m.note_key, s.ord, s.tf, s.length, "
-        f"s.note_length FROM staged_postings s JOIN note_numbers m USING (number){order}"
+        "s.note_length FROM staged_postings s JOIN note_numbers m USING (number)"
     )
     added: Counter[str] = Counter()
-    if not create:
-        rows = con.execute(
-            "SELECT s.term, count(*) FROM staged_postings s JOIN note_numbers m USING (number) "
-            "GROUP BY s.term"
-        ).fetchall()
-        added.update({term: int(n) for term, n in rows})
-        added.update(shift)
+    rows = con.execute(
+        "SELECT s.term, count(*) FROM staged_postings s JOIN note_numbers m USING (number) "
+        "GROUP BY s.term"
+    ).fetchall()
+    added.update({term: int(n) for term, n in rows})
+    added.update(shift)
     con.execute("DROP TABLE staged_postings")
     return added
 
@@ -274,44 +270,39 @@ def _insert_boilerplate_lines(con: Connection, counts: Sequence[tuple[Any, Any]]
 
 
 def _drop_boilerplate(
-    con: Connection, gone_lines: Sequence[int], *, create: bool, rescore: _Rescore
+    con: Connection, gone_lines: Sequence[int], *, rescore: _Rescore
 ) -> Counter[str]:
     """Recount the lines this run can move, keep `boilerplate_lines` current, re-score the
     sections holding boilerplate: staged ones in `staged_postings`, stored ones (a line that
     crossed the threshold) in `postings`. Returns the stored sections' df change per term."""
     new_notes = "SELECT note_id FROM note_numbers"
-    if create:
-        counts = _count_every_line(con)
-        con.execute("DELETE FROM boilerplate_lines")
-        crossed: list[int] = []
-    else:
-        con.execute(
-            "CREATE OR REPLACE TEMP TABLE touched_lines AS SELECT DISTINCT k FROM ("
-            f"SELECT unnest(line_keys) AS k FROM documents WHERE note_id IN ({new_notes}) "
-            "UNION ALL SELECT unnest($1::BIGINT[]))",
-            [list(gone_lines)],
-        )
-        counts = con.execute(
-            "SELECT x.k, count(DISTINCT note_id) FROM (SELECT note_id, unnest(line_keys) AS k "
-            "FROM documents) x SEMI JOIN touched_lines t ON t.k = x.k GROUP BY x.k "
-            "HAVING count(DISTINCT note_id) >= $1",
-            [BOILERPLATE_NOTES],
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE touched_lines AS SELECT DISTINCT k FROM ("
+        f"SELECT unnest(line_keys) AS k FROM documents WHERE note_id IN ({new_notes}) "
+        "UNION ALL SELECT unnest($1::BIGINT[]))",
+        [list(gone_lines)],
+    )
+    counts = con.execute(
+        "SELECT x.k, count(DISTINCT note_id) FROM (SELECT note_id, unnest(line_keys) AS k "
+        "FROM documents) x SEMI JOIN touched_lines t ON t.k = x.k GROUP BY x.k "
+        "HAVING count(DISTINCT note_id) >= $1",
+        [BOILERPLATE_NOTES],
+    ).fetchall()
+    was = {
+        int(k)
+        for (k,) in con.execute(
+            "SELECT line_key FROM boilerplate_lines SEMI JOIN touched_lines t ON t.k = line_key"
         ).fetchall()
-        was = {
-            int(k)
-            for (k,) in con.execute(
-                "SELECT line_key FROM boilerplate_lines SEMI JOIN touched_lines t ON t.k = line_key"
-            ).fetchall()
-        }
-        crossed = sorted(was ^ {int(k) for k, _ in counts})
-        con.execute("DELETE FROM boilerplate_lines WHERE line_key IN (SELECT k FROM touched_lines)")
-        con.execute("DROP TABLE touched_lines")
+    }
+    crossed = sorted(was ^ {int(k) for k, _ in counts})
+    con.execute("DELETE FROM boilerplate_lines WHERE line_key IN (SELECT k FROM touched_lines)")
+    con.execute("DROP TABLE touched_lines")
     _insert_boilerplate_lines(con, counts)
     lines = frozenset(
         int(k) for (k,) in con.execute("SELECT line_key FROM boilerplate_lines").fetchall()
     )
     if lines and rescore.folder is not None:
-        _rescore_staged(con, lines, rescore, create=create)
+        _rescore_staged(con, lines, rescore)
     if crossed:
         return _rescore_stored(con, lines, crossed, rescore.language)
     return Counter()
@@ -337,22 +328,17 @@ _STAGED_SECTIONS = (
 )
 
 
-def _rescore_staged(
-    con: Connection, lines: frozenset[int], rescore: _Rescore, *, create: bool
-) -> None:
+def _rescore_staged(con: Connection, lines: frozenset[int], rescore: _Rescore) -> None:
     """Staged sections holding a boilerplate line lose what those lines add to their postings.
 
-    A fresh build may re-score thousands of sections (a footer in every note; 15% of the
-    sections of the generated 10,000-note vault): only their boilerplate lines are tokenised
+    A large batch may re-score thousands of sections (a vault given a footer in every note):
+    only their boilerplate lines are tokenised
     (`boilerplate_weights`, each distinct line once), their weights staged as TSV (which loads
     ~10x faster than list parameters) and subtracted, a posting left at zero deleted. The
     result is `section_postings` of each section, with half the tokenising of the section."""
     if rescore.folder is None:  # no staged postings this run, so none to re-score
         return
-    if create:
-        rows = con.execute(_STAGED_SECTIONS, [sorted(lines)]).fetchall()
-    else:
-        rows = _few_staged_sections(con, lines)
+    rows = _few_staged_sections(con, lines)
     if not rows:
         return
     tsv = rescore.folder / "boilerplate-postings.tsv"
