@@ -157,3 +157,30 @@ def test_delete_where_in_deletes_one_value_or_many(tmp_path: Path) -> None:
         assert con.execute("SELECT count(*) FROM t").fetchone() == (8,)
     finally:
         con.close()
+
+
+def test_a_process_ends_with_no_shared_reader_thread_left_in_duckdb(tmp_path: Path) -> None:
+    """At exit every shared reader is closed and its watcher (a daemon thread) has ended: a
+    daemon thread still inside DuckDB when the interpreter finalizes aborts the process."""
+    root = tmp_path / "v"
+    make_vault(root).close()
+    code = textwrap.dedent(
+        f"""
+        import atexit, threading
+
+        def left() -> None:  # registered first, so it runs after vaultmem's own exit handler
+            alive = [t.name for t in threading.enumerate() if t.name == "vaultmem-shared-reader"]
+            print("left:", alive)
+
+        atexit.register(left)
+        from pathlib import Path
+        from vaultmem.storage import store
+        reader = store.SharedReader(Path({str(root / ".vaultmem" / "index.duckdb")!r}), idle_s=3600)
+        with reader.use() as con:
+            con.execute("SELECT count(*) FROM notes").fetchall()
+        assert reader.is_open
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "left: []"

@@ -17,6 +17,7 @@ bulk of the rows, come as TSV files written by the parse workers (`parallel.py`)
 
 from __future__ import annotations
 
+import atexit
 import fcntl
 import os
 import re
@@ -248,6 +249,19 @@ class SharedReader:
                 self._close()
 
     @classmethod
+    def close_all(cls) -> None:
+        """Close every shared reader of this process and wait for its watcher to end.
+
+        Registered to run at exit: the watcher is a daemon thread, and a daemon thread still
+        inside DuckDB when the interpreter finalizes is stopped by a forced unwind through
+        DuckDB's C++ frames, which aborts the process ("FATAL: exception not rethrown")."""
+        for reader in list(cls._instances):
+            watcher = reader._watcher
+            reader.close()
+            if watcher is not None and reader._con is None:
+                watcher.join(WRITER_POLL_S * 4)
+
+    @classmethod
     def release_all(cls, path: Path) -> None:
         """Close this process's shared readers of `path` before it is opened another way."""
         target = os.path.abspath(path)
@@ -304,6 +318,8 @@ class SharedReader:
                     self._close()
             self._watcher = None
 
+
+atexit.register(SharedReader.close_all)
 
 class Batch:
     """Rows for one table, column by column, appended cheaply and loaded in one statement.
