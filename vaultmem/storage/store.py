@@ -321,6 +321,7 @@ class SharedReader:
 
 atexit.register(SharedReader.close_all)
 
+
 class Batch:
     """Rows for one table, column by column, appended cheaply and loaded in one statement.
 
