@@ -40,31 +40,33 @@ _PIECES = st.sampled_from(
 )
 
 
-def _both(path: str, data: bytes, monkeypatch: pytest.MonkeyPatch) -> tuple[object, object]:
+def _with_and_without(shortcut: str, path: str, data: bytes) -> tuple[object, object]:
+    """The note parsed with the `markdown` module's `shortcut` switch on, then off."""
     fast = parse_note(path, data)
-    with monkeypatch.context() as patch:
-        patch.setattr(markdown, "SKIP_PLAIN_PARAGRAPHS", False)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(markdown, shortcut, False)
         full = parse_note(path, data)
     return fast, full
+
+
+def _both(path: str, data: bytes) -> tuple[object, object]:
+    return _with_and_without("SKIP_PLAIN_PARAGRAPHS", path, data)
 
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(_PIECES, max_size=25).map(" ".join))
 def test_cheap_path_gives_identical_models_on_generated_text(text: str) -> None:
-    with pytest.MonkeyPatch.context() as monkeypatch:
-        fast, full = _both("Note.md", text.encode(), monkeypatch)
+    fast, full = _both("Note.md", text.encode())
     assert fast == full
 
 
-def test_cheap_path_gives_identical_models_on_real_vaults(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_cheap_path_gives_identical_models_on_real_vaults(tmp_path: Path) -> None:
     generated = tmp_path / "gen"
     generate_vault(generated, 150, seed=7)
     files = [*EXAMPLE.rglob("*.md"), *generated.rglob("*.md")]
     assert len(files) > 150
     for file in files:
-        fast, full = _both(file.name, file.read_bytes(), monkeypatch)
+        fast, full = _both(file.name, file.read_bytes())
         assert fast == full, file
 
 
@@ -121,11 +123,7 @@ _LINES = st.sampled_from(_LINE_CHOICES)
 
 
 def _both_searches(path: str, data: bytes) -> tuple[object, object]:
-    fast = parse_note(path, data)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(markdown, "LINE_START_SEARCH", False)
-        full = parse_note(path, data)
-    return fast, full
+    return _with_and_without("LINE_START_SEARCH", path, data)
 
 
 @settings(max_examples=400, deadline=None)
