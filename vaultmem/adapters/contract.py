@@ -17,9 +17,9 @@ How to add an operation (e.g. `read`):
 2. Declare it in operations.py: `Operation(name="read", summary=..., panel=..., params=(...),
    run=...)`,
    reusing the shared params (`VAULT`, `NOTE`, `SCOPE`, `LIMIT(...)` …). `run(call)` gets the
-   bound arguments in `call.args` and the opened vault in `call.vault`; it returns a frozen
-   dataclass, a dict, or a value with a `to_dict()` (a named tuple must have one: without it,
-   it renders as a list).
+   bound arguments in `call.args` and the opened vault in `call.vault`; it returns a
+   named tuple, a frozen dataclass or a dict (give it a `to_dict()` when its JSON differs from its
+   fields).
    Set `tool="memory_read"` (with `tool_title`/`tool_description`) to serve it over MCP too;
    mark a param `mcp=False` or `cli=False` when one adapter must not offer it. Append the
    operation to `OPERATIONS` there; `BY_NAME`/`BY_TOOL` pick it up.
@@ -167,9 +167,6 @@ class Initialised(NamedTuple):
     managed_folder: str
     mappings: Sequence[Any]
     warnings: Sequence[str] = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        return self._asdict()
 
 
 def data(result: Any) -> Any:

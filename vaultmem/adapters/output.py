@@ -70,8 +70,8 @@ def escape(markup: str) -> str:
 
 
 def to_jsonable(value: Any) -> Any:
-    """Dataclasses, values with a `to_dict()` (named tuples among them: a tuple without one
-    renders as a list), paths and datetimes made JSON-safe, recursively."""
+    """Values with a `to_dict()`, dataclasses and named tuples (as objects), paths and
+    datetimes made JSON-safe, recursively."""
     if value is None or isinstance(value, bool | int | float | str):
         return value
     if isinstance(value, dict):
@@ -82,6 +82,8 @@ def to_jsonable(value: Any) -> Any:
         return to_jsonable(value.to_dict())
     if dataclasses.is_dataclass(value):
         return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, tuple) and hasattr(value, "_asdict"):
+        return to_jsonable(value._asdict())
     if isinstance(value, list | tuple | set | frozenset):
         return [to_jsonable(v) for v in value]
     if isinstance(value, datetime | date):
