@@ -249,17 +249,10 @@ def test_a_small_edit_does_not_wait_for_a_busy_lock(
 # -- what a cold edit compiles and collects ----------------------------------------------------
 
 # The dataclasses a one-note edit may build at import: the public models (`vaultmem.models`,
-# `Config`: their dataclass behaviour is the Python API) and the parse path's own values. Any
-# other (~2.9M instructions each at import, `dataclasses` compiles their methods) belongs in a
-# named tuple or a plain class; see docs/architecture.md.
-EDIT_DATACLASS_MODULES = (
-    "vaultmem.models",
-    "vaultmem.config",
-    "vaultmem.note",
-    "vaultmem.search.documents",
-    "vaultmem.index.parallel",
-    "vaultmem.storage.rows",
-)
+# `Config`: their dataclass behaviour is the Python API). Any other (~2.9M instructions each
+# at import, `dataclasses` compiles their methods) belongs in a named tuple or a plain class;
+# see docs/architecture.md.
+EDIT_DATACLASS_MODULES = ("vaultmem.models", "vaultmem.config")
 
 
 def test_a_one_note_edit_builds_no_other_dataclass(tmp_path: Path) -> None:
