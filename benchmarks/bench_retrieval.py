@@ -7,6 +7,11 @@ has one, else `Vault.init` maps the whole vault), reconciled, and every question
 per set, and per kind of question with `--kinds`; `--misses` lists the questions vaultmem
 ranks worse than rank 1.
 
+A set whose vault is external (`retrieval.EXTERNAL_VAULTS`: `obsidian-help` reads
+`VAULTMEM_OBSIDIAN_HELP`, the `en/` folder of a checkout of obsidian-help) is skipped with one
+line on stderr when its variable is unset or not a folder. Each set reports how many notes the
+index holds and how many `.md` files the baseline read, and says so when they differ.
+
 A set in `retrieval.VARIANTS` runs on a changed copy (`dwarvesf-brain-boilerplate`: a footer
 and a navigation line appended to 4 notes in 5), which both engines index; the run also ranks
 its questions on an unchanged copy and prints how much each engine's rankings moved (the
@@ -45,7 +50,9 @@ from benchmarks.retrieval import (
     Question,
     fts5_rank,
     load_questions,
+    markdown_notes,
     metrics,
+    missing_vault,
     question_sets,
     vault_for,
 )
@@ -139,8 +146,11 @@ def mode_metrics(name: str, questions: Sequence[Question]) -> dict[str, Any]:
 def run_set(
     name: str, do_sweep: bool = False, modes: bool = False, do_proximity: bool = False
 ) -> dict[str, Any]:
+    from vaultmem.vault import Vault
+
     questions = load_questions(QUESTIONS_DIR / f"{name}.jsonl")
     root = prepared_vault(name)
+    indexed = Vault(root).reconcile().notes  # nothing left to do: reports the index's notes
     ours = vaultmem_rank(root, questions)
     base = fts5_rank(root, questions)
     kinds: dict[str, Any] = {}
@@ -177,6 +187,7 @@ def run_set(
     return {
         "set": name,
         "vault": str(vault_for(name)),
+        "notes": {"vaultmem": indexed, "fts5": len(markdown_notes(root))},
         "vaultmem": metrics(ours, questions),
         "fts5": metrics(base, questions),
         "kinds": kinds,
@@ -235,6 +246,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         search_rows.BOILERPLATE_NOTES = sys.maxsize
     names = args.set or question_sets()
+    for name in names:
+        if (reason := missing_vault(name)) is not None:
+            print(reason, file=sys.stderr)
     results = [
         run_set(name, args.sweep, args.modes, args.proximity)
         for name in names
@@ -248,6 +262,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         "| above FTS5 on all three |"
     )
     print("|---|---|---|---|---|")
+    for res in results:
+        if res["notes"]["vaultmem"] != res["notes"]["fts5"]:
+            counts = ", ".join(f"{k} {v}" for k, v in res["notes"].items())
+            print(f"{res['set']}: the engines read different notes ({counts})", file=sys.stderr)
     for res in results:
         print(_row(res["set"], res["vaultmem"], res["fts5"]))
         if args.kinds:

@@ -4,7 +4,9 @@ A question set is `benchmarks/questions/<set>.jsonl`, one JSON object per line:
 `{"q": "...", "expected": ["note/path.md", ...], "kind": "keyword|paraphrase|synonym|typo|..."}`.
 Any expected note in the ranking counts as a hit. Lines starting with `//` are comments. Which
 vault a set runs on is in `VAULTS` (paths relative to the repository root, so the same table
-works here and in CI, where the shared folder is `../shared`).
+works here and in CI, where the shared folder is `../shared`), or, for a vault we may not
+redistribute, in `EXTERNAL_VAULTS`: an environment variable names its folder, and a run without
+it skips the set (`missing_vault` says how to get it).
 
 Metrics: r@1 and r@5 (share of questions with an expected note in the first 1 / 5 results) and
 MRR@10 (mean of 1/rank of the first expected note, 0 beyond rank 10).
@@ -17,6 +19,7 @@ question's non-stop words OR-ed, ranked by `bm25()`.
 from __future__ import annotations
 
 import json
+import os
 import re
 import sqlite3
 from collections.abc import Callable, Sequence
@@ -35,12 +38,47 @@ VAULTS: dict[str, Path] = {
 (its worktrees live one level deeper, so the lookup also tries the grandparent)."""
 
 
-def vault_for(name: str) -> Path:
-    """The vault a question set runs on; tries `../shared` and `../../shared` (worktrees)."""
+EXTERNAL_VAULTS: dict[str, tuple[str, str]] = {
+    "obsidian-help": (
+        "VAULTMEM_OBSIDIAN_HELP",
+        "the en/ folder of a checkout of https://github.com/obsidianmd/obsidian-help",
+    ),
+}
+"""Question set name -> (environment variable naming its vault folder, what that folder is):
+real vaults whose text is not ours to commit. Unset or absent, the set is skipped."""
+
+
+def _vault_key(name: str) -> str:
     # `dwarvesf-brain-mismatch` runs on dwarvesf-brain: a set is named for its vault first.
-    key = max((k for k in VAULTS if name == k or name.startswith(f"{k}-")), key=len, default=None)
+    known = [*VAULTS, *EXTERNAL_VAULTS]
+    key = max((k for k in known if name == k or name.startswith(f"{k}-")), key=len, default=None)
     if key is None:
-        raise KeyError(f"question set {name!r} names no known vault ({', '.join(VAULTS)})")
+        raise KeyError(f"question set {name!r} names no known vault ({', '.join(known)})")
+    return key
+
+
+def missing_vault(name: str) -> str | None:
+    """One line saying how to get the vault of an external set that is not here, else None."""
+    key = _vault_key(name)
+    if key not in EXTERNAL_VAULTS or vault_for(name).is_dir():
+        return None
+    variable, what = EXTERNAL_VAULTS[key]
+    where = os.environ.get(variable, "").strip()
+    state = f"{variable}={where} is not a folder" if where else f"{variable} is not set"
+    return f"{name}: skipped ({state}); set {variable} to {what}"
+
+
+def vault_for(name: str) -> Path:
+    """The vault a question set runs on; tries `../shared` and `../../shared` (worktrees). An
+    external vault is its environment variable's folder; unset, a path that does not exist, so
+    the callers' `exists()` checks skip the set."""
+    key = _vault_key(name)
+    if key in EXTERNAL_VAULTS:
+        variable = EXTERNAL_VAULTS[key][0]
+        value = os.environ.get(variable, "").strip()
+        return (
+            Path(value).expanduser() if value else REPO / "benchmarks" / "out" / f"unset-{variable}"
+        )
     path = VAULTS[key]
     if not path.exists() and "shared" in path.parts:
         alt = REPO.parent.parent / path.relative_to(REPO.parent)
@@ -192,15 +230,23 @@ _STOP = frozenset(
 )
 
 
+def markdown_notes(vault_root: Path) -> list[Path]:
+    """The notes the baseline reads: every `.md` file outside dot-folders, in path order."""
+    return [
+        file
+        for file in sorted(vault_root.rglob("*.md"))
+        if not any(part.startswith(".") for part in file.relative_to(vault_root).parts)
+    ]
+
+
 def fts5_rank(vault_root: Path, questions: Sequence[Question], k: int = 10) -> list[list[str]]:
     """The baseline: FTS5 (porter) over whole notes, title = file stem weighted 5×, OR query."""
     db = sqlite3.connect(":memory:")
     db.execute("CREATE VIRTUAL TABLE n USING fts5(path UNINDEXED, title, body, tokenize=porter)")
-    for file in sorted(vault_root.rglob("*.md")):
+    for file in markdown_notes(vault_root):
         rel = file.relative_to(vault_root).as_posix()
-        if not any(part.startswith(".") for part in file.relative_to(vault_root).parts):
-            body = file.read_text(encoding="utf-8", errors="replace")
-            db.execute("INSERT INTO n VALUES (?, ?, ?)", (rel, file.stem, body))
+        body = file.read_text(encoding="utf-8", errors="replace")
+        db.execute("INSERT INTO n VALUES (?, ?, ?)", (rel, file.stem, body))
     out = []
     for question in questions:
         words = [w for w in re.findall(r"\w+", question.q.lower()) if w not in _STOP]
