@@ -39,10 +39,12 @@ from __future__ import annotations
 
 import functools
 import itertools
+import operator
 import re
 import unicodedata
 from collections import Counter
 from collections.abc import Callable, Container, Iterator
+from typing import NamedTuple
 
 from vaultmem.config import DEFAULT_SEARCH_LANGUAGE, SEARCH_LANGUAGES
 from vaultmem.models import TOKENIZER_VERSION
@@ -270,8 +272,20 @@ def _is_capitalised(word: str) -> bool:
 
 
 _SIMPLE = re.compile("[A-Za-z]?[a-z0-9]*")
+_GROUP = re.Match.group  # for `map`: a word's text, without a Python call per word
 # Distinct words kept before the memo starts over: ~40 MB at worst, ~300k words in 20 MB notes.
 _MEMO_LIMIT = 1 << 18
+
+
+class WordScan(NamedTuple):
+    """A text's words as the tokenizer's regex found them, and each word's terms (`scan`)."""
+
+    words: list[re.Match[str]]
+    terms: list[tuple[str, ...]]
+
+    def tokens(self) -> list[str]:
+        """`tokenize(text)`: the terms in order."""
+        return list(itertools.chain.from_iterable(self.terms))
 
 
 class _Memo(dict[str, tuple[str, ...]]):
@@ -338,22 +352,42 @@ class _Analyzer:
             out += [(base + s, base + e, t) for s, e, t in spans]
         return out
 
-    def matching_spans(self, text: str, terms: Container[str]) -> list[tuple[int, int]]:
+    def scan(self, text: str) -> WordScan:
+        """The words of `text` with their terms: one regex scan and one memo lookup per word
+        that `WordScan.tokens` and `matching_spans` share (a search reads each hit's section
+        for proximity's terms and for its snippet's marks)."""
+        memo = self._memo
+        if len(memo) > _MEMO_LIMIT:
+            memo.clear()
+        words = list(_word_pattern(text).finditer(text))
+        return WordScan(words, list(map(memo.__getitem__, map(_GROUP, words))))
+
+    def matching_spans(
+        self, text: str, terms: Container[str], scan: WordScan | None = None
+    ) -> list[tuple[int, int]]:
         """(start, end) of the words of `text` whose terms are in `terms`: `spans` filtered,
-        without building a span for every other word (snippets mark a few words of many)."""
+        without building a span for every other word (snippets mark a few words of many).
+        `scan` is `scan(text)` when the caller has it already."""
+        if scan is None:
+            scan = self.scan(text)
+        if isinstance(terms, set | frozenset):
+            wanted: set[str] | frozenset[str] = terms
+        else:  # `isdisjoint` below needs a set: the text's terms that `terms` holds
+            wanted = {t for word in scan.terms for t in word if t in terms}
+        # Which words hold a wanted term is decided in C (a word's terms are the terms of its
+        # spans), so the Python loop runs for those few words only, not for every word.
+        misses = map(wanted.isdisjoint, scan.terms)
         out: list[tuple[int, int]] = []
         memo = self._span_memo
         if len(memo) > _MEMO_LIMIT:
             memo.clear()
-        for m in _word_pattern(text).finditer(text):
+        for m in itertools.compress(scan.words, map(operator.not_, misses)):
             raw = m.group()
             spans = memo.get(raw)
             if spans is None:
                 spans = memo[raw] = tuple(self.word(raw))
-            for s, e, t in spans:
-                if t in terms:
-                    base = m.start()
-                    out.append((base + s, base + e))
+            base = m.start()
+            out += [(base + s, base + e) for s, e, t in spans if t in wanted]
         return out
 
     def word(self, raw: str) -> list[Span]:
