@@ -183,15 +183,11 @@ def _idf_one(n: float, df: float) -> float:
     return math.log(1 + (n - df + 0.5) / (df + 0.5))
 
 
-def _starts(*keys: npt.NDArray[Any]) -> npt.NDArray[np.intp]:
-    """Indexes where a run of equal keys begins (the arrays are sorted by these keys)."""
+def _starts(changed: npt.NDArray[np.bool_]) -> npt.NDArray[np.intp]:
+    """Indexes where a run begins, given `changed[i]`: whether row i+1 differs from row i."""
     import numpy as np
 
-    new = np.ones(len(keys[0]), dtype=bool)
-    for key in keys:
-        new[1:] &= key[1:] == key[:-1]
-    new[1:] = ~new[1:]
-    return np.flatnonzero(new)
+    return np.flatnonzero(np.concatenate(([True], changed)))
 
 
 def _idf(n: float, df: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
@@ -231,60 +227,92 @@ def rank_columns(
     note_length = np.asarray(postings["note_length"], dtype=np.float64)[order]
     qw = np.asarray(weights, dtype=np.float64)
     n_terms = len(qw)
+    # A typical query has a few hundred rows, where each numpy call's fixed cost (~1 µs)
+    # outweighs its work: the runs below are found from two comparisons made once, and the
+    # float operations are exactly those of `rank_rows`' formulas (per-term factors are
+    # gathered, not recomputed per row: the same products, so the same bits).
+    new_note = key[1:] != key[:-1]
 
     # Documents: df counts the rows of each term; a document's score sums its terms' parts.
     df = np.bincount(term, minlength=n_terms).astype(np.float64)
-    part = qw[term] * _idf(stats.documents, df)[term] * tf * (k1 + 1)
+    part = (qw * _idf(stats.documents, df))[term] * tf * (k1 + 1)
     part /= tf + k1 * (1 - b + b * length / (stats.avgdl or 1.0))
-    doc = _starts(key, ord_)
+    doc = _starts(new_note | (ord_[1:] != ord_[:-1]))
     doc_score = np.add.reduceat(part, doc)
-    doc_key, doc_ord = key[doc], ord_[doc]
+    doc_ord = ord_[doc]
+    per_note = np.flatnonzero(np.concatenate(([True], new_note))[doc])  # a note's documents
 
     # Whole notes: tf summed over the note's documents per term, df counts notes per term.
     # The rows are sorted by note already: re-sorting them by (note, term, ord) as one integer
     # (the note's run number, term, ord) is ~4x faster than a second three-key lexsort.
-    run = np.cumsum(np.concatenate(([0], key[1:] != key[:-1])))
+    run = np.cumsum(np.concatenate(([0], new_note)))
     by_term = np.argsort((run * n_terms + term) * (int(ord_.max()) + 1) + ord_, kind="stable")
     t_key, t_term = key[by_term], term[by_term]
-    pair = _starts(t_key, t_term)
+    t_new_note = t_key[1:] != t_key[:-1]
+    pair = _starts(t_new_note | (t_term[1:] != t_term[:-1]))
     pair_tf = np.add.reduceat(tf[by_term], pair)
-    pair_key, pair_term, pair_length = t_key[pair], t_term[pair], note_length[by_term][pair]
+    pair_term, pair_length = t_term[pair], note_length[by_term][pair]
     ndf = np.bincount(pair_term, minlength=n_terms).astype(np.float64)
-    whole_part = qw[pair_term] * _idf(stats.notes, ndf)[pair_term] * pair_tf * (k1 + 1)
+    whole_part = (qw * _idf(stats.notes, ndf))[pair_term] * pair_tf * (k1 + 1)
     whole_part /= pair_tf + k1 * (1 - b + b * pair_length / (stats.avgnl or 1.0))
-    note = _starts(pair_key)
+    note = np.flatnonzero(np.concatenate(([True], t_new_note))[pair])  # a note's pairs
     whole = np.add.reduceat(whole_part, note)
-    note_keys = pair_key[note]
+    note_keys = t_key[pair[note]]
 
-    # Per note (doc_key and note_keys list the same notes in the same order).
-    per_note = _starts(doc_key)
+    # Per note (the documents' notes and the pairs' notes are the same, in the same order).
     section = np.maximum.reduceat(np.where(doc_ord > 0, doc_score, 0.0), per_note)
     title = np.add.reduceat(np.where(doc_ord == 0, doc_score, 0.0), per_note)
     total = section + title_weight * title + whole_weight * whole
-    keep = np.ones(len(note_keys), dtype=bool)
-    if excluded:
-        keep &= ~np.isin(note_keys, np.fromiter(excluded, dtype=np.int64))
-    if only is not None:
-        keep &= np.isin(note_keys, np.fromiter(only, dtype=np.int64))
-    kept = np.flatnonzero(keep)
-    top = kept[np.lexsort((note_keys[kept], -total[kept]))[:limit]]
+    top = _top(note_keys, total, limit, excluded, only)
 
-    bounds = np.append(per_note, len(doc_key))
+    bounds = [*per_note.tolist(), len(doc)]
     scored = []
-    for i in top.tolist():
+    for i, key_, score, best, title_score, whole_score in zip(
+        top.tolist(),
+        note_keys[top].tolist(),
+        total[top].tolist(),
+        section[top].tolist(),
+        title[top].tolist(),
+        whole[top].tolist(),
+        strict=True,
+    ):
         lo, hi = bounds[i], bounds[i + 1]
         documents = sorted(
             zip(doc_ord[lo:hi].tolist(), doc_score[lo:hi].tolist(), strict=True),
             key=lambda d: (-d[1], d[0]),
         )
         scored.append(
-            ScoredNote(
-                int(note_keys[i]),
-                float(total[i]),
-                float(section[i]),
-                float(title[i]),
-                float(whole[i]),
-                documents[:best_documents],
-            )
+            ScoredNote(key_, score, best, title_score, whole_score, documents[:best_documents])
         )
-    return scored, {int(t) for t in np.flatnonzero(df)}
+    return scored, set(np.flatnonzero(df).tolist())
+
+
+def _top(
+    note_keys: npt.NDArray[np.int64],
+    total: npt.NDArray[np.float64],
+    limit: int,
+    excluded: frozenset[int],
+    only: frozenset[int] | None,
+) -> npt.NDArray[np.intp]:
+    """Positions of the `limit` best notes (score descending, then note key), leaving out
+    `excluded` and keeping `only` when given."""
+    import numpy as np
+
+    kept = None
+    if excluded or only is not None:
+        keep = np.ones(len(note_keys), dtype=bool)
+        if excluded:
+            keep &= ~np.isin(note_keys, np.fromiter(excluded, dtype=np.int64))
+        if only is not None:
+            keep &= np.isin(note_keys, np.fromiter(only, dtype=np.int64))
+        kept = np.flatnonzero(keep)
+        note_keys, total = note_keys[kept], total[kept]
+    if 0 < limit < len(total):
+        # Sorting every matched note to keep ten cost more than the scoring: only those
+        # scoring at least the limit-th best score can be among the best (ties included).
+        floor = -np.partition(-total, limit - 1)[limit - 1]
+        within = np.flatnonzero(total >= floor)
+        best = within[np.lexsort((note_keys[within], -total[within]))[:limit]]
+    else:
+        best = np.lexsort((note_keys, -total))[:limit]
+    return best if kept is None else kept[best]
