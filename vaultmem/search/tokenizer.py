@@ -144,6 +144,10 @@ def _word_regex(word_char: str) -> re.Pattern[str]:
 # most of this module's import (~10 ms, 0.1G instructions): a cold one-note edit of ASCII or
 # mark-free notes never pays it.
 _PLAIN_WORD = _word_regex(rf"[\w{_IGNORABLE}]")
+# In ASCII text the word characters are exactly these: a class of ranges is tested by a table
+# lookup where `\w` calls a Unicode predicate per character, so it scans ~25 % faster (a warm
+# search scans each hit's section, a build every note); the same words either way.
+_ASCII_WORD = re.compile(r"[A-Za-z0-9_]+(?:[-./'][A-Za-z0-9_]+)*")
 _full_word: re.Pattern[str] | None = None
 # Looking for a mark costs ~30 ns a character (`set(text)`), more than the match: a process
 # looks through this many characters of non-ASCII text, then compiles the full pattern once
@@ -165,14 +169,14 @@ def _holds_mark(text: str) -> bool:
 
 
 def _word_pattern(text: str) -> re.Pattern[str]:
-    """The pattern that finds the words of `text`: the plain one for ASCII text and, within
-    the look budget, for text holding no mark (the same words either way); else the full
-    one, which from then on serves every text."""
+    """The pattern that finds the words of `text`: the ASCII one for ASCII text, the plain
+    one within the look budget for text holding no mark (the same words either way); else
+    the full one, which from then on serves every non-ASCII text."""
     global _full_word, _mark_look_left
+    if text.isascii():
+        return _ASCII_WORD
     if _full_word is not None:
         return _full_word
-    if text.isascii():
-        return _PLAIN_WORD
     if len(text) <= _mark_look_left:
         _mark_look_left -= len(text)
         if not _holds_mark(text):
