@@ -623,8 +623,10 @@ class Vault:
 
 def _redact_hit(hit: SearchHit, patterns: Sequence[SecretPattern]) -> SearchHit:
     """A search hit with secrets in its snippet, title and heading replaced by markers."""
-    from vaultmem.memory.secrets import redact
+    from vaultmem.memory.secrets import may_hold_secrets, redact
 
+    if not may_hold_secrets((hit.title, hit.heading or "", hit.snippet), patterns):
+        return hit  # the usual case: nothing to replace
     heading = redact(hit.heading, patterns).text if hit.heading else hit.heading
     snippet = redact(hit.snippet, patterns).text
     title = redact(hit.title, patterns).text

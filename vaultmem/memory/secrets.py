@@ -33,6 +33,7 @@ __all__ = [
     "compile_patterns",
     "find_secrets",
     "marker",
+    "may_hold_secrets",
     "redact",
 ]
 
@@ -432,6 +433,16 @@ def redact(text: str, extra: Sequence[SecretPattern] = ()) -> Redaction:
         if hit:
             found.add(pattern.name)
     return Redaction(text=text, found=tuple(sorted(found)))
+
+
+def may_hold_secrets(texts: Sequence[str], extra: Sequence[SecretPattern] = ()) -> bool:
+    """False when `redact` leaves each of `texts` as it is, found by one look for the
+    patterns' triggers over them all (a search hit's title, heading and snippet: three looks
+    cost twice one). No trigger spans a line break, so joining them with one finds no more."""
+    if extra or _UNTRIGGERED:
+        return True
+    joined = "\n".join(texts)
+    return any(_present(joined, _folded(joined))) or bool(_PGPASS_TRIGGER.search(joined))
 
 
 def find_secrets(text: str, extra: Sequence[SecretPattern] = ()) -> tuple[str, ...]:
