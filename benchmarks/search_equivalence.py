@@ -14,6 +14,13 @@ SHA-256 per path. Run it with each tree on `PYTHONPATH` and compare the hashes:
 the median per query in ms; alternate it between two trees to compare them in one spell:
 
     python -m benchmarks.search_equivalence time --vault DIR [--rounds 20]
+
+`ab` compares this tree's `Vault.search` with another tree's in one process (the other's
+`vaultmem` package copied under another name, its imports rewritten): both load their resident
+index, then take turns query by query, `--rounds` passes over the 50 queries, and the ratio of
+the medians is printed; ratios across processes moved by ±15 % on the shared machine.
+
+    python -m benchmarks.search_equivalence ab --vault DIR --baseline /path/to/other/tree
 """
 
 from __future__ import annotations
@@ -169,15 +176,66 @@ def time_warm(root: Path, rounds: int) -> None:
     )
 
 
+def _baseline_package(tree: Path) -> Any:
+    """The `vaultmem` package of another tree, importable beside ours as `vaultmem_base`."""
+    import importlib
+    import tempfile
+
+    out = Path(tempfile.mkdtemp(prefix="vaultmem-base-"))
+    imports = re.compile(r"\b(from|import) vaultmem\b")
+    for path in (tree / "vaultmem").rglob("*"):
+        target = out / "vaultmem_base" / path.relative_to(tree / "vaultmem")
+        if path.is_dir():
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if path.suffix == ".py":
+            target.write_text(imports.sub(r"\1 vaultmem_base", path.read_text()))
+        else:
+            target.write_bytes(path.read_bytes())
+    sys.path.insert(0, str(out))
+    return importlib.import_module("vaultmem_base.vault")
+
+
+def ab(root: Path, baseline: Path, rounds: int) -> None:
+    from vaultmem import vault as ours
+
+    theirs = _baseline_package(baseline)
+    queries = draw_queries(_texts(root))
+    vaults = {"this tree": ours.Vault(root), "baseline": theirs.Vault(root)}
+    for vault in vaults.values():
+        vault.search(queries[0])
+        vault.search(queries[1])
+        _join_loader(vault)
+        assert vault._resident is not None
+        for q in queries:
+            vault.search(q)
+    runs: dict[str, list[float]] = {name: [] for name in vaults}
+    for _ in range(rounds):
+        for q in queries:
+            for name, vault in vaults.items():
+                start = time.perf_counter()
+                vault.search(q)
+                runs[name].append(time.perf_counter() - start)
+    medians = {name: statistics.median(times) * 1000 for name, times in runs.items()}
+    print(
+        f"median: this tree {medians['this tree']:.3f} ms, baseline {medians['baseline']:.3f} ms,"
+        f" ratio {medians['this tree'] / medians['baseline']:.3f} ({rounds} rounds x "
+        f"{len(queries)} queries, taking turns)"
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("action", choices=("dump", "time"))
+    parser.add_argument("action", choices=("dump", "time", "ab"))
     parser.add_argument("--vault", type=Path, required=True, help="a reconciled vault")
     parser.add_argument("--out", type=Path, default=Path("search-results.json"))
     parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--baseline", type=Path, help="another tree, for `ab`")
     args = parser.parse_args(argv)
     if args.action == "dump":
         dump(args.vault, args.out)
+    elif args.action == "ab":
+        ab(args.vault, args.baseline, args.rounds)
     else:
         time_warm(args.vault, args.rounds)
     return 0
