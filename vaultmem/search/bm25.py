@@ -41,6 +41,10 @@ POSTING_COLUMNS = ("term", "note_key", "ord", "tf", "length", "note_length")
 """The columns `rank` reads: the query term's index in the query, the note's integer key, the
 document's ord, field-weighted tf, document length and note length."""
 
+NOTE_ORDER = "note_order"
+"""An optional column of numpy postings: a small integer per note that sorts as `note_key`
+does (the resident index's note numbers); with it the rows are sorted on one integer key."""
+
 
 @dataclass(frozen=True, slots=True)
 class Stats:
@@ -220,13 +224,19 @@ def rank_columns(
         return [], set()
     key = np.asarray(postings["note_key"], dtype=np.int64)
     ord_ = np.asarray(postings["ord"], dtype=np.int64)
-    order = np.lexsort((term, ord_, key))
+    qw = np.asarray(weights, dtype=np.float64)
+    n_terms = len(qw)
+    if NOTE_ORDER in postings:
+        # (note, ord, term) as one integer: one sort instead of lexsort's three, 2-3x faster
+        # from ~2,000 rows (the keys are distinct, so the permutation is the same)
+        note = np.asarray(postings[NOTE_ORDER], dtype=np.int64)
+        order = np.argsort((note * (int(ord_.max()) + 1) + ord_) * n_terms + term, kind="stable")
+    else:
+        order = np.lexsort((term, ord_, key))
     term, key, ord_ = term[order], key[order], ord_[order]
     tf = np.asarray(postings["tf"], dtype=np.float64)[order]
     length = np.asarray(postings["length"], dtype=np.float64)[order]
     note_length = np.asarray(postings["note_length"], dtype=np.float64)[order]
-    qw = np.asarray(weights, dtype=np.float64)
-    n_terms = len(qw)
     # A typical query has a few hundred rows, where each numpy call's fixed cost (~1 µs)
     # outweighs its work: the runs below are found from two comparisons made once, and the
     # float operations are exactly those of `rank_rows`' formulas (per-term factors are

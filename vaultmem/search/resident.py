@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from vaultmem.search.bm25 import Stats
+from vaultmem.search.bm25 import NOTE_ORDER, Stats
 from vaultmem.search.reads import SqlReads
 from vaultmem.storage import search_queries as queries
 
@@ -153,7 +153,7 @@ class ResidentReads(SqlReads):
             "note_length": held.note_length[note],
         }
         if len(picked) >= columns_from:
-            return columns
+            return {**columns, NOTE_ORDER: note}  # note numbers sort as their keys do
         return list(zip(*(c.tolist() for c in columns.values()), strict=True))
 
     def keys_with_terms(self, terms: tuple[str, ...]) -> frozenset[int]:
