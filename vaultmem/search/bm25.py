@@ -242,6 +242,7 @@ def rank_columns(
     # float operations are exactly those of `rank_rows`' formulas (per-term factors are
     # gathered, not recomputed per row: the same products, so the same bits).
     new_note = key[1:] != key[:-1]
+    note_start = np.concatenate(([True], new_note))  # a row that begins a note
 
     # Documents: df counts the rows of each term; a document's score sums its terms' parts.
     df = np.bincount(term, minlength=n_terms).astype(np.float64)
@@ -250,12 +251,12 @@ def rank_columns(
     doc = _starts(new_note | (ord_[1:] != ord_[:-1]))
     doc_score = np.add.reduceat(part, doc)
     doc_ord = ord_[doc]
-    per_note = np.flatnonzero(np.concatenate(([True], new_note))[doc])  # a note's documents
+    per_note = np.flatnonzero(note_start[doc])  # where each note's documents begin
 
     # Whole notes: tf summed over the note's documents per term, df counts notes per term.
     # The rows are sorted by note already: re-sorting them by (note, term, ord) as one integer
     # (the note's run number, term, ord) is ~4x faster than a second three-key lexsort.
-    run = np.cumsum(np.concatenate(([0], new_note)))
+    run = np.cumsum(note_start)
     by_term = np.argsort((run * n_terms + term) * (int(ord_.max()) + 1) + ord_, kind="stable")
     t_key, t_term = key[by_term], term[by_term]
     t_new_note = t_key[1:] != t_key[:-1]
