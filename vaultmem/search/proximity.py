@@ -63,9 +63,8 @@ def proximity(
     wanted = {t for pair in query_pairs for t in pair}
     # the query's words among hundreds of tokens, picked out in C (no Python step per token)
     hits = list(map(wanted.__contains__, tokens))
-    positions = list(
-        zip(itertools.compress(itertools.count(), hits), itertools.compress(tokens, hits))
-    )
+    indexes = itertools.compress(itertools.count(), hits)
+    positions = list(zip(indexes, itertools.compress(tokens, hits), strict=True))
     near: set[tuple[str, str]] = set()
     for k, (i, a) in enumerate(positions):
         for j, b in positions[k + 1 :]:
