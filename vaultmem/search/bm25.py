@@ -191,7 +191,7 @@ def _starts(changed: npt.NDArray[np.bool_]) -> npt.NDArray[np.intp]:
     """Indexes where a run begins, given `changed[i]`: whether row i+1 differs from row i."""
     import numpy as np
 
-    return np.flatnonzero(np.concatenate(([True], changed)))
+    return np.concatenate(([True], changed)).nonzero()[0]
 
 
 def _idf(n: float, df: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
@@ -230,7 +230,7 @@ def rank_columns(
         # (note, ord, term) as one integer: one sort instead of lexsort's three, 2-3x faster
         # from ~2,000 rows (the keys are distinct, so the permutation is the same)
         note = np.asarray(postings[NOTE_ORDER], dtype=np.int64)
-        order = np.argsort((note * (int(ord_.max()) + 1) + ord_) * n_terms + term, kind="stable")
+        order = ((note * (int(ord_.max()) + 1) + ord_) * n_terms + term).argsort(kind="stable")
     else:
         order = np.lexsort((term, ord_, key))
     term, key, ord_ = term[order], key[order], ord_[order]
@@ -238,7 +238,8 @@ def rank_columns(
     length = np.asarray(postings["length"], dtype=np.float64)[order]
     note_length = np.asarray(postings["note_length"], dtype=np.float64)[order]
     # A typical query has a few hundred rows, where each numpy call's fixed cost (~1 µs)
-    # outweighs its work: the runs below are found from two comparisons made once, and the
+    # outweighs its work: the runs below are found from two comparisons made once, array
+    # methods are called rather than numpy's Python wrappers (`flatnonzero` is six calls), and the
     # float operations are exactly those of `rank_rows`' formulas (per-term factors are
     # gathered, not recomputed per row: the same products, so the same bits).
     new_note = key[1:] != key[:-1]
@@ -251,13 +252,13 @@ def rank_columns(
     doc = _starts(new_note | (ord_[1:] != ord_[:-1]))
     doc_score = np.add.reduceat(part, doc)
     doc_ord = ord_[doc]
-    per_note = np.flatnonzero(note_start[doc])  # where each note's documents begin
+    per_note = note_start[doc].nonzero()[0]  # where each note's documents begin
 
     # Whole notes: tf summed over the note's documents per term, df counts notes per term.
     # The rows are sorted by note already: re-sorting them by (note, term, ord) as one integer
     # (the note's run number, term, ord) is ~4x faster than a second three-key lexsort.
-    run = np.cumsum(note_start)
-    by_term = np.argsort((run * n_terms + term) * (int(ord_.max()) + 1) + ord_, kind="stable")
+    run = note_start.cumsum()
+    by_term = ((run * n_terms + term) * (int(ord_.max()) + 1) + ord_).argsort(kind="stable")
     t_key, t_term = key[by_term], term[by_term]
     t_new_note = t_key[1:] != t_key[:-1]
     pair = _starts(t_new_note | (t_term[1:] != t_term[:-1]))
@@ -266,7 +267,7 @@ def rank_columns(
     ndf = np.bincount(pair_term, minlength=n_terms).astype(np.float64)
     whole_part = (qw * _idf(stats.notes, ndf))[pair_term] * pair_tf * (k1 + 1)
     whole_part /= pair_tf + k1 * (1 - b + b * pair_length / (stats.avgnl or 1.0))
-    note = np.flatnonzero(np.concatenate(([True], t_new_note))[pair])  # a note's pairs
+    note = np.concatenate(([True], t_new_note))[pair].nonzero()[0]  # a note's pairs
     whole = np.add.reduceat(whole_part, note)
     note_keys = t_key[pair[note]]
 
@@ -302,7 +303,7 @@ def rank_columns(
         scored.append(
             ScoredNote(key_, score, best, title_score, whole_score, documents[:best_documents])
         )
-    return scored, set(np.flatnonzero(df).tolist())
+    return scored, set(df.nonzero()[0].tolist())
 
 
 def _top(
@@ -323,13 +324,13 @@ def _top(
             keep &= ~np.isin(note_keys, np.fromiter(excluded, dtype=np.int64))
         if only is not None:
             keep &= np.isin(note_keys, np.fromiter(only, dtype=np.int64))
-        kept = np.flatnonzero(keep)
+        kept = keep.nonzero()[0]
         note_keys, total = note_keys[kept], total[kept]
     if 0 < limit < len(total):
         # Sorting every matched note to keep ten cost more than the scoring: only those
         # scoring at least the limit-th best score can be among the best (ties included).
-        floor = -np.partition(-total, limit - 1)[limit - 1]
-        within = np.flatnonzero(total >= floor)
+        floor = float(-np.partition(-total, limit - 1)[limit - 1])
+        within = (total >= floor).nonzero()[0]
         best = within[np.lexsort((note_keys[within], -total[within]))[:limit]]
     else:
         best = np.lexsort((note_keys, -total))[:limit]
