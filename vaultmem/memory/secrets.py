@@ -421,7 +421,10 @@ def redact(text: str, extra: Sequence[SecretPattern] = ()) -> Redaction:
         return Redaction(text, ())  # no pattern's trigger: the usual case
     candidates = _candidates(present)
     for pattern in BUILTIN_PATTERNS:
-        if not _may_match(pattern.name, text, folded, candidates):
+        name = pattern.name
+        if name in _TRIGGERS and name not in candidates:
+            continue  # `_may_match` says the same; most patterns stop here, without a call
+        if not _may_match(name, text, folded, candidates):
             continue
         text, hit = _apply(pattern, text)
         if hit:
