@@ -93,6 +93,7 @@ class SearchHit:
 
 _OPERATOR = re.compile(r"^(tag|path|type):(.+)$", re.I)
 _SHLEX_SPACE = re.compile("[ \t\r\n]+")  # shlex.whitespace
+_QUOTED = re.compile(r'"([^"]+)"')
 
 
 def parse_query(text: str, language: str = DEFAULT_LANGUAGE) -> ParsedQuery:
@@ -105,7 +106,7 @@ def parse_query(text: str, language: str = DEFAULT_LANGUAGE) -> ParsedQuery:
             parts = text.replace('"', " ").split()
     else:  # what shlex returns without quotes or escapes, without its pure-Python lexer
         parts = [part for part in _SHLEX_SPACE.split(text) if part]
-    quoted = set(re.findall(r'"([^"]+)"', text))
+    quoted = set(_QUOTED.findall(text)) if '"' in text else set()
     terms: list[str] = []
     phrases: list[tuple[str, ...]] = []
     excluded: list[str] = []
