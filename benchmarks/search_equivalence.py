@@ -176,12 +176,11 @@ def time_warm(root: Path, rounds: int) -> None:
     )
 
 
-def _baseline_package(tree: Path) -> Any:
-    """The `vaultmem` package of another tree, importable beside ours as `vaultmem_base`."""
+def _baseline_package(tree: Path, out: Path) -> Any:
+    """The `vaultmem` package of another tree, copied into `out` and imported beside ours as
+    `vaultmem_base`."""
     import importlib
-    import tempfile
 
-    out = Path(tempfile.mkdtemp(prefix="vaultmem-base-"))
     imports = re.compile(r"\b(from|import) vaultmem\b")
     for path in (tree / "vaultmem").rglob("*"):
         target = out / "vaultmem_base" / path.relative_to(tree / "vaultmem")
@@ -197,9 +196,16 @@ def _baseline_package(tree: Path) -> Any:
 
 
 def ab(root: Path, baseline: Path, rounds: int) -> None:
+    import tempfile
+
+    # the copy lives as long as the run: the trees import lazily inside their functions
+    with tempfile.TemporaryDirectory(prefix="vaultmem-base-") as tmp:
+        _ab(root, _baseline_package(baseline, Path(tmp)), rounds)
+
+
+def _ab(root: Path, theirs: Any, rounds: int) -> None:
     from vaultmem import vault as ours
 
-    theirs = _baseline_package(baseline)
     queries = draw_queries(_texts(root))
     vaults = {"this tree": ours.Vault(root), "baseline": theirs.Vault(root)}
     for vault in vaults.values():
