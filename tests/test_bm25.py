@@ -69,6 +69,13 @@ def test_both_scorers_agree(
         **kw,
     )
     assert matched == matched_np == {r[0] for r in rows}
+    # The resident index adds note numbers that sort as the keys do: the same result, exactly.
+    by_number = columns(shuffled)
+    by_number[bm25.NOTE_ORDER] = np.unique(by_number["note_key"], return_inverse=True)[1]
+    assert bm25.rank_columns(by_number, weights, STATS, excluded=excluded, **kw) == (
+        vector,
+        matched_np,
+    )
     assert [n.note_key for n in plain] == [n.note_key for n in vector]
     for a, b in zip(plain, vector, strict=True):
         assert a.score == pytest.approx(b.score, rel=1e-12)

@@ -523,31 +523,47 @@ def test_every_match_holds_its_patterns_trigger(name: str, template: str, secret
     assert redact(odd) == _redact_every_pattern(odd)
 
 
+_SECRETISH = st.lists(
+    _FRAGMENTS
+    | st.sampled_from(
+        [
+            "PaSS",
+            "\u017f",
+            "\u212a",
+            "TOKEN",
+            "5432:",
+            "Secret",
+            "api_key",
+            "word",
+            "Authorization",
+            "AccountKey=",
+            " is ",
+            "aws_secret_key",
+            "credentials",
+            "\t",
+        ]
+    ),
+    max_size=40,
+).map("".join)
+
+
 @settings(max_examples=300)
-@given(
-    st.lists(
-        _FRAGMENTS
-        | st.sampled_from(
-            [
-                "PaSS",
-                "\u017f",
-                "\u212a",
-                "TOKEN",
-                "5432:",
-                "Secret",
-                "api_key",
-                "word",
-                "Authorization",
-                "AccountKey=",
-                " is ",
-                "aws_secret_key",
-                "credentials",
-                "\t",
-            ]
-        ),
-        max_size=40,
-    ).map("".join)
-)
+@given(_SECRETISH)
 def test_triggered_redaction_equals_running_every_pattern(text: str) -> None:
     _assert_triggers_hold(text)
     assert redact(text) == _redact_every_pattern(text)
+
+
+@settings(max_examples=300)
+@given(st.lists(_SECRETISH | st.text(max_size=20), min_size=1, max_size=3))
+def test_texts_without_a_trigger_are_left_as_they_are(texts: list[str]) -> None:
+    """`may_hold_secrets` (one look over a search hit's title, heading and snippet) is False
+    only when `redact` changes none of them."""
+    from vaultmem.memory.secrets import may_hold_secrets
+
+    if not may_hold_secrets(texts):
+        assert all(redact(text) == Redaction(text, ()) for text in texts)
+    if any(redact(text).found for text in texts):
+        assert may_hold_secrets(texts)
+    assert may_hold_secrets(["a title", "Setup", "password: hunter2x"])
+    assert not may_hold_secrets(["a title", "Setup", "nothing to hide here"])

@@ -362,6 +362,17 @@ def test_plain_word_pattern_finds_the_full_patterns_words(text: str) -> None:
     assert spans == [m.span() for m in full.finditer(text)]
 
 
+@given(st.one_of(st.text(st.characters(max_codepoint=127)), st.text(_ALPHABET)))
+def test_ascii_word_pattern_finds_the_plain_patterns_words(text: str) -> None:
+    """ASCII text is matched with a pattern of ASCII ranges: the same spans as `\\w`."""
+    from vaultmem.search import tokenizer
+
+    text = "".join(c for c in text if c.isascii())
+    spans = [m.span() for m in tokenizer._ASCII_WORD.finditer(text)]
+    assert spans == [m.span() for m in tokenizer._PLAIN_WORD.finditer(text)]
+    assert tokenizer._word_pattern(text) is tokenizer._ASCII_WORD
+
+
 def test_a_mark_needs_the_full_pattern() -> None:
     from vaultmem.search import tokenizer
 

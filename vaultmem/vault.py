@@ -227,7 +227,7 @@ class Vault:
                 clean=lambda text: redact(text, patterns).text,
                 resident=held,
             )
-        return [_redact_hit(hit, patterns) for hit in hits]
+        return _redact_hits(hits, patterns)
 
     def _resident_index(self, con: Connection) -> resident.Resident | None:
         """The index held in memory for searches (`search/resident.py`), or None: SQL serves.
@@ -621,16 +621,22 @@ class Vault:
         return rel.as_posix() if os.sep == "/" else str(rel).replace(os.sep, "/")
 
 
-def _redact_hit(hit: SearchHit, patterns: Sequence[SecretPattern]) -> SearchHit:
-    """A search hit with secrets in its snippet, title and heading replaced by markers."""
-    from vaultmem.memory.secrets import redact
+def _redact_hits(hits: list[SearchHit], patterns: Sequence[SecretPattern]) -> list[SearchHit]:
+    """Search hits with secrets in their snippet, title and heading replaced by markers."""
+    from vaultmem.memory.secrets import may_hold_secrets, redact
 
-    heading = redact(hit.heading, patterns).text if hit.heading else hit.heading
-    snippet = redact(hit.snippet, patterns).text
-    title = redact(hit.title, patterns).text
-    if (snippet, title, heading) == (hit.snippet, hit.title, hit.heading):
-        return hit  # the usual case: nothing to replace
-    return dataclasses.replace(hit, snippet=snippet, title=title, heading=heading)
+    out = []
+    for hit in hits:
+        if not may_hold_secrets((hit.title, hit.heading or "", hit.snippet), patterns):
+            out.append(hit)  # the usual case: nothing to replace
+            continue
+        heading = redact(hit.heading, patterns).text if hit.heading else hit.heading
+        snippet = redact(hit.snippet, patterns).text
+        title = redact(hit.title, patterns).text
+        if (snippet, title, heading) != (hit.snippet, hit.title, hit.heading):
+            hit = dataclasses.replace(hit, snippet=snippet, title=title, heading=heading)
+        out.append(hit)
+    return out
 
 
 def _redact_json(value: Any, patterns: Sequence[SecretPattern], key: str = "") -> Any:

@@ -61,7 +61,10 @@ def proximity(
     if total <= 0:
         return 0.0
     wanted = {t for pair in query_pairs for t in pair}
-    positions = [(i, t) for i, t in enumerate(tokens) if t in wanted]
+    # the query's words among hundreds of tokens, picked out in C (no Python step per token)
+    hits = list(map(wanted.__contains__, tokens))
+    indexes = itertools.compress(itertools.count(), hits)
+    positions = list(zip(indexes, itertools.compress(tokens, hits), strict=True))
     near: set[tuple[str, str]] = set()
     for k, (i, a) in enumerate(positions):
         for j, b in positions[k + 1 :]:

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from vaultmem.search.bm25 import Stats
+from vaultmem.search.bm25 import NOTE_ORDER, Stats
 from vaultmem.search.reads import SqlReads
 from vaultmem.storage import search_queries as queries
 
@@ -127,22 +127,23 @@ class ResidentReads(SqlReads):
     ) -> list[Row] | dict[str, npt.NDArray[Any]]:
         """The same rows as `search_queries.term_postings`, in the same two shapes."""
         kept, held = self.kept, self.held
-        parts: list[tuple[int, npt.NDArray[np.int64]]] = []
-        for i, term in enumerate(terms):
-            tid = held.terms.get(term)
-            if tid is None:
-                continue
-            rows = np.arange(held.offsets[tid], held.offsets[tid + 1])
-            if kept is not None:
-                rows = rows[kept[held.post_note[rows]]]
-            if len(rows):
-                parts.append((i, rows))
-        if not parts:
+        found = [
+            (i, tid) for i, term in enumerate(terms) if (tid := held.terms.get(term)) is not None
+        ]
+        if not found:
             return []
-        picked = parts[0][1] if len(parts) == 1 else np.concatenate([p for _, p in parts])
-        term_index = np.repeat(
-            np.array([i for i, _ in parts], dtype=np.int32), [len(p) for _, p in parts]
-        )
+        # Every found term's run of rows (`offsets[t]:offsets[t+1]`) as one index array, built
+        # with a fixed number of numpy calls whatever the number of terms.
+        tids = np.array([tid for _, tid in found], dtype=np.int64)
+        starts, counts = held.offsets[tids], held.offsets[tids + 1] - held.offsets[tids]
+        first = np.cumsum(counts) - counts  # each run's first position in `picked`
+        picked = np.arange(int(counts.sum())) + np.repeat(starts - first, counts)
+        term_index = np.repeat(np.array([i for i, _ in found], dtype=np.int32), counts)
+        if kept is not None:
+            keep = kept[held.post_note[picked]]
+            picked, term_index = picked[keep], term_index[keep]
+        if not len(picked):
+            return []
         note = held.post_note[picked]
         columns = {
             "term": term_index,
@@ -153,7 +154,7 @@ class ResidentReads(SqlReads):
             "note_length": held.note_length[note],
         }
         if len(picked) >= columns_from:
-            return columns
+            return {**columns, NOTE_ORDER: note}  # note numbers sort as their keys do
         return list(zip(*(c.tolist() for c in columns.values()), strict=True))
 
     def keys_with_terms(self, terms: tuple[str, ...]) -> frozenset[int]:
