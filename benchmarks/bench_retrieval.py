@@ -8,8 +8,9 @@ per set, and per kind of question with `--kinds`; `--misses` lists the questions
 ranks worse than rank 1.
 
 A set whose vault is external (`retrieval.EXTERNAL_VAULTS`: `obsidian-help` reads
-`VAULTMEM_OBSIDIAN_HELP`, the `en/` folder of a checkout of obsidian-help) is skipped with one
-line on stderr when its variable is unset or not a folder. Each set reports how many notes the
+`VAULTMEM_OBSIDIAN_HELP`, the `en/` folder of a checkout of obsidian-help; `obsidian-hub` reads
+`VAULTMEM_OBSIDIAN_HUB`, the root of a checkout of obsidian-hub) is skipped with one line on
+stderr when its variable is unset or not a folder. Each set reports how many notes the
 index holds and how many `.md` files the baseline read, and says so when they differ.
 
 A set in `retrieval.VARIANTS` runs on a changed copy (`dwarvesf-brain-boilerplate`: a footer

@@ -43,6 +43,10 @@ EXTERNAL_VAULTS: dict[str, tuple[str, str]] = {
         "VAULTMEM_OBSIDIAN_HELP",
         "the en/ folder of a checkout of https://github.com/obsidianmd/obsidian-help",
     ),
+    "obsidian-hub": (
+        "VAULTMEM_OBSIDIAN_HUB",
+        "the root of a checkout of https://github.com/obsidian-community/obsidian-hub",
+    ),
 }
 """Question set name -> (environment variable naming its vault folder, what that folder is):
 real vaults whose text is not ours to commit. Unset or absent, the set is skipped."""

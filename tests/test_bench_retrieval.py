@@ -1,6 +1,7 @@
 """The retrieval benchmark's external vaults: a set whose vault is not ours to commit (Obsidian
-Help) runs when its environment variable names a folder and is skipped, with one line saying how
-to get it, when it does not. CI never has the vault, so the skip is the path that must hold."""
+Help, a sample of the Obsidian Hub) runs when its environment variable names a folder and is
+skipped, with one line saying how to get it, when it does not. CI never has the vaults, so the
+skip is the path that must hold, for every external set."""
 
 from __future__ import annotations
 
@@ -19,53 +20,82 @@ from benchmarks.retrieval import (
     vault_for,
 )
 
-VARIABLE = EXTERNAL_VAULTS["obsidian-help"][0]
+EXTERNAL = sorted(EXTERNAL_VAULTS)
 
 
+def test_every_external_set_has_its_own_variable() -> None:
+    assert {"obsidian-help", "obsidian-hub"} <= set(EXTERNAL)
+    variables = [EXTERNAL_VAULTS[name][0] for name in EXTERNAL]
+    assert len(set(variables)) == len(variables)
+
+
+@pytest.mark.parametrize("name", EXTERNAL)
 def test_unset_variable_skips_the_set_with_a_line_naming_the_variable(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    name: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.delenv(VARIABLE, raising=False)
+    variable = EXTERNAL_VAULTS[name][0]
+    monkeypatch.delenv(variable, raising=False)
     monkeypatch.chdir(tmp_path)  # an unset variable must not fall back to the working folder
-    assert not vault_for("obsidian-help").exists()
-    line = missing_vault("obsidian-help")
-    assert line is not None and VARIABLE in line and "obsidian-help" in line and "\n" not in line
+    assert not vault_for(name).exists()
+    line = missing_vault(name)
+    assert line is not None and variable in line and name in line and "\n" not in line
 
 
+@pytest.mark.parametrize("name", EXTERNAL)
 def test_a_variable_naming_no_folder_is_reported_as_such(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    name: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setenv(VARIABLE, str(tmp_path / "nowhere"))
-    line = missing_vault("obsidian-help")
+    monkeypatch.setenv(EXTERNAL_VAULTS[name][0], str(tmp_path / "nowhere"))
+    line = missing_vault(name)
     assert line is not None and "is not a folder" in line
 
 
+@pytest.mark.parametrize("name", EXTERNAL)
 def test_a_variable_naming_a_folder_makes_it_the_sets_vault(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    name: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setenv(VARIABLE, str(tmp_path))
-    assert vault_for("obsidian-help") == tmp_path
-    assert missing_vault("obsidian-help") is None
+    monkeypatch.setenv(EXTERNAL_VAULTS[name][0], str(tmp_path))
+    assert vault_for(name) == tmp_path
+    assert missing_vault(name) is None
     assert missing_vault("example-vault") is None  # in-repo vaults are never "missing"
 
 
-def test_bench_skips_the_set_and_still_succeeds(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+def test_one_sets_variable_does_not_give_the_other_set_a_vault(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.delenv(VARIABLE, raising=False)
-    assert bench_retrieval.main(["--set", "obsidian-help", "--json"]) == 0
+    monkeypatch.setenv(EXTERNAL_VAULTS["obsidian-help"][0], str(tmp_path))
+    monkeypatch.delenv(EXTERNAL_VAULTS["obsidian-hub"][0], raising=False)
+    assert vault_for("obsidian-help") == tmp_path
+    assert not vault_for("obsidian-hub").exists()
+    assert missing_vault("obsidian-hub") is not None
+
+
+@pytest.mark.parametrize("name", EXTERNAL)
+def test_bench_skips_the_set_and_still_succeeds(
+    name: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    variable = EXTERNAL_VAULTS[name][0]
+    monkeypatch.delenv(variable, raising=False)
+    assert bench_retrieval.main(["--set", name, "--json"]) == 0
     out, err = capsys.readouterr()
     assert '"sets": []' in out  # nothing ran, and the JSON line is still one object
-    assert err.count("\n") == 1 and VARIABLE in err
+    assert err.count("\n") == 1 and variable in err
 
 
-def test_the_set_is_listed_and_its_expected_notes_are_vault_paths() -> None:
-    assert "obsidian-help" in question_sets()
-    questions = load_questions(QUESTIONS_DIR / "obsidian-help.jsonl")
+@pytest.mark.parametrize(
+    ("name", "not_prefix"), [("obsidian-help", "en/"), ("obsidian-hub", "obsidian-hub/")]
+)
+def test_the_set_is_listed_and_its_expected_notes_are_vault_paths(
+    name: str, not_prefix: str
+) -> None:
+    assert name in question_sets()
+    questions = load_questions(QUESTIONS_DIR / f"{name}.jsonl")
     assert len(questions) >= 40
     for question in questions:
         assert question.expected and all(p.endswith(".md") for p in question.expected)
-        assert not any(p.startswith(("/", "en/")) for p in question.expected)  # relative to en/
+        # relative to the folder the variable names, never to the checkout above it
+        assert not any(p.startswith(("/", not_prefix)) for p in question.expected)
+        assert len(set(question.expected)) == len(question.expected)
 
 
 def test_the_baseline_reads_notes_outside_dot_folders_only(tmp_path: Path) -> None:
