@@ -512,18 +512,37 @@ def test_a_misspelt_word_stands_for_one_index_term(tmp_path: Path) -> None:
     assert [h.path for h in vault.search("relase")] == ["Release checklist.md"]
 
 
-def test_adjacent_terms_also_match_their_joined_form(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("query", "compound", "note"),
+    [
+        ("stat blocks", "statblocks", "Render statblocks of monsters."),
+        # the words' stems (`titl`, `data`) do not make the compound's (`titlebar`, `databas`)
+        ("hide the title bar", "titlebar", "Hide the titlebar of the window."),
+        ("data base", "database", "Pick a database for monsters."),
+    ],
+)
+def test_adjacent_terms_also_match_their_joined_form(
+    tmp_path: Path, query: str, compound: str, note: str
+) -> None:
+    first, second = query.split()[-2:]
     vault = make_vault(
         tmp_path / "vault",
         {
-            "Statblocks.md": "# Statblocks\n\nRender statblocks of monsters.\n",
-            "Stats.md": "# Stats\n\nA stat here.\n",
-            "Blocks.md": "# Blocks\n\nA block there.\n",
-            "Both.md": "# Notes\n\nA stat, a block.\n",
+            "Compound.md": f"# {compound.capitalize()}\n\n{note}\n",
+            "First.md": f"# One\n\nA {first} here.\n",
+            "Second.md": f"# Two\n\nA {second} there.\n",
+            "Both.md": f"# Notes\n\nA {first}, a {second}.\n",
         },
     )
-    assert joined_terms(tokenize("stat blocks")) == [fold("statblocks")]
-    assert vault.search("stat blocks")[0].path == "Statblocks.md"
+    assert fold(compound) in parse_query(query).joined
+    assert vault.search(query)[0].path == "Compound.md"
+
+
+def test_joined_terms_join_words_before_stemming() -> None:
+    assert joined_terms(["title", "bar"], ()) == [fold("titlebar")] == ["titlebar"]
+    assert joined_terms(["Data", "Base"], ()) == [fold("database")]
+    assert joined_terms(["stat", None, "blocks"], ()) == []  # an identifier between them
+    assert joined_terms(["stat", "blocks"], {fold("statblocks")}) == []  # asked already
 
 
 def test_statistics_are_those_of_the_filtered_notes(corpus_vault: Vault) -> None:

@@ -1,8 +1,8 @@
 """BM25 search over the index's own tables, with Obsidian-like query operators.
 
 A query is parsed (words, "phrases", -exclusions, tag:/path:/type: operators), its terms the
-index does not hold are replaced by their nearest index terms (typos), adjacent terms the index
-holds joined are added (`stat blocks` finds `statblocks`), and notes are ranked by
+index does not hold are replaced by their nearest index terms (typos), adjacent words written as
+one are looked for too (`stat blocks` finds `statblocks`), and notes are ranked by
 
     score(note) = best section's BM25 + title document's BM25 + WHOLE_NOTE · whole note's BM25
 
@@ -23,7 +23,7 @@ import itertools
 import re
 import shlex
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -57,6 +57,8 @@ class ParsedQuery:
     paths: tuple[str, ...] = ()
     types: tuple[str, ...] = ()
     repeated: tuple[tuple[str, int], ...] = ()
+    joined: tuple[str, ...] = ()
+    """Terms of adjacent query words written as one (`joined_terms`), looked for too."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,7 +100,7 @@ _QUOTED = re.compile(r'"([^"]+)"')
 
 def parse_query(text: str, language: str = DEFAULT_LANGUAGE) -> ParsedQuery:
     """Split a query into words, "phrases", -exclusions and tag:/path:/type: operators."""
-    tokenize = analyzer(language).tokenize
+    analyse = analyzer(language)
     if any(c in text for c in "\"'\\"):
         try:
             parts = shlex.split(text, posix=True)
@@ -113,6 +115,7 @@ def parse_query(text: str, language: str = DEFAULT_LANGUAGE) -> ParsedQuery:
     tags: list[str] = []
     paths: list[str] = []
     types: list[str] = []
+    scored: list[str | None] = []  # the scored words, for `joined_terms`
     for part in parts:
         negative = part.startswith("-") and len(part) > 1
         body = part[1:] if negative else part
@@ -126,14 +129,20 @@ def parse_query(text: str, language: str = DEFAULT_LANGUAGE) -> ParsedQuery:
             else:
                 types.append(value.casefold())
             continue
-        words = tokenize(body)
+        scan = analyse.scan(body)
+        found = scan.tokens()
         if negative:
-            excluded.extend(words)
-        elif body in quoted and len(words) > 1:
-            phrases.append(tuple(words))
-            terms.extend(words)
-        else:
-            terms.extend(words)
+            excluded.extend(found)
+            continue
+        if body in quoted and len(found) > 1:
+            phrases.append(tuple(found))
+        terms.extend(found)
+        # a stop word (no term) is skipped; an identifier (several terms) is never joined
+        scored += [
+            m.group() if len(t) == 1 else None
+            for m, t in zip(scan.words, scan.terms, strict=True)
+            if t
+        ]
     counts = Counter(terms)
     return ParsedQuery(
         tuple(counts),
@@ -143,6 +152,7 @@ def parse_query(text: str, language: str = DEFAULT_LANGUAGE) -> ParsedQuery:
         tuple(paths),
         tuple(types),
         tuple((term, n) for term, n in counts.items() if n > 1),
+        tuple(joined_terms(scored, counts, language)),
     )
 
 
@@ -160,10 +170,22 @@ def max_edits(term: str) -> int:
     return 1 if len(term) <= 7 else 2
 
 
-def joined_terms(terms: list[str]) -> list[str]:
-    """Adjacent query terms written together (`stat block` -> `statblock`): looked for too,
-    so split compounds find the note that writes them as one word."""
-    return [a + b for a, b in itertools.pairwise(terms) if a + b not in terms]
+def joined_terms(
+    words: Sequence[str | None], terms: Container[str], language: str = DEFAULT_LANGUAGE
+) -> list[str]:
+    """Adjacent query words written together (`stat blocks` -> `statblock`): looked for too,
+    so split compounds find the note that writes them as one word. `words` are the query's
+    words in order (None where a word may not be joined); a pair is joined before stemming,
+    since a stem can drop what the compound keeps (`data` + `base` stem as they are, `database`
+    to `databas`; `title` to `titl`, `titlebar` as it is). Terms already asked are left out."""
+    tokenize = analyzer(language).tokenize
+    out: dict[str, None] = {}
+    for a, b in itertools.pairwise(words):
+        if a is not None and b is not None:
+            joined = tokenize((a + b).lower())
+            if len(joined) == 1 and joined[0] not in terms:
+                out[joined[0]] = None
+    return list(out)
 
 
 def expand_terms(
@@ -344,7 +366,7 @@ def _ranked(
         if not only:
             return [], set(words)
         only_keys = frozenset(note_key(i) for i in only)
-    joined = joined_terms(words)
+    joined = list(query.joined)
     stats = reads.collection_stats()
     excluded = reads.keys_with_terms(query.excluded)
 
