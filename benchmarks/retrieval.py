@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -89,6 +90,35 @@ def vault_for(name: str) -> Path:
         if alt.exists():
             return alt
     return path
+
+
+def sample_notes(name: str) -> list[str] | None:
+    """The notes an external set's questions were written against, or None to read the whole
+    vault: `<vault>.sample.tsv` beside the questions (path relative to the vault folder, the
+    commit of the version read, its length in characters), so a fresh checkout, which holds
+    other notes and newer versions, is cut down to the same collection."""
+    listing = QUESTIONS_DIR / f"{_vault_key(name)}.sample.tsv"
+    if not listing.exists():
+        return None
+    lines = listing.read_text(encoding="utf-8").splitlines()
+    return [line.split("\t", 1)[0] for line in lines if line and not line.startswith("#")]
+
+
+def copy_vault(source: Path, target: Path, notes: Sequence[str] | None = None) -> list[str]:
+    """Copy the vault `source` to `target` (no index files, no `.git`); with `notes`, only
+    those notes (paths relative to `source`). Returns the listed notes `source` lacks."""
+    if notes is None:
+        shutil.copytree(source, target, ignore=shutil.ignore_patterns("index.duckdb*", ".git"))
+        return []
+    target.mkdir(parents=True, exist_ok=True)
+    missing = []
+    for rel in notes:
+        if not (source / rel).is_file():
+            missing.append(rel)
+            continue
+        (target / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source / rel, target / rel)
+    return missing
 
 
 BOILERPLATE_FOOTER = """

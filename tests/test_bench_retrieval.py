@@ -13,10 +13,12 @@ from benchmarks import bench_retrieval
 from benchmarks.retrieval import (
     EXTERNAL_VAULTS,
     QUESTIONS_DIR,
+    copy_vault,
     load_questions,
     markdown_notes,
     missing_vault,
     question_sets,
+    sample_notes,
     vault_for,
 )
 
@@ -107,3 +109,35 @@ def test_the_baseline_reads_notes_outside_dot_folders_only(tmp_path: Path) -> No
     assert [p.relative_to(tmp_path).as_posix() for p in markdown_notes(tmp_path)] == [
         "Plugins/Canvas.md"
     ]
+
+
+@pytest.mark.parametrize("name", EXTERNAL)
+def test_an_external_set_lists_its_sample_and_every_expected_note_is_in_it(name: str) -> None:
+    notes = sample_notes(name)
+    assert notes is not None and len(notes) > 100
+    assert len(set(notes)) == len(notes)
+    questions = load_questions(QUESTIONS_DIR / f"{name}.jsonl")
+    expected = {path for question in questions for path in question.expected}
+    assert expected <= set(notes), sorted(expected - set(notes))
+
+
+def test_a_set_on_a_vault_of_ours_reads_the_whole_vault() -> None:
+    assert sample_notes("dwarvesf-brain-natural") is None
+
+
+def test_copy_vault_copies_the_listed_notes_only_and_names_the_missing(tmp_path: Path) -> None:
+    source = tmp_path / "checkout"
+    for rel in ("A.md", "Folder/B.md", "Folder/Newer note.md", ".obsidian/app.json"):
+        (source / rel).parent.mkdir(parents=True, exist_ok=True)
+        (source / rel).write_text(f"# {rel}\n", encoding="utf-8")
+    target = tmp_path / "copy"
+    missing = copy_vault(source, target, ["A.md", "Folder/B.md", "Gone/C.md"])
+    assert missing == ["Gone/C.md"]
+    copied = sorted(p.relative_to(target).as_posix() for p in target.rglob("*") if p.is_file())
+    assert copied == ["A.md", "Folder/B.md"]
+    assert (target / "Folder/B.md").read_text(encoding="utf-8") == "# Folder/B.md\n"
+    assert copy_vault(source, tmp_path / "none", ["Gone/C.md"]) == ["Gone/C.md"]
+    assert (tmp_path / "none").is_dir()  # a vault to index, if an empty one
+    whole = tmp_path / "whole"
+    assert copy_vault(source, whole) == []
+    assert (whole / "Folder/Newer note.md").exists()
