@@ -25,7 +25,8 @@ hard-linked copy `benchmarks/out/search-<N>/` so the cached vault keeps no index
 
 Usage: `python -m benchmarks.bench_search [--quick] [--json] [--notes N ...]`; `--vault DIR`
 instead runs on an existing vault (e.g. a generated one, copied and reconciled once):
-its index is brought up to date incrementally and no full build is timed.
+its index is brought up to date incrementally and no full build is timed; the note the
+one-note edit changes gets its bytes back at the end, and the index is reconciled again.
 """
 
 from __future__ import annotations
@@ -270,7 +271,8 @@ def run_size(n_notes: int, existing: Path | None = None) -> dict[str, Any]:
             "ORDER BY d.note_id, d.ord"
         ).fetchall()
     path = root / rel
-    data = path.read_bytes() + b"\nAn edited sentence about storage latency.\n"
+    original = path.read_bytes()  # put back at the end: `--vault` is the caller's vault
+    data = original + b"\nAn edited sentence about storage latency.\n"
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_bytes(data)
     tmp.replace(path)  # a new inode: the hard-linked original stays untouched
@@ -333,6 +335,10 @@ def run_size(n_notes: int, existing: Path | None = None) -> dict[str, Any]:
         reopen_runs.append(seconds)
     _log("cold CLI")
     cold = cold_cli(root, queries[:5])
+    if existing is not None:  # leave the vault as found: the note's bytes, then its index
+        tmp.write_bytes(original)
+        tmp.replace(path)
+        Vault(root).reconcile()
 
     overlap = [len(set(a) & set(b)) / 10 for a, b in zip(ours, theirs, strict=True)]
     jaccard = [
