@@ -543,6 +543,7 @@ def test_joined_terms_join_words_before_stemming() -> None:
     assert joined_terms(["Data", "Base"], ()) == [fold("database")]
     assert joined_terms(["stat", None, "blocks"], ()) == []  # an identifier between them
     assert joined_terms(["stat", "blocks"], {fold("statblocks")}) == []  # asked already
+    assert joined_terms(["very", "Very", "big"], ()) == [fold("verybig")]  # no `veryveri`
 
 
 def test_statistics_are_those_of_the_filtered_notes(corpus_vault: Vault) -> None:

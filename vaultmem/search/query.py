@@ -175,13 +175,15 @@ def joined_terms(
 ) -> list[str]:
     """Adjacent query words written together (`stat blocks` -> `statblock`): looked for too,
     so split compounds find the note that writes them as one word. `words` are the query's
-    words in order (None where a word may not be joined); a pair is joined before stemming,
+    scored words in order (stop words, exclusions and operators between two words do not
+    separate them; None where a word may not be joined); a pair is joined before stemming,
     since a stem can drop what the compound keeps (`data` + `base` stem as they are, `database`
-    to `databas`; `title` to `titl`, `titlebar` as it is). Terms already asked are left out."""
+    to `databas`; `title` to `titl`, `titlebar` as it is). A word twice in a row (`very very`)
+    is no compound; terms already asked are left out."""
     tokenize = analyzer(language).tokenize
     out: dict[str, None] = {}
     for a, b in itertools.pairwise(words):
-        if a is not None and b is not None:
+        if a is not None and b is not None and a.lower() != b.lower():
             joined = tokenize((a + b).lower())
             if len(joined) == 1 and joined[0] not in terms:
                 out[joined[0]] = None
