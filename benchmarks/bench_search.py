@@ -83,6 +83,15 @@ def _log(message: str) -> None:
     print(f"[search] {time.strftime('%H:%M:%S')} {message}", file=sys.stderr, flush=True)
 
 
+def _write_note(path: Path, data: bytes) -> None:
+    """Replace the note's bytes through a new file (a new inode: a hard-linked original stays
+    untouched) with the old one's permissions."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(data)
+    shutil.copymode(path, tmp)
+    tmp.replace(path)
+
+
 def _timed(fn: Callable[[], Any]) -> tuple[float, Any]:
     start = time.perf_counter()
     result = fn()
@@ -272,73 +281,72 @@ def run_size(n_notes: int, existing: Path | None = None) -> dict[str, Any]:
         ).fetchall()
     path = root / rel
     original = path.read_bytes()  # put back at the end: `--vault` is the caller's vault
-    data = original + b"\nAn edited sentence about storage latency.\n"
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(data)
-    tmp.replace(path)  # a new inode: the hard-linked original stays untouched
-    incremental_s, _ = _timed(lambda: vault.reconcile())
-    one_bm25_s = one_note_bm25(vault.config.index_path, note_id, parse_note(rel, data).note)
+    try:
+        data = original + b"\nAn edited sentence about storage latency.\n"
+        _write_note(path, data)
+        incremental_s, _ = _timed(lambda: vault.reconcile())
+        one_bm25_s = one_note_bm25(vault.config.index_path, note_id, parse_note(rel, data).note)
 
-    _log(f"incremental {incremental_s:.3f} s (BM25 {one_bm25_s:.3f} s); queries")
-    queries = draw_queries([t for _, _, t in texts[:20_000]])
-    k1, b = vault.config.bm25_k1, vault.config.bm25_b
-    # Warm: imports, the page cache and DuckDB's buffers hold what the queries read; the
-    # second search starts loading the resident index (search/resident.py) in a thread: the
-    # time until it is loaded and the RSS it adds are measured. Then Vault.search, SQLite FTS5
-    # and search.search on an open connection (SQL) take turns query by query, so the
-    # machine's load (shared, noisy) and each other's traces in the CPU caches weigh on all
-    # three alike. FTS5 timed in a loop of its own, nothing else between its calls, measured
-    # ~30% faster: 1.34-1.39 ms against 1.87-1.90 ms at 10,000 notes, same day, quiet machine.
-    vault.search(queries[0], limit=10)
-    rss_before = _rss_bytes()
-    load_s, _ = _timed(lambda: (vault.search(queries[1], limit=10), _join_loader(vault)))
-    held = vault._resident
-    resident = {
-        "resident": held is not None,
-        "resident_load_s": load_s,
-        "resident_rss_mb": (_rss_bytes() - rss_before) / 1e6,
-        "resident_nbytes_mb": held.nbytes / 1e6 if held is not None else 0.0,
-    }
-    _log("FTS5 build")
-    fts_build_s, fts = fts5_build(texts)
-    for q in queries:
-        vault.search(q, limit=10)
-        fts5_query(fts, q)
-    open_runs, ours, query_runs, reopen_runs, fts_runs, theirs = [], [], [], [], [], []
-    with store.reading(vault.config.index_path) as con:
+        _log(f"incremental {incremental_s:.3f} s (BM25 {one_bm25_s:.3f} s); queries")
+        queries = draw_queries([t for _, _, t in texts[:20_000]])
+        k1, b = vault.config.bm25_k1, vault.config.bm25_b
+        # Warm: imports, the page cache and DuckDB's buffers hold what the queries read; the
+        # second search starts loading the resident index (search/resident.py) in a thread: the
+        # time until it is loaded and the RSS it adds are measured. Then Vault.search, SQLite FTS5
+        # and search.search on an open connection (SQL) take turns query by query, so the
+        # machine's load (shared, noisy) and each other's traces in the CPU caches weigh on all
+        # three alike. FTS5 timed in a loop of its own, nothing else between its calls, measured
+        # ~30% faster: 1.34-1.39 ms against 1.87-1.90 ms at 10,000 notes, same day, quiet machine.
+        vault.search(queries[0], limit=10)
+        rss_before = _rss_bytes()
+        load_s, _ = _timed(lambda: (vault.search(queries[1], limit=10), _join_loader(vault)))
+        held = vault._resident
+        resident = {
+            "resident": held is not None,
+            "resident_load_s": load_s,
+            "resident_rss_mb": (_rss_bytes() - rss_before) / 1e6,
+            "resident_nbytes_mb": held.nbytes / 1e6 if held is not None else 0.0,
+        }
+        _log("FTS5 build")
+        fts_build_s, fts = fts5_build(texts)
         for q in queries:
-            seconds, hits = _timed(lambda q=q: vault.search(q, limit=10))
-            open_runs.append(seconds)
-            ours.append([h.note_id for h in hits])
-            seconds, top = _timed(lambda q=q: fts5_query(fts, q))
-            fts_runs.append(seconds)
-            theirs.append(top)
-            seconds, _ = _timed(lambda q=q: search.search(con, q, limit=10, k1=k1, b=b))
-            query_runs.append(seconds)
-    fts.close()
-    # After a write the index file differs: two searches read SQL, the second starts the reload.
-    data = path.read_bytes() + b"\nOne more edited sentence.\n"
-    tmp.write_bytes(data)
-    tmp.replace(path)
-    vault.reconcile()
-    after_write_s, _ = _timed(lambda: vault.search(queries[2], limit=10))
-    second_s, _ = _timed(lambda: vault.search(queries[3], limit=10))
-    reload_s, _ = _timed(lambda: _join_loader(vault))
-    vault.close()  # else the next opens reuse its open database
-
-    def per_call(q: str) -> None:
+            vault.search(q, limit=10)
+            fts5_query(fts, q)
+        open_runs, ours, query_runs, reopen_runs, fts_runs, theirs = [], [], [], [], [], []
         with store.reading(vault.config.index_path) as con:
-            search.search(con, q, limit=10, k1=k1, b=b)
+            for q in queries:
+                seconds, hits = _timed(lambda q=q: vault.search(q, limit=10))
+                open_runs.append(seconds)
+                ours.append([h.note_id for h in hits])
+                seconds, top = _timed(lambda q=q: fts5_query(fts, q))
+                fts_runs.append(seconds)
+                theirs.append(top)
+                seconds, _ = _timed(lambda q=q: search.search(con, q, limit=10, k1=k1, b=b))
+                query_runs.append(seconds)
+        fts.close()
+        # After a write the index file differs: two searches read SQL, the second starts the reload.
+        data = path.read_bytes() + b"\nOne more edited sentence.\n"
+        _write_note(path, data)
+        vault.reconcile()
+        after_write_s, _ = _timed(lambda: vault.search(queries[2], limit=10))
+        second_s, _ = _timed(lambda: vault.search(queries[3], limit=10))
+        reload_s, _ = _timed(lambda: _join_loader(vault))
+        vault.close()  # else the next opens reuse its open database
 
-    for q in queries:
-        seconds, _ = _timed(lambda q=q: per_call(q))
-        reopen_runs.append(seconds)
-    _log("cold CLI")
-    cold = cold_cli(root, queries[:5])
-    if existing is not None:  # leave the vault as found: the note's bytes, then its index
-        tmp.write_bytes(original)
-        tmp.replace(path)
-        Vault(root).reconcile()
+        def per_call(q: str) -> None:
+            with store.reading(vault.config.index_path) as con:
+                search.search(con, q, limit=10, k1=k1, b=b)
+
+        for q in queries:
+            seconds, _ = _timed(lambda q=q: per_call(q))
+            reopen_runs.append(seconds)
+        _log("cold CLI")
+        cold = cold_cli(root, queries[:5])
+    finally:
+        if existing is not None:  # leave the vault as found: the note's bytes, then its index
+            vault.close()  # idempotent; DuckDB will not open a writer beside its reader
+            _write_note(path, original)
+            Vault(root).reconcile()
 
     overlap = [len(set(a) & set(b)) / 10 for a, b in zip(ours, theirs, strict=True)]
     jaccard = [

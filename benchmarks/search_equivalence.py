@@ -66,7 +66,7 @@ def cases(texts: Sequence[str], seed: int = 0) -> list[Case]:
     rng = random.Random(seed)
     out: list[Case] = [(q, {}, 10) for q in base]
     out += [(q, {}, limit) for q, limit in zip(base[:36], [1, 3, 50] * 12, strict=True)]
-    sample = [t for t in rng.sample(list(texts), 400) if len(_WORD.findall(t)) > 6]
+    sample = [t for t in rng.sample(list(texts), min(400, len(texts))) if len(_WORD.findall(t)) > 6]
     for text in sample[:25]:  # a phrase of two or three adjacent words, sometimes with a word
         words = _WORD.findall(text)
         i = rng.randrange(len(words) - 3)
