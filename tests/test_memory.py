@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from vaultmem.adapters.cli import main
+from vaultmem.adapters.output import to_jsonable
 from vaultmem.config import Config, load_config
 from vaultmem.errors import (
     AmbiguousError,
@@ -507,6 +508,20 @@ def test_search_never_returns_a_raw_secret_from_a_persons_note(config: Config) -
     assert all(token not in h.snippet for h in hits)
     code, out = _cli(config.root, "search", "zanzibar deploy token")
     assert code == 0 and out["data"] and token not in json.dumps(out)
+
+
+def test_search_redacts_a_secret_an_invisible_character_hides(config: Config) -> None:
+    """The tokenizer drops a soft hyphen inside a word, so `pa\u00adssword` is found by
+    "password"; the snippet it shows must not hold the value either."""
+    from vaultmem.vault import Vault
+
+    note = config.root / "Knowledge/Router.md"
+    note.write_text("# Router\n\nThe router pa\u00adssword: hunter2xyz is on its sticker.\n")
+    reconcile(config)
+    hits = Vault(config.root).search("router password")
+    assert hits and hits[0].path == "Knowledge/Router.md"
+    assert all("hunter2xyz" not in json.dumps(to_jsonable(h)) for h in hits)
+    assert "[redacted:" in hits[0].snippet  # its own words may be marked: **password**
 
 
 def test_get_and_show_redact_secrets_a_person_wrote_by_hand(config: Config) -> None:

@@ -22,6 +22,7 @@ from vaultmem.memory.secrets import (
     compile_patterns,
     find_secrets,
     marker,
+    may_hold_secrets,
     redact,
 )
 
@@ -559,11 +560,41 @@ def test_triggered_redaction_equals_running_every_pattern(text: str) -> None:
 def test_texts_without_a_trigger_are_left_as_they_are(texts: list[str]) -> None:
     """`may_hold_secrets` (one look over a search hit's title, heading and snippet) is False
     only when `redact` changes none of them."""
-    from vaultmem.memory.secrets import may_hold_secrets
-
     if not may_hold_secrets(texts):
         assert all(redact(text) == Redaction(text, ()) for text in texts)
     if any(redact(text).found for text in texts):
         assert may_hold_secrets(texts)
     assert may_hold_secrets(["a title", "Setup", "password: hunter2x"])
     assert not may_hold_secrets(["a title", "Setup", "nothing to hide here"])
+
+
+_INVISIBLES = ["\u00ad", "\u200b", "\u200d"]  # soft hyphen, zero-width space, zero-width joiner
+
+
+@pytest.mark.parametrize("invisible", _INVISIBLES)
+@pytest.mark.parametrize(("name", "template", "secret"), POSITIVES)
+def test_a_secret_hidden_by_an_invisible_character_is_still_redacted(
+    invisible: str, name: str, template: str, secret: str
+) -> None:
+    """A soft hyphen or zero-width character shows nothing and the search tokenizer drops it
+    inside a word, so `pa\\u00adssword: x` is found as `password: x`: redaction sees it so too."""
+    cut = len(secret) // 2
+    hidden = template.replace("{}", secret[:cut] + invisible + secret[cut:])
+    first = next(c for c in template if c.isalpha())  # and once inside the leading word
+    hidden_key = template.replace(first, first + invisible, 1).replace("{}", secret)
+    for text in (hidden, hidden_key):
+        result = redact(text)
+        assert result.found, text
+        assert secret not in result.text and secret[cut:] not in result.text
+        assert redact(result.text) == Redaction(result.text, ())
+        assert may_hold_secrets([text])
+
+
+def test_invisible_characters_stay_in_a_text_without_a_secret() -> None:
+    text = "Mul\u00adti\u00adline hy\u00adphen\u00adation, zero\u200bwidth space, a joiner\u200d."
+    assert redact(text) == Redaction(text, ())
+    # a text that holds a secret comes back as a reader sees it, redacted
+    mixed = "password: hunter2xyz, and an invisible\u00adhyphen elsewhere"
+    assert redact(mixed).text == (
+        "password: [redacted:password-assignment], and an invisiblehyphen elsewhere"
+    )

@@ -407,13 +407,37 @@ def _may_match(name: str, text: str, folded: str, candidates: frozenset[str] | N
     return refined is None or bool(refined.search(folded))
 
 
+# Characters that do not show and that the search tokenizer drops inside a word (soft hyphen,
+# zero-width space and joiners, word joiner, BOM): `pa\u00adssword: x` reads and is found as
+# `password: x`, so redaction must see it that way too.
+_INVISIBLE = "\u00ad\u200b\u200c\u200d\u2060\ufeff"
+_HAS_INVISIBLE = re.compile(f"[{_INVISIBLE}]")
+_DROP_INVISIBLE = dict.fromkeys(map(ord, _INVISIBLE))
+
+
+def _hides_invisible(text: str) -> bool:
+    return not text.isascii() and _HAS_INVISIBLE.search(text) is not None
+
+
 def redact(text: str, extra: Sequence[SecretPattern] = ()) -> Redaction:
     """Replace every secret in `text` with `[redacted:<name>]`, built-in patterns first.
 
     For assignments and URLs only the value is replaced (`DB_PASSWORD=[redacted:...]`).
     Redact before cutting text to a length limit. Redacting the result again changes nothing.
-    A built-in pattern runs only when its trigger (`_TRIGGERS`) is in the text.
+    A built-in pattern runs only when its trigger (`_TRIGGERS`) is in the text. A text holding
+    invisible characters (a soft hyphen inside `password`) is judged as a reader sees it: when
+    that holds a secret, it comes back redacted and without them; else as it was written.
     """
+    if _hides_invisible(text):
+        # Judged as a reader sees it, without the characters that do not show: one inside a
+        # key or a token would otherwise break the pattern that should catch it.
+        visible = _redact(text.translate(_DROP_INVISIBLE), extra)
+        if visible.found:
+            return visible
+    return _redact(text, extra)
+
+
+def _redact(text: str, extra: Sequence[SecretPattern]) -> Redaction:
     found: set[str] = set()
     folded = _folded(text)
     present = _present(text, folded)
@@ -445,6 +469,8 @@ def may_hold_secrets(texts: Sequence[str], extra: Sequence[SecretPattern] = ()) 
     if extra or _UNTRIGGERED:
         return True
     joined = "\n".join(texts)
+    if _hides_invisible(joined):
+        joined = joined.translate(_DROP_INVISIBLE)  # what `redact` looks at as well
     return any(_present(joined, _folded(joined))) or bool(_PGPASS_TRIGGER.search(joined))
 
 
