@@ -411,12 +411,13 @@ def _may_match(name: str, text: str, folded: str, candidates: frozenset[str] | N
 # zero-width space and joiners, word joiner, BOM): `pa\u00adssword: x` reads and is found as
 # `password: x`, so redaction must see it that way too.
 _INVISIBLE = "\u00ad\u200b\u200c\u200d\u2060\ufeff"
-_HAS_INVISIBLE = re.compile(f"[{_INVISIBLE}]")
 _DROP_INVISIBLE = dict.fromkeys(map(ord, _INVISIBLE))
 
 
 def _hides_invisible(text: str) -> bool:
-    return not text.isascii() and _HAS_INVISIBLE.search(text) is not None
+    # six substring looks (~0.5 µs over 3,000 characters) where a character-class regex takes
+    # ~9 µs: a warm search checks each hit's section and snippet
+    return not text.isascii() and any(c in text for c in _INVISIBLE)
 
 
 def redact(text: str, extra: Sequence[SecretPattern] = ()) -> Redaction:
