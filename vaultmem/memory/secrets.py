@@ -438,11 +438,17 @@ def redact(text: str, extra: Sequence[SecretPattern] = ()) -> Redaction:
     return _redact(text, extra)
 
 
+def _may_change(text: str, present: _Present, extra: Sequence[SecretPattern]) -> bool:
+    """Whether any pattern could match `text` (`present` is `_present(text, ...)`): False is
+    the fast path of `redact` and of `may_hold_secrets`, which must never disagree."""
+    return bool(extra) or _UNTRIGGERED or any(present) or bool(_PGPASS_TRIGGER.search(text))
+
+
 def _redact(text: str, extra: Sequence[SecretPattern]) -> Redaction:
     found: set[str] = set()
     folded = _folded(text)
     present = _present(text, folded)
-    if not extra and not _UNTRIGGERED and not any(present) and not _PGPASS_TRIGGER.search(text):
+    if not _may_change(text, present, extra):
         return Redaction(text, ())  # no pattern's trigger: the usual case
     candidates = _candidates(present)
     for pattern in BUILTIN_PATTERNS:
@@ -472,7 +478,7 @@ def may_hold_secrets(texts: Sequence[str], extra: Sequence[SecretPattern] = ()) 
     joined = "\n".join(texts)
     if _hides_invisible(joined):
         joined = joined.translate(_DROP_INVISIBLE)  # what `redact` looks at as well
-    return any(_present(joined, _folded(joined))) or bool(_PGPASS_TRIGGER.search(joined))
+    return _may_change(joined, _present(joined, _folded(joined)), extra)
 
 
 def find_secrets(text: str, extra: Sequence[SecretPattern] = ()) -> tuple[str, ...]:
