@@ -117,10 +117,7 @@ def _run(root: Path, all_cases: Sequence[Case], resident: bool) -> list[Any]:
 
     vault = Vault(root)
     if resident:
-        vault.search(all_cases[0][0])
-        vault.search(all_cases[0][0])
-        _join_loader(vault)
-        assert vault._resident is not None, "the resident index did not load"
+        _load_resident(vault, all_cases[0][0], all_cases[0][0])
     else:
         vault.resident_max_postings = 0
     out: list[Any] = []
@@ -153,13 +150,18 @@ def dump(root: Path, out: Path) -> None:
 def _warmed(vault: Any, queries: list[str]) -> Any:
     """`vault` after the searches that load its resident index (the second one starts the
     load) and one untimed pass over `queries`, so the timed passes read memory only."""
-    vault.search(queries[0])
-    vault.search(queries[1])
-    _join_loader(vault)
-    assert vault._resident is not None
+    _load_resident(vault, queries[0], queries[1])
     for q in queries:
         vault.search(q)
     return vault
+
+
+def _load_resident(vault: Any, first: str, second: str) -> None:
+    """Two searches (the second starts the resident index's load in a thread), then wait."""
+    vault.search(first)
+    vault.search(second)
+    _join_loader(vault)
+    assert vault._resident is not None, "the resident index did not load"
 
 
 def time_warm(root: Path, rounds: int) -> None:

@@ -482,9 +482,9 @@ def _shown(
     # One scan of the head gives proximity its terms and the snippet its words (marked with
     # `matching_spans` for the hits actually returned): scanning it twice was a fifth of a
     # warm search.
-    words = analyzer(language)
-    head = words.scan(_snippet_head(text))
-    head_terms = words.tokenize(heading) if heading else []
+    analyse = analyzer(language)
+    head = analyse.scan(_snippet_head(text))
+    head_terms = analyse.tokenize(heading) if heading else []
     return _Shown(heading, line, text, [*head_terms, *head.tokens()], head)
 
 
