@@ -63,9 +63,10 @@ from benchmarks.retrieval import (
 NAME = "retrieval"
 
 
-def prepared_vault(name: str, variant: bool = True) -> Path:
-    """A fresh copy of the set's vault with an index built by this vaultmem; `variant` False
-    leaves out the set's change to its vault (`retrieval.VARIANTS`)."""
+def prepared_vault(name: str, variant: bool = True) -> tuple[Path, int]:
+    """A fresh copy of the set's vault with an index built by this vaultmem, and the number
+    of notes the index holds; `variant` False leaves out the set's change to its vault
+    (`retrieval.VARIANTS`)."""
     from vaultmem.vault import Vault
 
     source = vault_for(name)
@@ -82,8 +83,7 @@ def prepared_vault(name: str, variant: bool = True) -> Path:
         VARIANTS[name](target)
     if not (target / ".vaultmem" / "config.toml").exists():
         Vault.init(target)
-    Vault(target).reconcile()
-    return target
+    return target, Vault(target).reconcile().notes
 
 
 def vaultmem_rank(root: Path, questions: Sequence[Question], k: int = 10) -> list[list[str]]:
@@ -155,11 +155,8 @@ def mode_metrics(name: str, questions: Sequence[Question]) -> dict[str, Any]:
 def run_set(
     name: str, do_sweep: bool = False, modes: bool = False, do_proximity: bool = False
 ) -> dict[str, Any]:
-    from vaultmem.vault import Vault
-
     questions = load_questions(QUESTIONS_DIR / f"{name}.jsonl")
-    root = prepared_vault(name)
-    indexed = Vault(root).reconcile().notes  # nothing left to do: reports the index's notes
+    root, indexed = prepared_vault(name)
     ours = vaultmem_rank(root, questions)
     base = fts5_rank(root, questions)
     kinds: dict[str, Any] = {}
@@ -183,7 +180,7 @@ def run_set(
     )
     stability = {}
     if name in VARIANTS:  # how far the change moved each engine's rankings
-        clean = prepared_vault(name, variant=False)
+        clean, _ = prepared_vault(name, variant=False)
         stability = {
             "vaultmem": _agreement(ours, vaultmem_rank(clean, questions)),
             "fts5": _agreement(base, fts5_rank(clean, questions)),
