@@ -57,7 +57,7 @@ bench-100k: $(STAMP)
 
 docs: $(STAMP)
 	$(BIN)/python -m vaultmem.storage.schema > docs/schema.md
-	$(BIN)/python -m tests.test_architecture
+	$(BIN)/python -m tests.integration.test_architecture
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache benchmarks/out

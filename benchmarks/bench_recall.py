@@ -31,7 +31,7 @@ if __package__ in (None, ""):  # run as a script: make `benchmarks` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.retrieval import Question, load_questions, metrics, vault_for
-from vaultmem.errors import QueryError
+from vaultmem.core.errors import QueryError
 from vaultmem.vault import Vault
 
 QUESTIONS = Path(__file__).resolve().parent / "questions"

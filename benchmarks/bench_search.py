@@ -111,7 +111,7 @@ def search_copy(n_notes: int) -> Path:
 
 def draw_queries(texts: Sequence[str], seed: int = 0) -> list[str]:
     """50 queries of 1–4 words that occur in at least two documents (not stop words)."""
-    from vaultmem.search.tokenizer import is_stopword
+    from vaultmem.core.tokenizer import is_stopword
 
     counts: Counter[str] = Counter()
     for text in texts:
@@ -124,8 +124,8 @@ def draw_queries(texts: Sequence[str], seed: int = 0) -> list[str]:
 def bm25_build_phases(root: Path) -> dict[str, float]:
     """The BM25 work of a full build, in one process, apart from the rest of reconcile:
     cutting notes into documents, then writing postings and loading the search tables."""
+    from vaultmem.core.documents import note_documents, postings_lines
     from vaultmem.note.parse import parse_note
-    from vaultmem.search.documents import note_documents, postings_lines
     from vaultmem.storage import index_writes, store
     from vaultmem.storage import search_rows as rc
     from vaultmem.storage.schema import DDL
@@ -176,7 +176,7 @@ def bm25_build_phases(root: Path) -> dict[str, float]:
 
 def one_note_bm25(index: Path, note_id: str, note: Any) -> float:
     """Seconds for the search-table statements of a one-note change, rolled back."""
-    from vaultmem.search.documents import note_documents, postings_lines
+    from vaultmem.core.documents import note_documents, postings_lines
     from vaultmem.storage import index_writes, store
     from vaultmem.storage import search_rows as rc
 

@@ -54,7 +54,7 @@ from benchmarks.retrieval import (
     metrics,
     vault_for,
 )
-from vaultmem.config import load_config, render_config
+from vaultmem.core.config import load_config, render_config
 from vaultmem.search import embedding, vectors
 from vaultmem.search.query import SearchFilters
 from vaultmem.storage import store, vector_queries

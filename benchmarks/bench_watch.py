@@ -100,7 +100,7 @@ def _word(i: int) -> str:
 
 
 def _found(index: Path, word: str) -> bool:
-    from vaultmem.errors import VaultmemError
+    from vaultmem.core.errors import VaultmemError
     from vaultmem.storage import store
 
     try:

@@ -144,11 +144,11 @@ def stages(vault: Path, limit: int) -> dict[str, Any]:
 
     import mistune
 
-    from vaultmem.config import load_config
+    from vaultmem.core.config import load_config
+    from vaultmem.core.documents import note_documents, postings_lines
     from vaultmem.files.scan import content_hash, read_note_fingerprinted, scan_vault
     from vaultmem.note.links import LinkResolver, resolve_link
     from vaultmem.note.parse import parse_note
-    from vaultmem.search.documents import note_documents, postings_lines
     from vaultmem.storage.rows import NoteRecord, StagedRows
 
     config = load_config(vault)
@@ -206,7 +206,7 @@ def worker(vault: Path, limit: int) -> dict[str, Any]:
     notes and once with 0 (the set-up alone: scan, file list, resolver, imports) to subtract."""
     import tempfile
 
-    from vaultmem.config import load_config
+    from vaultmem.core.config import load_config
     from vaultmem.files.scan import scan_vault
     from vaultmem.index.parallel import Context, Job, _Worker, chunk_jobs
 

@@ -111,7 +111,7 @@ def cases(texts: Sequence[str], seed: int = 0) -> list[Case]:
 
 def _run(root: Path, all_cases: Sequence[Case], resident: bool) -> list[Any]:
     from vaultmem.adapters.output import to_jsonable
-    from vaultmem.errors import VaultmemError
+    from vaultmem.core.errors import VaultmemError
     from vaultmem.search.query import SearchFilters
     from vaultmem.vault import Vault
 

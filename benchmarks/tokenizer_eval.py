@@ -2,7 +2,7 @@
 
 Builds a small in-memory BM25 (k1=1.2, b=0.75, plain Python) over the Markdown notes of a vault
 (read only) with analyzers that differ only in their stemmer: none, and the English Snowball stemmer
-`vaultmem.search.tokenizer` uses by default. Then it runs hand-made queries whose expected
+`vaultmem.core.tokenizer` uses by default. Then it runs hand-made queries whose expected
 notes were chosen by reading the dwarvesf-brain vault, and
 reports recall@3 and MRR (first expected note in the top 10). Finally it times `tokenize` over
 the whole vault, cold (empty word cache) and warm.
@@ -19,11 +19,8 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
-from vaultmem.search import tokenizer as text
-from vaultmem.search.tokenizer import (  # private on purpose: variants of the one pipeline
-    _Analyzer,
-    _stemmer,
-)
+from vaultmem.core import tokenizer as text
+from vaultmem.core.tokenizer import _Analyzer, _stemmer
 
 _stem = _stemmer("english")
 

@@ -20,16 +20,20 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from vaultmem.config import Config, FolderMapping, find_vault, init_vault, load_config
-from vaultmem.errors import InvalidArgumentError, NotFoundError, VaultNotFoundError
+from vaultmem.core.config import Config, FolderMapping, find_vault, init_vault, load_config
+from vaultmem.core.errors import InvalidArgumentError, NotFoundError, VaultNotFoundError
+from vaultmem.core.models import (
+    CONTEXT_BUDGET_CHARS,
+    CONTEXT_PER_SCOPE,
+    CONTEXT_SCOPES,
+    READ_MAX_BYTES,
+)
 from vaultmem.files.lock import LOCK_NAME
-from vaultmem.models import CONTEXT_BUDGET_CHARS, CONTEXT_PER_SCOPE, CONTEXT_SCOPES, READ_MAX_BYTES
 
 if TYPE_CHECKING:  # imported where used: a cold CLI command loads only what it runs
     from contextlib import AbstractContextManager
 
-    from vaultmem.index import catalog, reading
-    from vaultmem.index.catalog import NoteDetail, NoteRef, SqlResult, Status
+    from vaultmem.core.secrets import SecretPattern
     from vaultmem.index.preview import ParsedView
     from vaultmem.index.reconcile import Progress, ReconcileReport
     from vaultmem.index.watch import Emit
@@ -37,10 +41,11 @@ if TYPE_CHECKING:  # imported where used: a cold CLI command loads only what it 
     from vaultmem.memory import recall as recall_op
     from vaultmem.memory import relations
     from vaultmem.memory import topic_store as memory
-    from vaultmem.memory.secrets import SecretPattern
     from vaultmem.okf import export as okf_export
     from vaultmem.okf import ingest as okf_ingest
     from vaultmem.okf import validate as okf_validate
+    from vaultmem.query import catalog, reading
+    from vaultmem.query.catalog import NoteDetail, NoteRef, SqlResult, Status
     from vaultmem.search import resident, vectors
     from vaultmem.search.query import SearchFilters, SearchHit
     from vaultmem.storage import store
@@ -143,25 +148,25 @@ class Vault:
 
     def status(self) -> Status:
         """Index counts, per-folder scopes and how many notes changed since the last run."""
-        from vaultmem.index import status as index_status
+        from vaultmem.query import status as index_status
 
         return index_status.status(self.config)
 
     def problems(self, *, code: str | None = None) -> list[dict[str, Any]]:
-        from vaultmem.index import catalog
+        from vaultmem.query import catalog
 
         with self._reading() as con:
             return catalog.problems(con, code=code)
 
     def find(self, name: str) -> NoteRef:
-        from vaultmem.index import catalog
+        from vaultmem.query import catalog
 
         with self._reading() as con:
             return catalog.find_note(con, name)
 
     def show(self, name: str) -> NoteDetail:
-        from vaultmem.index import catalog
-        from vaultmem.memory.secrets import compile_patterns
+        from vaultmem.core.secrets import compile_patterns
+        from vaultmem.query import catalog
 
         with self._reading() as con:
             detail = catalog.note_detail(con, catalog.find_note(con, name))
@@ -171,28 +176,28 @@ class Vault:
         return detail
 
     def links(self, name: str) -> tuple[NoteRef, list[dict[str, Any]]]:
-        from vaultmem.index import catalog, graph
+        from vaultmem.query import catalog, graph
 
         with self._reading() as con:
             ref = catalog.find_note(con, name)
             return ref, graph.outgoing(con, ref)
 
     def backlinks(self, name: str) -> tuple[NoteRef, list[dict[str, Any]]]:
-        from vaultmem.index import catalog, graph
+        from vaultmem.query import catalog, graph
 
         with self._reading() as con:
             ref = catalog.find_note(con, name)
             return ref, graph.backlinks(con, ref)
 
     def neighbours(self, name: str, depth: int = 1) -> tuple[NoteRef, list[dict[str, Any]]]:
-        from vaultmem.index import catalog, graph
+        from vaultmem.query import catalog, graph
 
         with self._reading() as con:
             ref = catalog.find_note(con, name)
             return ref, graph.neighbours(con, ref, depth)
 
     def unresolved(self, *, limit: int | None = None) -> list[dict[str, Any]]:
-        from vaultmem.index import graph
+        from vaultmem.query import graph
 
         with self._reading() as con:
             return graph.unresolved(con, limit=limit)
@@ -208,7 +213,7 @@ class Vault:
         """Search the vault's sections by words (BM25), vectors or both fused (docs/search.md).
         Snippets, titles and headings come from people's notes, so secrets in them are
         redacted here, on the one path both adapters take."""
-        from vaultmem.memory.secrets import compile_patterns, redact
+        from vaultmem.core.secrets import compile_patterns, redact
         from vaultmem.search import vectors
         from vaultmem.search.query import SearchFilters
 
@@ -260,7 +265,7 @@ class Vault:
         connection to the same database), so searches made meanwhile use the shared connection
         and read SQL instead of waiting for the load (0.5-1.6 s at 10,000 notes); a writer
         interrupts it (`store.SharedReader.cursor`)."""
-        from vaultmem.errors import VaultmemError
+        from vaultmem.core.errors import VaultmemError
         from vaultmem.search import resident
         from vaultmem.storage.store import DatabaseError
 
@@ -290,7 +295,7 @@ class Vault:
         timeout_s: float = 10.0,
     ) -> SqlResult:
         """One read-only statement, `$name` parameters bound, interrupted after `timeout_s`."""
-        from vaultmem.index import catalog
+        from vaultmem.query import catalog
         from vaultmem.storage import store
 
         with store.reading(self.config.index_path, sandboxed=True) as con:
@@ -320,9 +325,9 @@ class Vault:
     ) -> list[recall_op.RecallHit]:
         """Recall notes for a question (docs/agents.md). Not counted as a use: the same
         question returns the same order until the vault or the uses change."""
+        from vaultmem.core.secrets import compile_patterns
         from vaultmem.memory import recall as recall_op
         from vaultmem.memory import usage
-        from vaultmem.memory.secrets import compile_patterns
 
         moment = now or datetime.now(UTC)
         with self._reading() as con:
@@ -354,9 +359,9 @@ class Vault:
     ) -> reading.NoteText:
         """`NOTE[#Heading|#^block]`'s text from its file, redacted, in pieces of `max_bytes`
         (docs/agents.md). Counts as a use of the note."""
-        from vaultmem.index import reading
+        from vaultmem.core.secrets import compile_patterns
         from vaultmem.memory import usage
-        from vaultmem.memory.secrets import compile_patterns
+        from vaultmem.query import reading
 
         patterns = compile_patterns(self.config.secret_patterns)
         if self.config.index_path.exists():
@@ -380,15 +385,15 @@ class Vault:
         limit: int = 20,
     ) -> list[reading.RecentNote]:
         """Notes by file modification time, newest first (what changed while you were away)."""
-        from vaultmem.index import reading
+        from vaultmem.query import reading
 
         with self._reading() as con:
             return reading.recent(con, since=since, kind=kind, limit=limit)
 
     def used(self, name: str, *, now: datetime | None = None) -> catalog.NoteRef:
         """Record that a note or topic (by key, id, path, title or alias) helped: one use."""
-        from vaultmem.index import catalog
         from vaultmem.memory import usage
+        from vaultmem.query import catalog
 
         with self._reading() as con:
             ref = catalog.find_note(con, name)
@@ -404,10 +409,10 @@ class Vault:
         now: datetime | None = None,
     ) -> context_block.ContextBlock:
         """The `<vaultmem-memory>` block (docs/agents.md). Not counted as a use."""
+        from vaultmem.core.secrets import compile_patterns
         from vaultmem.memory import context as context_block
         from vaultmem.memory import recall as recall_op
         from vaultmem.memory import usage
-        from vaultmem.memory.secrets import compile_patterns
 
         moment = now or datetime.now(UTC)
         with self._reading() as con:
@@ -623,7 +628,7 @@ class Vault:
 
 def _redact_hits(hits: list[SearchHit], patterns: Sequence[SecretPattern]) -> list[SearchHit]:
     """Search hits with secrets in their snippet, title and heading replaced by markers."""
-    from vaultmem.memory.secrets import may_hold_secrets, redact
+    from vaultmem.core.secrets import may_hold_secrets, redact
 
     out = []
     for hit in hits:
@@ -642,7 +647,7 @@ def _redact_hits(hits: list[SearchHit], patterns: Sequence[SecretPattern]) -> li
 def _redact_json(value: Any, patterns: Sequence[SecretPattern], key: str = "") -> Any:
     """Frontmatter values with secrets replaced. A value is checked as `key: value`, the way
     the note holds it, so `password: hunter2` is caught though `hunter2` alone is no secret."""
-    from vaultmem.memory.secrets import redact
+    from vaultmem.core.secrets import redact
 
     if isinstance(value, str):
         prefix = f"{key}: " if key else ""

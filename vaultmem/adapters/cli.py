@@ -31,12 +31,7 @@ from vaultmem import __version__
 from vaultmem.adapters import contract, operations, output
 from vaultmem.adapters.contract import Call, Operation, Param
 from vaultmem.adapters.output import escape
-from vaultmem.errors import (
-    FileAccessError,
-    InternalError,
-    InvalidArgumentError,
-    VaultmemError,
-)
+from vaultmem.core.errors import FileAccessError, InternalError, InvalidArgumentError, VaultmemError
 from vaultmem.vault import Vault
 
 if TYPE_CHECKING:  # the watcher (and watchfiles) load only for `vaultmem watch`

@@ -24,8 +24,8 @@ How to add an operation (e.g. `read`):
    mark a param `mcp=False` or `cli=False` when one adapter must not offer it. Append the
    operation to `OPERATIONS` there; `BY_NAME`/`BY_TOOL` pick it up.
 3. Give it a text renderer in cli.py (`@text_renderer("read")`): tables or lines for people.
-4. tests/test_parity.py drives every operation with a tool through both adapters: add a sample
-   call to its `SAMPLES`, and document the command in docs/cli.md (a test checks that).
+4. tests/adapters/test_parity.py drives every operation with a tool through both adapters: add
+   a sample call to its `SAMPLES`, and document the command in docs/cli.md (a test checks that).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from vaultmem.adapters.output import to_jsonable
-from vaultmem.errors import InvalidArgumentError
+from vaultmem.core.errors import InvalidArgumentError
 from vaultmem.vault import Vault
 
 if TYPE_CHECKING:  # a type only: a CLI search need not import reconcile

@@ -4,10 +4,10 @@ An adapter like the CLI, generated from the same contract (`adapters/contract.py
 `Operation` with a `tool` name is a tool whose input schema, bounds and defaults come from the
 operation's params. A call is bound by `contract.bind` (the CLI's checks, word for word), runs
 the operation in a worker thread and returns `contract.data(result)`: exactly the `data` of
-the CLI's `--json` envelope for the same call (tests/test_parity.py compares the two), as JSON
-text and as structured content. A `VaultmemError` comes back as a tool error (`isError: true`)
-whose body is the envelope's `error` object: `code`, `message`, `hint` (and `phases_done` with
-`retry: false` for a partial write).
+the CLI's `--json` envelope for the same call (tests/adapters/test_parity.py compares the
+two), as JSON text and as structured content. A `VaultmemError` comes back as a tool error
+(`isError: true`) whose body is the envelope's `error` object: `code`, `message`, `hint`
+(and `phases_done` with `retry: false` for a partial write).
 
 A request the SDK cannot decode (a lone UTF-16 surrogate such as `\ud800`, nesting deeper than
 its parser allows, broken JSON) used to be dropped without a reply, so the client waited
@@ -39,7 +39,7 @@ from mcp.shared.message import SessionMessage
 from vaultmem import __version__
 from vaultmem.adapters import contract, operations
 from vaultmem.adapters.contract import Call, Operation
-from vaultmem.errors import FileAccessError, InternalError, InvalidArgumentError, VaultmemError
+from vaultmem.core.errors import FileAccessError, InternalError, InvalidArgumentError, VaultmemError
 from vaultmem.vault import Vault
 
 INSTRUCTIONS = """\

@@ -20,9 +20,8 @@ from vaultmem.adapters.contract import (
     Operation,
     Param,
 )
-from vaultmem.errors import InvalidArgumentError, NotFoundError, VaultNotFoundError
-from vaultmem.files.names import KEY_PATTERN
-from vaultmem.models import (
+from vaultmem.core.errors import InvalidArgumentError, NotFoundError, VaultNotFoundError
+from vaultmem.core.models import (
     EDGE_STATUSES,
     PROBLEM_CODES,
     SCOPES,
@@ -34,6 +33,7 @@ from vaultmem.models import (
     RecallMode,
     RecallSort,
 )
+from vaultmem.core.names import KEY_PATTERN
 from vaultmem.vault import Vault
 
 # The bounds every adapter enforces. They keep one call's work small (an MCP `memory_store`
@@ -138,7 +138,7 @@ def _init(call: Call) -> Initialised:
 def init_vault(a: Mapping[str, Any]) -> Initialised:
     """`init` with what the README promises: the managed folder is mapped when no --map
     covers it, and a mapped folder that does not exist is a warning, not a silent no-op."""
-    from vaultmem.config import FolderMapping
+    from vaultmem.core.config import FolderMapping
 
     root = Path(a["path"]).expanduser()
     if not root.is_dir():
@@ -167,7 +167,7 @@ def init_vault(a: Mapping[str, Any]) -> Initialised:
 
 
 def _mapping(text: str) -> Any:
-    from vaultmem.config import FolderMapping
+    from vaultmem.core.config import FolderMapping
 
     folder, sep, rest = text.partition("=")
     scope, _, scope_id = rest.partition(":")

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from datetime import date, datetime
 from typing import TYPE_CHECKING, Any
 
-from vaultmem.errors import VaultmemError
+from vaultmem.core.errors import VaultmemError
 
 if TYPE_CHECKING:
     from rich.console import Console

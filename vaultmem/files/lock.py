@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from vaultmem.errors import IndexUnavailableError, LockedError
+from vaultmem.core.errors import IndexUnavailableError, LockedError
 
 LOCK_NAME = "write.lock"
 

@@ -34,12 +34,12 @@ from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 
-from vaultmem.config import Config
-from vaultmem.errors import LockedError, PathEscapeError
-from vaultmem.files.atomic import replace_at
+from vaultmem.core.atomic import replace_at
+from vaultmem.core.config import Config
+from vaultmem.core.errors import LockedError, PathEscapeError
+from vaultmem.core.models import SCOPES
+from vaultmem.core.names import MAX_COMPONENT_BYTES, MAX_KEY, MAX_SCOPE_ID, TRASH, portable_problem
 from vaultmem.files.lock import file_lock
-from vaultmem.files.names import MAX_COMPONENT_BYTES, MAX_KEY, MAX_SCOPE_ID, TRASH, portable_problem
-from vaultmem.models import SCOPES
 
 __all__ = [
     "DECISIONS_NOTE",

@@ -38,9 +38,9 @@ from functools import lru_cache
 from operator import itemgetter
 from typing import BinaryIO, NamedTuple
 
-from vaultmem.config import Config
-from vaultmem.digest import blake2b
-from vaultmem.models import Problem
+from vaultmem.core.config import Config
+from vaultmem.core.digest import blake2b
+from vaultmem.core.models import Problem
 
 NOTE_SUFFIX = ".md"
 CANVAS_SUFFIX = ".canvas"

@@ -34,12 +34,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal, NamedTuple
 
-from vaultmem.config import Config
+from vaultmem.core.config import Config
+from vaultmem.core.documents import SearchDocument, note_documents, postings_lines
+from vaultmem.core.models import Block, Heading, Problem, Resolution
 from vaultmem.files.scan import content_hash, read_note_fingerprinted
-from vaultmem.models import Block, Heading, Problem, Resolution
 from vaultmem.note.links import LinkResolver, resolve_link
 from vaultmem.note.parse import parse_note
-from vaultmem.search.documents import SearchDocument, note_documents, postings_lines
 from vaultmem.storage.rows import NoteRecord, StagedRows
 
 Progress = Callable[[int, int], None]
@@ -162,7 +162,7 @@ class _Worker:
         managed = config.is_managed(path)
         topic = None
         if managed:  # imported here: most runs parse no topic
-            from vaultmem.memory.topics import read_topic
+            from vaultmem.note.topics import read_topic
 
             topic = read_topic(path, data.decode("utf-8", "replace"))
         del data

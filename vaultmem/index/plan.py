@@ -14,7 +14,7 @@ from itertools import filterfalse
 from operator import itemgetter
 from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
-from vaultmem.digest import blake2b
+from vaultmem.core.digest import blake2b
 
 
 class Stat(Protocol):

@@ -8,10 +8,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from vaultmem.config import Config
-from vaultmem.errors import NotFoundError
+from vaultmem.core.config import Config
+from vaultmem.core.errors import NotFoundError
+from vaultmem.core.models import Block, Heading, ParsedNote, Problem, Resolution
 from vaultmem.files.scan import read_note, scan_vault
-from vaultmem.models import Block, Heading, ParsedNote, Problem, Resolution
 from vaultmem.note.links import LinkResolver, resolve_link
 from vaultmem.note.parse import parse_note
 

@@ -49,9 +49,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from vaultmem import __version__
-from vaultmem.config import Config
-from vaultmem.digest import blake2b
-from vaultmem.errors import IndexUnavailableError, LockedError
+from vaultmem.core.config import Config
+from vaultmem.core.digest import blake2b
+from vaultmem.core.errors import IndexUnavailableError, LockedError
+from vaultmem.core.models import PARSER_VERSION, TOKENIZER_VERSION, Link, Problem
 from vaultmem.files.lock import writer_lock
 from vaultmem.files.scan import Fingerprint, is_eligible_file, scan_paths, scan_vault
 from vaultmem.index.journal import append_renames, read_renames
@@ -65,7 +66,6 @@ from vaultmem.index.plan import (
     plan_changes,
     survey_digest,
 )
-from vaultmem.models import PARSER_VERSION, TOKENIZER_VERSION, Link, Problem
 from vaultmem.storage.last_survey import (
     IndexToken,
     LastSurvey,

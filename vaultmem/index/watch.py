@@ -41,8 +41,8 @@ from typing import Literal
 
 import watchfiles
 
-from vaultmem.config import CONFIG_FILE_NAME, STATE_DIR_NAME, Config, load_config
-from vaultmem.errors import LockedError, VaultmemError
+from vaultmem.core.config import CONFIG_FILE_NAME, STATE_DIR_NAME, Config, load_config
+from vaultmem.core.errors import LockedError, VaultmemError
 from vaultmem.files.scan import is_dropping
 from vaultmem.index.reconcile import ReconcileReport, reconcile
 from vaultmem.storage import problem_queries, store

@@ -27,8 +27,15 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from vaultmem.errors import NotFoundError, PathEscapeError, VaultmemError
-from vaultmem.files.atomic import replace_file
+from vaultmem.core.atomic import replace_file
+from vaultmem.core.errors import NotFoundError, PathEscapeError, VaultmemError
+from vaultmem.core.models import (
+    CONTEXT_BUDGET_CHARS,
+    CONTEXT_PER_SCOPE,
+    CONTEXT_SCOPES,
+    ContextTarget,
+)
+from vaultmem.core.secrets import SecretPattern, redact
 from vaultmem.memory.recall import (
     RELATED_PER_HIT,
     NoteInfo,
@@ -42,13 +49,6 @@ from vaultmem.memory.recall import (
     recallable,
     related_targets,
     scope_infos,
-)
-from vaultmem.memory.secrets import SecretPattern, redact
-from vaultmem.models import (
-    CONTEXT_BUDGET_CHARS,
-    CONTEXT_PER_SCOPE,
-    CONTEXT_SCOPES,
-    ContextTarget,
 )
 from vaultmem.storage.store import Connection
 

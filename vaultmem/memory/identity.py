@@ -18,10 +18,10 @@ import os
 import re
 from pathlib import Path
 
-from vaultmem.config import Config
-from vaultmem.errors import ConfigError, PathEscapeError
+from vaultmem.core.config import Config
+from vaultmem.core.errors import ConfigError, PathEscapeError
+from vaultmem.core.names import MAX_SCOPE_ID, SCOPE_ID_RE, SCOPE_ID_RULE, portable_problem
 from vaultmem.files.managed import check_component
-from vaultmem.files.names import MAX_SCOPE_ID, SCOPE_ID_RE, SCOPE_ID_RULE, portable_problem
 
 _SECTION_RE = re.compile(r'^\s*\[\s*remote\s+"([^"]*)"\s*\]\s*$')
 _ANY_SECTION_RE = re.compile(r"^\s*\[")

@@ -43,14 +43,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal, cast
 
-from vaultmem.errors import ConfigError, QueryError
-from vaultmem.files.names import TRASH
-from vaultmem.memory import topics
-from vaultmem.memory.secrets import SecretPattern, redact
-from vaultmem.models import SCOPES, RecallMode, RecallSort
+from vaultmem.core.errors import ConfigError, QueryError
+from vaultmem.core.models import SCOPES, RecallMode, RecallSort
+from vaultmem.core.names import TRASH
+from vaultmem.core.secrets import SecretPattern, redact
+from vaultmem.core.tokenizer import is_stopword, tokenize
+from vaultmem.note import topics
 from vaultmem.search import vectors
 from vaultmem.search.query import SNIPPET_CHARS, SearchFilters
-from vaultmem.search.tokenizer import is_stopword, tokenize
 from vaultmem.storage import recall_queries as q
 from vaultmem.storage.store import Connection
 
@@ -75,7 +75,7 @@ POOL_EXTRA = 10
 
 RELATED_PER_HIT = 2
 RELATED_TOTAL = 5
-TRASH_FOLDER = TRASH  # defined once, in files/names.py
+TRASH_FOLDER = TRASH  # defined once, in core/names.py
 _MAX_NGRAM = 6
 
 

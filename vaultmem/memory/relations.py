@@ -25,13 +25,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal, get_args
 
-from vaultmem.config import Config
-from vaultmem.errors import ConfigError, NotFoundError
+from vaultmem.core.config import Config
+from vaultmem.core.errors import ConfigError, NotFoundError
+from vaultmem.core.models import EDGE_STATUSES, SCOPES, EdgeStatus
 from vaultmem.files import managed
-from vaultmem.index import catalog
 from vaultmem.memory import topic_store as memory
-from vaultmem.memory.topics import iso_utc, parse_time, read_topic, replace_see_also
-from vaultmem.models import EDGE_STATUSES, SCOPES, EdgeStatus
+from vaultmem.note.topics import iso_utc, parse_time, read_topic, replace_see_also
+from vaultmem.query import catalog
 from vaultmem.storage import relation_queries as queries
 from vaultmem.storage import store as db
 

@@ -30,8 +30,9 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from vaultmem.config import Config
-from vaultmem.errors import (
+from vaultmem.core import secrets
+from vaultmem.core.config import Config
+from vaultmem.core.errors import (
     AmbiguousError,
     ConfigError,
     IndexUnavailableError,
@@ -40,10 +41,12 @@ from vaultmem.errors import (
     PartialWriteError,
     SecretError,
 )
+from vaultmem.core.models import SCOPES
 from vaultmem.files import managed
-from vaultmem.memory import secrets, usage
+from vaultmem.memory import usage
 from vaultmem.memory.identity import check_scope_id, resolve_scope_id
-from vaultmem.memory.topics import (
+from vaultmem.memory.usage import Usage
+from vaultmem.note.topics import (
     TOPIC_TYPES,
     Topic,
     append_observation,
@@ -58,8 +61,6 @@ from vaultmem.memory.topics import (
     render_topic,
     supersede,
 )
-from vaultmem.memory.usage import Usage
-from vaultmem.models import SCOPES
 from vaultmem.storage import store as db
 from vaultmem.storage import topic_queries
 

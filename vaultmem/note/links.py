@@ -16,7 +16,7 @@ from bisect import bisect_left
 from collections.abc import Callable, Iterable, Sequence
 from itertools import accumulate
 
-from vaultmem.models import Block, Heading, Link, Resolution
+from vaultmem.core.models import Block, Heading, Link, Resolution
 
 __all__ = [
     "LazyLinkResolver",

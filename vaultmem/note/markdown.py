@@ -12,7 +12,7 @@ rule 9's exclusions hold. `%%comments%%` need no rule: Obsidian indexes their li
 so they are parsed like any other text. The block parser also takes three shortcuts around
 mistune's per-block costs (scanners that search line starts only, the list-item break
 scanner built once per indent, indented code ruled out by a block's first character), each
-proved to give mistune's own result by tests/test_parse_shortcut.py. No I/O happens here.
+proved to give mistune's own result by tests/note/test_parse_shortcut.py. No I/O happens here.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from mistune.block_parser import BlockParser
 from mistune.core import BlockState, InlineState
 from mistune.inline_parser import InlineParser
 
-from vaultmem.models import Block, Heading, Link, LinkKind, Section
+from vaultmem.core.models import Block, Heading, Link, LinkKind, Section
 
 __all__ = [
     "BodyScan",
@@ -433,7 +433,7 @@ _QUOTE_BREAK_RULES = ("blank_line", "thematic_break", "fenced_code", "list", "bl
 
 LINE_START_SEARCH = True
 """Block scanners look for the next block at line starts only (`_LineStartScanner`);
-tests/test_parse_shortcut.py proves the models are identical either way."""
+tests/note/test_parse_shortcut.py proves the models are identical either way."""
 
 
 class _LineStartScanner:
@@ -634,7 +634,7 @@ class BodyScan(NamedTuple):
 
 SKIP_PLAIN_PARAGRAPHS = True
 """The cheap path: a paragraph with no `[` and no `#` holds no link or tag, so its inline parse
-is skipped. tests/test_parse_shortcut.py proves the models are identical either way."""
+is skipped. tests/note/test_parse_shortcut.py proves the models are identical either way."""
 
 # Rule 15: after whitespace, at a line start, or right after a link or embed (`![[a.png]]^id`)
 _BLOCK_ID = re.compile(r"(?:^|[ \t]|(?<=\]\]))\^([A-Za-z0-9-]+)[ \t]*$", re.M)

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import posixpath
 
-from vaultmem import models
-from vaultmem.models import JSON, FrontmatterStatus, Link, Note, ParsedNote, Problem
+from vaultmem.core import models
+from vaultmem.core.models import JSON, FrontmatterStatus, Link, Note, ParsedNote, Problem
 from vaultmem.note.canvas import is_canvas, parse_canvas
 from vaultmem.note.markdown import property_link, scan_body
 from vaultmem.note.properties import (

@@ -23,7 +23,7 @@ import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from yaml.resolver import BaseResolver
 
-from vaultmem.models import JSON, FrontmatterStatus, Problem, ProblemCode
+from vaultmem.core.models import JSON, FrontmatterStatus, Problem, ProblemCode
 
 __all__ = [
     "Frontmatter",

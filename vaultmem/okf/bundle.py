@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, cast
 
-from vaultmem.files.names import portable_problem
+from vaultmem.core.names import portable_problem
 
 __all__ = [
     "Bundle",

@@ -20,8 +20,8 @@ from typing import Any
 
 import yaml
 
-from vaultmem.files.names import KEY_RE, is_reserved_name
-from vaultmem.models import JSON
+from vaultmem.core.models import JSON
+from vaultmem.core.names import KEY_RE, is_reserved_name
 
 __all__ = [
     "KEY_RE",

@@ -39,17 +39,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from vaultmem import __version__
-from vaultmem.config import Config
-from vaultmem.errors import ConfigError, FileAccessError, PathEscapeError
+from vaultmem.core.atomic import replace_at, replace_file
+from vaultmem.core.config import Config
+from vaultmem.core.errors import ConfigError, FileAccessError, PathEscapeError
+from vaultmem.core.models import JSON, SCOPES, ExportFormat, Note
+from vaultmem.core.secrets import SecretPattern, compile_patterns, redact
 from vaultmem.files import managed
-from vaultmem.files.atomic import replace_at, replace_file
 from vaultmem.files.scan import read_note, scan_vault
-from vaultmem.memory.secrets import SecretPattern, compile_patterns, redact
-from vaultmem.memory.topics import read_topic
-from vaultmem.models import JSON, SCOPES, ExportFormat, Note
 from vaultmem.note.links import LinkResolver
 from vaultmem.note.parse import parse_note
 from vaultmem.note.properties import split_frontmatter
+from vaultmem.note.topics import read_topic
 from vaultmem.okf.bundle import name_problem
 from vaultmem.okf.concept import (
     ConceptSource,

@@ -21,14 +21,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
-from vaultmem.config import Config
-from vaultmem.errors import ConfigError, PartialWriteError, VaultmemError
+from vaultmem.core.config import Config
+from vaultmem.core.errors import ConfigError, PartialWriteError, VaultmemError
+from vaultmem.core.models import JSON
+from vaultmem.core.secrets import SecretPattern, compile_patterns, redact
 from vaultmem.files import managed
 from vaultmem.index.reconcile import reconcile
-from vaultmem.memory.secrets import SecretPattern, compile_patterns, redact
-from vaultmem.memory.topics import append_observation, escape_observation, iso_utc, read_topic
-from vaultmem.models import JSON
 from vaultmem.note.properties import load_frontmatter, split_frontmatter
+from vaultmem.note.topics import append_observation, escape_observation, iso_utc, read_topic
 from vaultmem.okf.bundle import (
     BundleError,
     BundleFile,

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import unquote
 
-from vaultmem.models import JSON
+from vaultmem.core.models import JSON
 from vaultmem.note.properties import load_frontmatter, split_frontmatter
 from vaultmem.okf.bundle import Limits, name_problem, shown_name
 from vaultmem.okf.concept import has_offset

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from vaultmem.errors import SemanticUnavailableError
-from vaultmem.search.documents import SearchDocument
+from vaultmem.core.documents import SearchDocument
+from vaultmem.core.errors import SemanticUnavailableError
 from vaultmem.storage import vector_queries
 
 if TYPE_CHECKING:

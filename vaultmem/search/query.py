@@ -28,11 +28,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from vaultmem.errors import QueryError
+from vaultmem.core.documents import note_key
+from vaultmem.core.errors import QueryError
+from vaultmem.core.tokenizer import DEFAULT_LANGUAGE, WordScan, analyzer
 from vaultmem.search import bm25, proximity
-from vaultmem.search.documents import note_key
 from vaultmem.search.reads import SearchReads, SqlReads
-from vaultmem.search.tokenizer import DEFAULT_LANGUAGE, WordScan, analyzer
 from vaultmem.storage import search_queries as queries
 from vaultmem.storage.store import Connection
 

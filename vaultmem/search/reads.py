@@ -12,7 +12,7 @@ when it opens them for its filter:
   (`search/resident.py`), and the phrase and typo reads through `SqlReads`.
 
 Both return the same rows in the same shapes, so `bm25.rank` gives the same results from
-either (tests/test_resident.py compares them). This module imports neither numpy nor
+either (tests/search/test_resident.py compares them). This module imports neither numpy nor
 `resident.py`: a cold CLI search loads only the SQL side.
 """
 

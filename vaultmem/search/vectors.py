@@ -14,8 +14,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from vaultmem.errors import QueryError, SemanticUnavailableError
-from vaultmem.models import SEARCH_MODE_WHEN_ON, SEARCH_MODES, SearchMode
+from vaultmem.core.errors import QueryError, SemanticUnavailableError
+from vaultmem.core.models import SEARCH_MODE_WHEN_ON, SEARCH_MODES, SearchMode
 from vaultmem.search import query
 from vaultmem.search.embedding import embedder
 from vaultmem.search.query import SearchFilters, SearchHit
@@ -37,7 +37,7 @@ the rule in docs/search.md: hybrid becomes it only if it beats words on r@5 AND 
 question set and stays within 2x of words' warm latency. After search v2 it does not
 (benchmarks/bench_semantic.py: it loses to words on dwarvesf-brain and example-vault, ties on
 example-vault-mismatch's r@5; at 100,000 notes it also costs 2.8x words), so vectors are asked
-for explicitly. tests/test_vectors.py checks the quality half against this value."""
+for explicitly. tests/search/test_vectors.py checks the quality half against this value."""
 POOL = 50
 """How many notes each ranking contributes to a fusion (at least; more for a larger limit)."""
 

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from vaultmem.errors import QueryError, QueryTimeoutError
+from vaultmem.core.errors import QueryError, QueryTimeoutError
 from vaultmem.storage.store import Connection, DatabaseError, QueryInterrupted, fetch_dicts
 
 SQL_HINT = "Only read-only SELECTs work; list the tables with: vaultmem sql 'SHOW TABLES'."

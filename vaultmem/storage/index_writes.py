@@ -21,8 +21,8 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from vaultmem.models import Block, Heading, Problem
-from vaultmem.search.documents import note_key
+from vaultmem.core.documents import note_key
+from vaultmem.core.models import Block, Heading, Problem
 from vaultmem.storage.rows import COLUMNS, NOTE_KEY, NOTE_TABLES, STAGED_COLUMNS, STAGED_TABLES
 from vaultmem.storage.store import Batch, Connection, delete_where_in, load, new_batch
 

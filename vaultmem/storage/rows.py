@@ -21,13 +21,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from vaultmem.models import Note, Resolution, Scope
+from vaultmem.core.documents import SearchDocument
+from vaultmem.core.models import Note, Resolution, Scope
 from vaultmem.note.links import file_name_key, fold_name, link_name_key
-from vaultmem.search.documents import SearchDocument
 from vaultmem.storage.schema import table_docs
 
 if TYPE_CHECKING:  # a type only: loading the index need not import the topic parser
-    from vaultmem.memory.topics import Topic
+    from vaultmem.note.topics import Topic
 
 NOTE_TABLES = (
     "notes",

@@ -35,13 +35,13 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from vaultmem.search.documents import (
+from vaultmem.core.documents import (
     BOILERPLATE_NOTES,
     boilerplate_weights,
     note_key,
     section_postings,
 )
-from vaultmem.search.tokenizer import DEFAULT_LANGUAGE
+from vaultmem.core.tokenizer import DEFAULT_LANGUAGE
 from vaultmem.storage.store import Connection
 
 

@@ -40,7 +40,7 @@ try:
 except ImportError:  # pragma: no cover - depends on the installed DuckDB's packaging
     import duckdb  # type: ignore[no-redef]
 
-from vaultmem.errors import IndexUnavailableError, LockedError
+from vaultmem.core.errors import IndexUnavailableError, LockedError
 from vaultmem.storage.schema import DDL, SCHEMA_VERSION, table_docs
 
 _LOCK_MESSAGE = re.compile(r"Could not set lock|Conflicting lock", re.I)

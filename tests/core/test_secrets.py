@@ -1,0 +1,600 @@
+"""Tests for vaultmem.core.secrets: one realistic positive per pattern, a set of prose and code
+negatives, idempotence, config extras, and hypothesis properties (no secret byte survives, no
+secret byte is reported, a second pass changes nothing).
+
+Secrets are built by concatenation so nothing that looks like a live credential sits in the repo.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from vaultmem.core.errors import ConfigError
+from vaultmem.core.secrets import (
+    BUILTIN_PATTERNS,
+    Redaction,
+    SecretPattern,
+    compile_patterns,
+    find_secrets,
+    marker,
+    may_hold_secrets,
+    redact,
+)
+
+BUILTIN_NAMES = {p.name for p in BUILTIN_PATTERNS}
+
+# Fake secrets, assembled at run time.
+GITHUB = "ghp_" + "A1b2C3d4" * 4 + "E5f6"
+JWT = (
+    "eyJ"
+    + "hbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9"
+    + ".eyJ"
+    + "zdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4ifQ"
+    + "."
+    + "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"
+)
+PEM_BODY = "MIIEvQIBADANBgkqhkiG9w0BAQEFAASC" + "Q" * 32 + "\n" + "a" * 64 + "\nabcd==\n"
+PEM = "-----BEGIN RSA " + "PRIVATE KEY-----\n" + PEM_BODY + "-----END RSA " + "PRIVATE KEY-----"
+
+# (pattern name, text around a secret, the secret) — the secret sits at `{}`.
+POSITIVES: list[tuple[str, str, str]] = [
+    ("private-key", "key below:\n{}\nthat was it", PEM),
+    (
+        "private-key",
+        "encrypted:\n{}\nend",
+        "-----BEGIN ENCRYPTED "
+        + "PRIVATE KEY-----\n"
+        + PEM_BODY
+        + "-----END ENCRYPTED "
+        + "PRIVATE KEY-----",
+    ),
+    (
+        "private-key",
+        'json {"private_key": "{}\\n", "type": "service_account"}',
+        "-----BEGIN "
+        + "PRIVATE KEY-----\\n"
+        + "MIIEv"
+        + "Q" * 60
+        + "\\n-----END "
+        + "PRIVATE KEY-----",
+    ),
+    (
+        "private-key",
+        "unfinished paste:\n{}",
+        "-----BEGIN OPENSSH " + "PRIVATE KEY-----\n" + "b3BlbnNzaC1rZXktdjEAAAAA" + "B" * 40,
+    ),
+    ("url-password", "connect to postgres://admin:{}@db.internal:5432/app now", "s3cr3t-Pa55"),
+    ("url-password", "REDIS_URL=redis://:{}@cache:6379/0", "n0tAPlaceholder"),
+    ("aws-access-key-id", "id {} in use", "AKIA" + "IOSFODNN7EXAMPLE"),
+    ("aws-access-key-id", "session {} in use", "ASIA" + "Y34FZKBOKMUTVV7A"),
+    (
+        "aws-secret-access-key",
+        "aws_secret_access_key = {}\nregion = eu-west-1",
+        "wJalrXUtnFEMI/K7MDENG/" + "bPxRfiCYEXAMPLEKEY",
+    ),
+    (
+        "aws-secret-access-key",
+        "AWS_SECRET_ACCESS_KEY={}",
+        "wJalrXUtnFEMI/K7MDENG/" + "bPxRfiCYEXAMPLEKEY",
+    ),
+    ("github-token", "use {} for the API", GITHUB),
+    ("github-token", "oauth {} here", "gho_" + "x9Y8" * 9),
+    ("github-token", "app {} here", "ghs_" + "x9Y8" * 9),
+    ("github-token", "fine-grained {} here", "github_pat_" + "11ABCDEFG0" * 3 + "_" + "q" * 40),
+    ("gitlab-token", "gitlab {} here", "glpat-" + "Xy12" * 5),
+    ("npm-token", "//registry.npmjs.org/:_authToken={}", "npm_" + "a1B2" * 9),
+    ("slack-token", "bot {} posts", "xoxb-" + "1234567890-0987654321-" + "aBcD" * 6),
+    ("slack-token", "user {} posts", "xoxp-" + "1234567890-" + "aBcD" * 6),
+    (
+        "slack-webhook",
+        "notify https://hooks.slack.com/services/{} on failure",
+        "T0" + "1ABCDEF/B0" + "1ABCDEF/" + "xYz1" * 6,
+    ),
+    ("google-api-key", "maps key {} in config", "AIza" + "SyA1b2C3d4" * 3 + "E5f6g"),
+    ("stripe-key", "charge with {} today", "sk_live_" + "51H" + "a1B2" * 6),
+    ("stripe-key", "restricted {} today", "rk_live_" + "51H" + "a1B2" * 6),
+    ("stripe-key", "test mode {} today", "sk_test_" + "51H" + "a1B2" * 6),
+    ("openai-key", "OPENAI key {} set", "sk-" + "a1B2c3D4" * 6),
+    ("openai-key", "project key {} set", "sk-proj-" + "a1B2c3D4_e5" * 8),
+    ("anthropic-key", "claude key {} set", "sk-ant-api03-" + "a1B2c3D4-e5" * 8 + "AA"),
+    ("jwt", "session cookie {} expires", JWT),
+    ("bearer-token", 'curl -H "Authorization: Bearer {}" https://api', "abc123def456ghi789jkl"),
+    ("bearer-token", "send bearer {} with it", "Zm9vYmFy0123456789xyz"),
+    ("basic-auth", "Authorization: Basic {}\nHost: x", "dXNlcjpwYXNzd29yZA" + "=="),
+    ("password-assignment", "DB_PASSWORD={}\nDB_HOST=localhost", "hunter2"),
+    ("password-assignment", "export PGPASSWORD={}", "plainletters"),
+    ("password-assignment", "db:\n  password: {}\n  host: x", "hunter2"),
+    ("password-assignment", "db:\n  password: {}\n", "onlyletters"),
+    ("password-assignment", 'password = "{}"  # prod', "correct horse battery staple"),
+    ("password-assignment", '{"password": "{}", "user": "bob"}', "p@ss w0rd"),
+    ("password-assignment", "**Password:** {} (rotate monthly)", "Tr0ub4dor&3"),
+    ("password-assignment", 'unclosed: password = "{}\nnext line', "half a quote"),
+    ("password-assignment", "mysql --password={} -u root", "t0psecret"),
+    ("secret-assignment", "CLIENT_SECRET={}", "Wq9xYz" + "Lm3n"),
+    ("secret-assignment", "SECRET_KEY = '{}'", "django-insecure-" + "9x8y7z"),
+    ("secret-assignment", "jwt_secret: {}", "k3y-material"),
+    ("token-assignment", "SLACK_BOT_TOKEN={}", "plainvalue"),
+    ("token-assignment", "https://x.test/cb?access_token={}&state=1", "abc123"),
+    ("token-assignment", "refresh_token: {}\n", "r3fr3sh"),
+    ("api-key-assignment", "OPENWEATHER_API_KEY={}", "0123abcd"),
+    ("api-key-assignment", 'headers = {"x-api-key": "{}"}', "k-9f8e7d"),
+    # Issue 16: shapes the first list missed.
+    ("huggingface-token", "HF token {} for the hub", "hf_" + "AbCdEfGh12" * 3 + "Ij34"),
+    ("sendgrid-key", "mail via {} now", "SG." + "aB3dE6gH9jK2mN5pQ8sT1v" + "." + "Xy7" * 14 + "Z"),
+    ("digitalocean-token", "doctl auth init -t {}", "dop_v1_" + "0a1b2c3d" * 8),
+    (
+        "azure-key",
+        "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey={};EndpointSuffix=core",
+        "Zm9v" * 21 + "Yg==",
+    ),
+    ("cli-password", "docker login -u me -p {} registry.example.com", "S3cretPassw0rd"),
+    ("cli-password", "mysql -u root -p{} shop", "S3cretPassw0rd"),
+    ("pgpass-line", "db.example.com:5432:shop:alice:{}\n", "S3cretPassw0rd"),
+    ("password-prose", "By the way, the password is {}. Do not share.", "Tr0ub4dor&3"),
+    (
+        "aws-credentials-csv",
+        "Access key ID,Secret access key\n{}\n",
+        "AKIA" + "IOSFODNN7EXAMPLE," + "wJalrXUtnFEMI/K7MDENG/" + "bPxRfiCYEXAMPLEKEY",
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "template", "secret"), POSITIVES)
+def test_positive_is_redacted_with_its_name_and_context_kept(
+    name: str, template: str, secret: str
+) -> None:
+    result = redact(template.replace("{}", secret))
+
+    assert result == Redaction(template.replace("{}", marker(name)), (name,))
+    assert find_secrets(template.replace("{}", secret)) == (name,)
+
+
+@pytest.mark.parametrize(("name", "template", "secret"), POSITIVES)
+def test_redaction_is_idempotent(name: str, template: str, secret: str) -> None:
+    once = redact(template.replace("{}", secret))
+
+    assert redact(once.text) == Redaction(once.text, ())
+
+
+def test_assignment_keeps_the_key() -> None:
+    assert redact("DB_PASSWORD=hunter2").text == "DB_PASSWORD=[redacted:password-assignment]"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # The provider name beats the generic one when both would match.
+        ("export GITHUB_TOKEN=" + GITHUB, "export GITHUB_TOKEN=[redacted:github-token]"),
+        ("key sk-ant-" + "a1B2c3D4" * 5, "key [redacted:anthropic-key]"),
+        ("Authorization: Bearer " + JWT, "Authorization: Bearer [redacted:jwt]"),
+        (
+            "https://bot:" + GITHUB + "@github.com/o/r",
+            "https://bot:[redacted:github-token]@github.com/o/r",
+        ),
+        (
+            "AWS_ACCESS_KEY_ID=AKIA" + "IOSFODNN7EXAMPLE",
+            "AWS_ACCESS_KEY_ID=[redacted:aws-access-key-id]",
+        ),
+    ],
+)
+def test_most_specific_name_is_reported(text: str, expected: str) -> None:
+    result = redact(text)
+
+    assert result.text == expected
+    assert len(result.found) == 1
+
+
+def test_several_secrets_are_all_reported_sorted_and_unique() -> None:
+    text = f"a {GITHUB} b {JWT} c {GITHUB} d DB_PASSWORD=x1"
+
+    result = redact(text)
+
+    assert result.found == ("github-token", "jwt", "password-assignment")
+    assert result.text.count("[redacted:github-token]") == 2
+
+
+NEGATIVES = [
+    # Python type hints, calls, attribute chains, literals, comparisons.
+    "def login(username: str, password: str) -> None:",
+    "api_key: str | None = None",
+    "token: Optional[str] = None",
+    "password: SecretStr",
+    "token = get_token()",
+    "password = input('Password: ')",
+    "print('password: ', password)",
+    "SECRET_KEY = os.environ['SECRET_KEY']",
+    "api_key = settings.OPENAI_API_KEY",
+    "password = os.getenv('DB_PASSWORD')",
+    "client(token=token)",
+    "f(password=pw)",
+    "if token == expected:",
+    "if not token:\n    pass",
+    "token := getToken()",
+    "secret: true",
+    "token = None",
+    "password_hash = bcrypt.hash(x)",
+    "max_tokens = 4096",
+    "token_count: 12",
+    "PASSWORD_MIN_LENGTH=12",
+    # Placeholders and references.
+    "DB_PASSWORD=${DB_PASSWORD}",
+    "API_KEY=<your-api-key>",
+    'password: "{{ vault_db_password }}"',
+    'password = ""',
+    "password: ********",
+    "redis://:${REDIS_PASSWORD}@cache:6379",
+    "password_file: /run/secrets/db_password",
+    "password: /run/secrets/db_password",
+    "private_key: |",
+    # Prose.
+    "Password: never share it with anyone.",
+    "The API token: ask Sam for one.",
+    "bearer tokens are used for the API; bearer authentication is simpler.",
+    "Store the secret in the keychain, not in the repo.",
+    "the task-list and the risk-assessment-document-2024-Q1-final",
+    "sk-learn is not a thing; mask-Rcnn-2024-model-weights-v2",
+    # Identifiers that look random.
+    "uuid 123e4567-e89b-12d3-a456-426614174000",
+    "commit 3f2a9c0d1e4b5a6978877665544332211aabbccd",
+    "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+    # URLs without credentials.
+    "http://localhost:8080/x and ssh://git@github.com:22/r and git@github.com:o/r.git",
+    "https://user@example.com/path?x=1",
+    # Command lines and prose that hold no password.
+    "mysql -u root -p shop",
+    "docker login -u me registry.example.com",
+    "The password is changed monthly.",
+    "the password is in the vault (see 1Password)",
+    "at 10:30:45 the build:ran:fine",
+    # Markers are not secrets.
+    "token: [redacted:jwt]",
+    "DB_PASSWORD=[redacted:password-assignment]",
+    "Authorization: Bearer [redacted:bearer-token]",
+    "postgres://u:[redacted:url-password]@h/db",
+    "[redacted:github-token] [redacted:private-key]",
+]
+
+
+@pytest.mark.parametrize("text", NEGATIVES)
+def test_negative_is_left_alone(text: str) -> None:
+    assert redact(text) == Redaction(text, ())
+
+
+def test_builtin_names_are_unique_and_marker_safe() -> None:
+    names = [p.name for p in BUILTIN_PATTERNS]
+
+    assert len(names) == len(set(names))
+    assert all(re.fullmatch(r"[a-z0-9][a-z0-9-]*", n) for n in names)
+
+
+def test_every_builtin_pattern_has_a_positive() -> None:
+    assert {name for name, _, _ in POSITIVES} == BUILTIN_NAMES
+
+
+def test_docs_list_every_builtin_pattern_in_order() -> None:
+    doc = (Path(__file__).parents[2] / "docs" / "secrets.md").read_text(encoding="utf-8")
+    listed = re.findall(r"^\| `([a-z0-9-]+)` \|", doc.split("## Built-in patterns")[1], re.M)
+
+    assert listed[: len(BUILTIN_PATTERNS)] == [p.name for p in BUILTIN_PATTERNS]
+
+
+# --- config extras -----------------------------------------------------------------------------
+
+
+def test_extra_pattern_from_config_is_applied_after_builtins() -> None:
+    extra = compile_patterns([("internal-token", "itk_[A-Za-z0-9]{20}")])
+    text = "use itk_" + "a1B2" * 5 + " and " + GITHUB
+
+    result = redact(text, extra)
+
+    assert result.text == "use [redacted:internal-token] and [redacted:github-token]"
+    assert result.found == ("github-token", "internal-token")
+    assert find_secrets(text, extra) == ("github-token", "internal-token")
+    assert redact(text).found == ("github-token",)
+
+
+def test_extra_pattern_with_secret_group_keeps_the_rest() -> None:
+    extra = compile_patterns([("employee-pin", r"PIN (?P<secret>\d{6})")])
+
+    assert redact("badge PIN 123456 ok", extra).text == "badge PIN [redacted:employee-pin] ok"
+
+
+def test_greedy_extra_does_not_eat_markers() -> None:
+    # A careless extra pattern must not rewrite markers, or redaction would not be idempotent.
+    extra = compile_patterns([("lower-word", "[a-z]+")])
+
+    once = redact("x " + GITHUB, extra)
+
+    assert once.text == "[redacted:lower-word] [redacted:github-token]"
+    assert redact(once.text, extra) == Redaction(once.text, ())
+
+
+def test_bad_extra_regex_raises_config_error_naming_it() -> None:
+    with pytest.raises(ConfigError) as caught:
+        compile_patterns([("ok-one", "abc"), ("broken-one", "itk_[A-Z")])
+
+    assert "broken-one" in caught.value.message
+    assert caught.value.code == "config_invalid"
+
+
+@pytest.mark.parametrize("name", ["Bad Name", "", "x]y", "UPPER"])
+def test_extra_with_unusable_name_is_rejected(name: str) -> None:
+    with pytest.raises(ConfigError, match=r"secrets\.patterns"):
+        compile_patterns([(name, "abc")])
+
+
+def test_extra_matching_empty_string_is_rejected() -> None:
+    with pytest.raises(ConfigError, match="empty-match"):
+        compile_patterns([("empty-match", "a*")])
+
+
+def test_secret_pattern_is_a_frozen_value() -> None:
+    pattern = SecretPattern("x", re.compile("x"))
+
+    with pytest.raises(AttributeError):
+        pattern.name = "y"  # type: ignore[misc]
+
+
+# --- properties --------------------------------------------------------------------------------
+
+_FILLER = st.text(alphabet=st.characters(codec="utf-8"), max_size=80)
+_ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+
+
+def _body(size: int, alphabet: str = _ALNUM) -> st.SearchStrategy[str]:
+    return st.text(alphabet=alphabet, min_size=size, max_size=size + 20)
+
+
+# Each strategy yields (text holding the secret, the secret bytes that must disappear).
+_VALUE = st.from_regex(r"[0-9][A-Za-z0-9!@%^*+/_-]{7,40}", fullmatch=True)
+_SECRETS = st.one_of(
+    _body(36).map(lambda b: ("ghp_" + b, "ghp_" + b)),
+    _body(20, _ALNUM + "_-").map(lambda b: ("glpat-" + b, "glpat-" + b)),
+    _body(16, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567").map(lambda b: ("AKIA" + b[:16], "AKIA" + b[:16])),
+    _body(20).map(lambda b: ("sk_live_" + b, "sk_live_" + b)),
+    _body(30).map(lambda b: ("sk-ant-api03-" + b, "sk-ant-api03-" + b)),
+    _body(30).map(lambda b: ("sk-proj-A1" + b, "sk-proj-A1" + b)),
+    _body(35, _ALNUM + "_-").map(lambda b: ("AIza" + b[:35], "AIza" + b[:35])),
+    st.tuples(_body(10), _body(10), _body(16)).map(
+        lambda t: (f"eyJ{t[0]}.eyJ{t[1]}.{t[2]}", f"eyJ{t[0]}.eyJ{t[1]}.{t[2]}")
+    ),
+    _VALUE.map(lambda v: ("DB_PASSWORD=" + v, v)),
+    _VALUE.map(lambda v: ("api_token: " + v, v)),
+    _VALUE.map(lambda v: ('"client_secret": "' + v + '"', v)),
+    _VALUE.map(
+        lambda v: (
+            "https://bob:" + v.replace("/", "_").replace("@", "_") + "@h.test/x",
+            v.replace("/", "_").replace("@", "_"),
+        )
+    ),
+    st.from_regex(r"[0-9][A-Za-z0-9._~+-]{15,60}", fullmatch=True).map(
+        lambda v: ("Authorization: Bearer " + v, v)
+    ),
+    _body(64, _ALNUM + "+/").map(
+        lambda b: (
+            "-----BEGIN EC " + "PRIVATE KEY-----\n" + b + "\n-----END EC " + "PRIVATE KEY-----",
+            b,
+        )
+    ),
+)
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(before=_FILLER, secret=_SECRETS, after=_FILLER)
+def test_no_secret_byte_survives_or_is_reported(
+    before: str, secret: tuple[str, str], after: str
+) -> None:
+    text, sensitive = secret
+    assume(sensitive not in before and sensitive not in after)
+
+    result = redact(f"{before} {text} {after}")
+
+    assert sensitive not in result.text
+    assert result.found
+    assert set(result.found) <= BUILTIN_NAMES
+    assert all(sensitive not in name for name in result.found)
+    assert redact(result.text) == Redaction(result.text, ())
+
+
+@settings(max_examples=300)
+@given(st.text())
+def test_arbitrary_text_never_raises_and_is_idempotent(text: str) -> None:
+    once = redact(text)
+
+    assert redact(once.text) == Redaction(once.text, ())
+
+
+_FRAGMENTS = st.sampled_from(
+    [
+        "password",
+        "token",
+        "=",
+        ": ",
+        '"',
+        "'",
+        " ",
+        "\n",
+        "sk-",
+        "ghp_",
+        "eyJ",
+        ".",
+        "://",
+        "u:",
+        "@",
+        "Bearer ",
+        "A1b2",
+        "xyz",
+        "[redacted:jwt]",
+        "-----BEGIN PRIVATE KEY-----",
+        "-----END PRIVATE KEY-----",
+        "AKIA",
+        "$",
+        "(",
+        ")",
+        "**",
+        "_",
+        "-",
+    ]
+)
+
+
+@settings(max_examples=500)
+@given(st.lists(_FRAGMENTS, max_size=40).map("".join))
+def test_secret_shaped_text_is_idempotent(text: str) -> None:
+    once = redact(text)
+
+    assert redact(once.text) == Redaction(once.text, ())
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize(
+    "unit",
+    [
+        "a",
+        "-----BEGIN PRIVATE KEY-----",
+        "://a:",
+        "eyJa.",
+        "sk-A1",
+        "bearer a1",
+        'password: "',
+        "password:a.b.",
+        "token:\t",
+        "AKIA",
+        "ghp_",
+        "A/b+",
+        "[redacted:x]",
+        "x" * 300 + " ",
+    ],
+)
+def test_one_megabyte_adversarial_input_finishes(unit: str) -> None:
+    # Patterns are bounded and possessive, so this is linear; the timeout only guards a hang.
+    text = (unit * (1_000_000 // len(unit) + 1))[:1_000_000]
+
+    result = redact(text)
+
+    assert redact(result.text).found == ()
+
+
+# --- the trigger pre-check ---------------------------------------------------------------------
+
+
+def _redact_every_pattern(text: str) -> Redaction:
+    """`redact` as it was before triggers: every pattern runs on every text."""
+    from vaultmem.core.secrets import _apply
+
+    found: set[str] = set()
+    for pattern in BUILTIN_PATTERNS:
+        text, hit = _apply(pattern, text)
+        if hit:
+            found.add(pattern.name)
+    return Redaction(text, tuple(sorted(found)))
+
+
+def _assert_triggers_hold(text: str) -> None:
+    from vaultmem.core.secrets import _folded, _may_match
+
+    for pattern in BUILTIN_PATTERNS:
+        if pattern.regex.search(text):
+            assert _may_match(pattern.name, text, _folded(text)), (pattern.name, text)
+
+
+def test_triggers_name_the_builtin_patterns() -> None:
+    """Triggers are keyed by pattern name: a misspelt key would leave its pattern running on
+    every text (safe, but the pre-check lost) and the key dead."""
+    from vaultmem.core.secrets import _TRIGGERS, _UNTRIGGERED
+
+    names = {pattern.name for pattern in BUILTIN_PATTERNS}
+    assert set(_TRIGGERS) == names - {"pgpass-line"}  # pgpass-line has its own regex
+    assert not _UNTRIGGERED
+
+
+@pytest.mark.parametrize(("name", "template", "secret"), POSITIVES)
+def test_every_match_holds_its_patterns_trigger(name: str, template: str, secret: str) -> None:
+    text = template.replace("{}", secret)
+    _assert_triggers_hold(text)
+    # The odd characters Python's (?i) folds to ASCII letters (İ ı ſ K) are found too.
+    odd = text.replace("s", "\u017f").replace("k", "\u212a").replace("i", "\u0131")
+    _assert_triggers_hold(odd)
+    assert redact(odd) == _redact_every_pattern(odd)
+
+
+_SECRETISH = st.lists(
+    _FRAGMENTS
+    | st.sampled_from(
+        [
+            "PaSS",
+            "\u017f",
+            "\u212a",
+            "TOKEN",
+            "5432:",
+            "Secret",
+            "api_key",
+            "word",
+            "Authorization",
+            "AccountKey=",
+            " is ",
+            "aws_secret_key",
+            "credentials",
+            "\t",
+        ]
+    ),
+    max_size=40,
+).map("".join)
+
+
+@settings(max_examples=300)
+@given(_SECRETISH)
+def test_triggered_redaction_equals_running_every_pattern(text: str) -> None:
+    _assert_triggers_hold(text)
+    assert redact(text) == _redact_every_pattern(text)
+
+
+@settings(max_examples=300)
+@given(st.lists(_SECRETISH | st.text(max_size=20), min_size=1, max_size=3))
+def test_texts_without_a_trigger_are_left_as_they_are(texts: list[str]) -> None:
+    """`may_hold_secrets` (one look over a search hit's title, heading and snippet) is False
+    only when `redact` changes none of them."""
+    if not may_hold_secrets(texts):
+        assert all(redact(text) == Redaction(text, ()) for text in texts)
+    if any(redact(text).found for text in texts):
+        assert may_hold_secrets(texts)
+    assert may_hold_secrets(["a title", "Setup", "password: hunter2x"])
+    assert not may_hold_secrets(["a title", "Setup", "nothing to hide here"])
+
+
+_INVISIBLES = ["\u00ad", "\u200b", "\u200d"]  # soft hyphen, zero-width space, zero-width joiner
+
+
+@pytest.mark.parametrize("invisible", _INVISIBLES)
+@pytest.mark.parametrize(("name", "template", "secret"), POSITIVES)
+def test_a_secret_hidden_by_an_invisible_character_is_still_redacted(
+    invisible: str, name: str, template: str, secret: str
+) -> None:
+    """A soft hyphen or zero-width character shows nothing and the search tokenizer drops it
+    inside a word, so `pa\\u00adssword: x` is found as `password: x`: redaction sees it so too."""
+    cut = len(secret) // 2
+    hidden = template.replace("{}", secret[:cut] + invisible + secret[cut:])
+    first = next(c for c in template if c.isalpha())  # and once inside the leading word
+    hidden_key = template.replace(first, first + invisible, 1).replace("{}", secret)
+    for text in (hidden, hidden_key):
+        result = redact(text)
+        assert result.found, text
+        assert secret not in result.text and secret[cut:] not in result.text
+        assert redact(result.text) == Redaction(result.text, ())
+        assert may_hold_secrets([text])
+
+
+def test_invisible_characters_stay_in_a_text_without_a_secret() -> None:
+    text = "Mul\u00adti\u00adline hy\u00adphen\u00adation, zero\u200bwidth space, a joiner\u200d."
+    assert redact(text) == Redaction(text, ())
+    # a text that holds a secret comes back as a reader sees it, redacted
+    mixed = "password: hunter2xyz, and an invisible\u00adhyphen elsewhere"
+    assert redact(mixed).text == (
+        "password: [redacted:password-assignment], and an invisiblehyphen elsewhere"
+    )

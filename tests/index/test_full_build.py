@@ -1,0 +1,89 @@
+"""A build from nothing loads its postings its own way (`search_rows.build_postings`: straight
+from the workers' files, boilerplate subtracted in the INSERT); an incremental run stages them
+(`load_postings`). Both must give the same rows, and the fresh build's physical order must
+stay sorted by term (search's zone maps rely on it). Real temp vaults, real DuckDB files.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from helpers import dump_index
+
+from vaultmem.core.documents import BOILERPLATE_NOTES
+from vaultmem.storage import search_rows, store
+from vaultmem.vault import Vault
+
+# `page` occurs in the footer and in the text above it (its posting loses the footer's share);
+# `discord` and `contribute` only in the footer (their postings go).
+FOOTER = "Contribute on GitHub · Edit this page · Join our Discord"
+
+
+def note(i: int) -> str:
+    return (
+        f"# Topic {i}\n\nA page about subject{i}, page after page.\n\n"
+        f"## Links\n\nSee [[Topic {(i + 1) % 30}]], the next page.\n\n---\n{FOOTER}\n"
+    )
+
+
+def write_notes(root: Path, numbers: range) -> None:
+    for i in numbers:
+        (root / f"Topic {i}.md").write_text(note(i), encoding="utf-8")
+    (root / "Editing.md").write_text("# Editing\n\nEdit a page, then save.\n", encoding="utf-8")
+
+
+def test_a_fresh_build_equals_the_staged_incremental_load(tmp_path: Path) -> None:
+    built = tmp_path / "built"
+    built.mkdir()
+    write_notes(built, range(30))
+    fresh = Vault.init(built)
+    fresh.reconcile(rebuild=True)
+    # The same notes loaded incrementally, in a batch large enough to take the SQL filter
+    # (`FEW_STAGED_NOTES`), onto an index built from one note.
+    grown = tmp_path / "grown"
+    grown.mkdir()
+    write_notes(grown, range(1))
+    vault = Vault.init(grown)
+    vault.reconcile()
+    write_notes(grown, range(30))
+    vault.reconcile()
+    ours, theirs = dump_index(fresh.config.index_path), dump_index(vault.config.index_path)
+    for table in ("postings", "terms", "search_stats", "boilerplate_lines", "documents"):
+        assert ours[table] == theirs[table], table
+    with store.reading(fresh.config.index_path) as con:
+        # the footer, and the `## Links` heading over a section of every topic
+        assert con.execute("SELECT count(*) FROM boilerplate_lines").fetchone() == (2,)
+        assert con.execute("SELECT count(*) FROM postings WHERE term = 'discord'").fetchone() == (
+            0,
+        )
+        # `page` in a `Links` section: once above the footer, once in it (taken out again)
+        assert con.execute(
+            "SELECT DISTINCT p.tf FROM postings p JOIN documents d USING (note_id, ord) "
+            "WHERE p.term = 'page' AND d.heading = 'Links'"
+        ).fetchall() == [(1.0,)]
+        unsorted = con.execute(
+            "SELECT count(*) FROM (SELECT term < lag(term) OVER (ORDER BY rowid) AS down "
+            "FROM postings) WHERE down"
+        ).fetchone()
+    assert unsorted == (0,)
+
+
+def test_the_fresh_sections_query_finds_what_the_staged_query_finds(tmp_path: Path) -> None:
+    root = tmp_path / "v"
+    root.mkdir()
+    write_notes(root, range(BOILERPLATE_NOTES + 3))
+    vault = Vault.init(root)
+    vault.reconcile()
+    con = store.connect(vault.config.index_path, read_only=False)
+    try:
+        con.execute(
+            "CREATE TEMP TABLE note_numbers AS SELECT (row_number() OVER (ORDER BY path))::INTEGER"
+            " AS number, id AS note_id FROM notes"
+        )
+        lines = [k for (k,) in con.execute("SELECT line_key FROM boilerplate_lines").fetchall()]
+        assert lines
+        found = con.execute(search_rows._FRESH_SECTIONS).fetchall()
+        expected = con.execute(search_rows._STAGED_SECTIONS, [sorted(lines)]).fetchall()
+    finally:
+        con.close()
+    assert len(found) == BOILERPLATE_NOTES + 3 and sorted(found) == sorted(expected)

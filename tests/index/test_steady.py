@@ -1,0 +1,232 @@
+"""The steady state (issue 14): a no-op settled by the last survey without opening the index,
+and one-note changes applied as deltas that leave the index equal to a rebuild."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from tests.index.test_reconcile import assert_equals_rebuild, counts, query, write
+from vaultmem.core.config import Config
+from vaultmem.index.reconcile import reconcile
+from vaultmem.storage.last_survey import RECORD_NAME, read_last_survey
+from vaultmem.vault import Vault
+
+
+@pytest.fixture
+def vault(tmp_path: Path) -> Config:
+    root = tmp_path / "vault"
+    root.mkdir()
+    config = Vault.init(root).config
+    write(root, "A.md", "# A\n\nalpha words [[B]]\n")
+    write(root, "B.md", "# B\n\nbeta words\n")
+    write(root, "sub/C.md", "# C\n\ngamma [[A#A]]\n")
+    reconcile(config)
+    return config
+
+
+def _record(config: Config) -> Path:
+    return config.state_dir / RECORD_NAME
+
+
+# -- the no-op --------------------------------------------------------------------------------
+
+
+def test_a_write_leaves_a_record_that_settles_the_next_no_op(vault: Config) -> None:
+    record = read_last_survey(vault.state_dir)
+    assert record is not None and (record.notes, record.problems) == (3, 0)
+    report = reconcile(vault)
+    assert counts(report) == (0, 0, 0, 0, 3) and report.notes == 3
+
+
+def test_a_cold_no_op_loads_neither_duckdb_nor_the_parser(vault: Config) -> None:
+    code = (
+        "import json, sys\n"
+        "from vaultmem.adapters import cli\n"
+        f"sys.argv = ['vaultmem', 'reconcile', '--vault', {str(vault.root)!r}, '--json']\n"
+        "try:\n"
+        "    cli.main()\n"
+        "except SystemExit as exit:\n"
+        "    assert not exit.code, exit.code\n"
+        "print(json.dumps(sorted(sys.modules)))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    assert json.loads(out[0])["data"]["unchanged"] == 3
+    loaded = set(json.loads(out[-1]))
+    banned = ("duckdb", "mistune", "pydantic", "vaultmem.index.parallel", "vaultmem.search")
+    assert sorted(m for m in loaded if m.split(".")[0] in banned or m in banned) == []
+    assert "vaultmem.index.reconcile" in loaded  # the reconcile ran
+
+
+def test_without_a_record_the_no_op_compares_rows_and_writes_one(vault: Config) -> None:
+    _record(vault).unlink()
+    before = vault.index_path.stat().st_mtime_ns
+    assert counts(reconcile(vault)) == (0, 0, 0, 0, 3)
+    assert vault.index_path.stat().st_mtime_ns == before  # nothing written to the index
+    assert read_last_survey(vault.state_dir) is not None
+
+
+@pytest.mark.parametrize("damage", [b"", b"{not json", b'{"token": [], "digest": 1}'])
+def test_an_unreadable_record_is_no_record(vault: Config, damage: bytes) -> None:
+    _record(vault).write_bytes(damage)
+    assert read_last_survey(vault.state_dir) is None
+    assert counts(reconcile(vault)) == (0, 0, 0, 0, 3)
+
+
+def test_a_record_of_another_index_file_is_not_trusted(vault: Config) -> None:
+    """Same walk, but the index changed since the record: the rows decide."""
+    stale = _record(vault).read_bytes()
+    stat = (vault.root / "B.md").stat()
+    write(vault.root, "B.md", "# B\n\nbeta wordz\n")  # same size, new bytes
+    os.utime(vault.root / "B.md", ns=(stat.st_atime_ns, stat.st_mtime_ns + 5))
+    assert reconcile(vault).changed == 1
+    os.utime(vault.root / "B.md", ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    _record(vault).write_bytes(stale)  # the walk now digests as the stale record says
+    report = reconcile(vault)
+    assert report.changed == 0 and report.touched == 1  # read again: the index moved on
+    assert query(vault, "SELECT mtime_ns FROM notes WHERE path = 'B.md'") == [(stat.st_mtime_ns,)]
+
+
+def test_an_edit_under_an_unchanged_record_is_seen(vault: Config) -> None:
+    write(vault.root, "B.md", "# B\n\nbeta words and more\n")
+    assert counts(reconcile(vault)) == (0, 1, 0, 0, 2)
+
+
+def test_another_version_is_not_settled_by_the_record(vault: Config) -> None:
+    data = json.loads(_record(vault).read_text())
+    data["versions"]["parser_version"] = "0"
+    _record(vault).write_text(json.dumps(data))
+    assert counts(reconcile(vault)) == (0, 0, 0, 0, 3)
+    con = duckdb.connect(str(vault.index_path))
+    con.execute("UPDATE meta SET value = 'old' WHERE key = 'parser_version'")
+    con.close()
+    report = reconcile(vault)  # the index changed: its record no longer matches
+    assert report.added == 3 and report.warnings
+
+
+def test_a_watcher_run_forgets_the_record(vault: Config) -> None:
+    write(vault.root, "D.md", "# D\n")
+    assert reconcile(vault, paths=["D.md"]).added == 1
+    assert not _record(vault).exists()
+    assert counts(reconcile(vault)) == (0, 0, 0, 0, 4)  # compared rows, wrote a record
+    assert read_last_survey(vault.state_dir) is not None
+
+
+def test_a_failed_read_leaves_no_record(vault: Config, monkeypatch: pytest.MonkeyPatch) -> None:
+    from vaultmem.files import scan
+    from vaultmem.index import parallel
+
+    monkeypatch.setattr(
+        parallel,
+        "read_note_fingerprinted",
+        lambda config, path, *_: scan.Problem(path, "file_unstable", "changed while read"),
+    )
+    write(vault.root, "B.md", "# B\n\nbeta words, edited\n")
+    reconcile(vault)
+    assert not _record(vault).exists()  # the next run must read B.md again
+    monkeypatch.undo()
+    assert reconcile(vault).changed == 1
+    assert_equals_rebuild(vault)
+
+
+def test_a_read_only_state_folder_still_settles_a_no_op(vault: Config) -> None:
+    _record(vault).unlink()
+    os.chmod(vault.state_dir, 0o555)
+    try:
+        if os.access(vault.state_dir, os.W_OK):
+            pytest.skip("running as a user who can write anyway")
+        assert counts(reconcile(vault)) == (0, 0, 0, 0, 3)
+    finally:
+        os.chmod(vault.state_dir, 0o755)
+    assert not _record(vault).exists()
+
+
+# -- one-note changes as deltas ---------------------------------------------------------------
+
+
+def _df(config: Config, term: str) -> list[tuple[object, ...]]:
+    return query(config, "SELECT df FROM terms WHERE term = ?", [term])
+
+
+def test_an_edit_moves_terms_and_stats_by_its_own_delta(vault: Config) -> None:
+    write(vault.root, "B.md", "# B\n\nbeta zyzzyva\n\n## More\n\nzyzzyva again\n")
+    assert reconcile(vault).changed == 1
+    assert _df(vault, "zyzzyva") == [(2,)]  # first occurrence anywhere: a new term, 2 documents
+    assert _df(vault, "word") == [(1,)]  # `words` left B, stays in A
+    assert_equals_rebuild(vault)
+    write(vault.root, "B.md", "# B\n\nbeta\n")
+    reconcile(vault)
+    assert _df(vault, "zyzzyva") == []  # last occurrence gone: the term goes
+    assert_equals_rebuild(vault)
+
+
+def test_a_delete_and_a_rename_move_terms_and_stats(vault: Config) -> None:
+    (vault.root / "B.md").unlink()
+    assert reconcile(vault).removed == 1
+    assert _df(vault, "beta") == []
+    assert_equals_rebuild(vault)
+    before = query(vault, "SELECT id FROM notes WHERE path = 'sub/C.md'")
+    (vault.root / "sub/C.md").rename(vault.root / "D.md")
+    assert reconcile(vault).renamed == 1
+    assert query(vault, "SELECT id FROM notes WHERE path = 'D.md'") == before
+    assert_equals_rebuild(vault)
+
+
+def test_an_edit_deletes_only_that_notes_postings(vault: Config) -> None:
+    rows = "SELECT n.path, count(*) FROM postings p JOIN notes n ON n.id = p.note_id GROUP BY 1"
+    others = {p: c for p, c in query(vault, rows) if p != "B.md"}
+    write(vault.root, "B.md", "# B\n\nsomething else entirely\n")
+    reconcile(vault)
+    assert {p: c for p, c in query(vault, rows) if p != "B.md"} == others
+
+
+def test_ids_are_assigned_again_when_the_journal_changed(vault: Config) -> None:
+    """An edit keeps the stored ids only while the journal is the one they came from."""
+    (vault.root / "sub/C.md").rename(vault.root / "E.md")
+    reconcile(vault)
+    moved = query(vault, "SELECT id FROM notes WHERE path = 'E.md'")
+    (vault.state_dir / "renames.jsonl").unlink()  # the rename's id is forgotten...
+    write(vault.root, "B.md", "# B\n\nbeta edited\n")
+    reconcile(vault)  # ...so E.md takes its own path's id, as a rebuild would give it
+    assert query(vault, "SELECT id FROM notes WHERE path = 'E.md'") != moved
+    assert_equals_rebuild(vault)
+
+
+def test_a_claimed_id_taken_by_an_edit_reassigns_ids(vault: Config) -> None:
+    topic = "agent-memory/global/t.md"
+    write(vault.root, topic, "---\nid: t-one\n---\n# T\n")
+    reconcile(vault)
+    write(vault.root, "B.md", "---\nid: t-one\n---\n# B\n")  # B now claims the topic's id
+    reconcile(vault)
+    assert_equals_rebuild(vault)
+
+
+def test_a_commit_between_the_walk_and_the_state_read_is_seen(
+    vault: Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The walk comes before the state read; a writer that commits in between must not make
+    this run delete a note its walk could not see yet."""
+    from vaultmem.index import reconcile as rc
+
+    real = rc._Run.walk
+
+    def walk_then_another_writer(self: rc._Run, rebuild: bool) -> rc.Survey:
+        survey = real(self, rebuild)
+        monkeypatch.setattr(rc._Run, "walk", real)
+        write(vault.root, "G.md", "# G\n")
+        reconcile(vault)  # another writer indexes G after this run's walk
+        return survey
+
+    monkeypatch.setattr(rc._Run, "walk", walk_then_another_writer)
+    write(vault.root, "B.md", "# B\n\nbeta changed\n")
+    reconcile(vault)
+    assert query(vault, "SELECT count(*) FROM notes WHERE path = 'G.md'") == [(1,)]
+    assert_equals_rebuild(vault)

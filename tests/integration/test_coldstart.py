@@ -1,0 +1,315 @@
+"""A cold CLI process imports only what its command needs (issues 12 and 14: start-up time).
+
+Each check runs a fresh interpreter and reads `sys.modules`, so an eager import added anywhere
+on the CLI's import path (or the facade's) fails here rather than slowing every command.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.index.test_reconcile import assert_equals_rebuild
+from vaultmem.core.config import Config
+from vaultmem.files.lock import writer_lock
+from vaultmem.index import reconcile as reconcile_module
+from vaultmem.storage import store
+from vaultmem.vault import Vault
+
+# Never needed to build the CLI: each loads only for the command that uses it.
+NOT_AT_START = (
+    "watchfiles",  # `vaultmem watch`
+    "mcp",  # `vaultmem mcp`
+    "vaultmem.okf",  # `export`/`import`/`validate okf`
+    "numpy",  # the semantic extra
+    "tokenizers",  # the semantic extra
+    "mistune",  # parsing notes: reconcile, read, parse
+    "duckdb",  # opening the index
+    "_duckdb",  # the engine itself (storage imports it without the `duckdb` package)
+    "rich",  # drawing text: loads on first use of `output.console`, never for --json
+    "vaultmem.memory",  # recall, context, topics, relations
+    "vaultmem.index",  # reconcile, reading, catalog
+    "vaultmem.search",  # search
+)
+# Not needed by a search: the parser, the memory layer, OKF, the watcher, the MCP server.
+NOT_FOR_SEARCH = (
+    "watchfiles",
+    "mcp",
+    "vaultmem.okf",
+    "numpy",
+    "tokenizers",
+    "mistune",
+    "vaultmem.memory.recall",
+    "vaultmem.memory.topic_store",
+    "vaultmem.index.reconcile",
+    "pydantic",  # typer's coercion: not needed for values already of their type
+    "duckdb",  # the Python package around `_duckdb`: its relational API and version lookup
+    "rich",  # a --json search draws nothing
+    "secrets",  # see NOT_FOR_AN_EDIT
+)
+# Not needed by a one-note edit (`vaultmem reconcile --json`): it parses one note in process.
+NOT_FOR_AN_EDIT = (
+    "watchfiles",
+    "mcp",
+    "vaultmem.okf",
+    "numpy",
+    "tokenizers",
+    "vaultmem.memory",  # a topic's reader loads only when a managed note is parsed
+    "vaultmem.search.query",
+    "pydantic",
+    "duckdb",
+    "rich",
+    "multiprocessing",  # one note parses in this process, not in workers
+    "concurrent.futures.process",
+    "secrets",  # temp names come from os.urandom: `secrets` loads hmac and OpenSSL
+    "hashlib",  # BLAKE2 comes from `vaultmem.core.digest`: hashlib loads OpenSSL's bindings
+)
+
+
+def _run_cli(argv: list[str]) -> str:
+    """Code that runs the CLI's `main` with `argv` in the child interpreter."""
+    return (
+        "import sys\n"
+        "from vaultmem.adapters import cli\n"
+        f"sys.argv = {['vaultmem', *argv]!r}\n"
+        "try:\n"
+        "    code = cli.main()\n"
+        "except SystemExit as exit:\n"
+        "    code = exit.code\n"
+        "assert not code, code\n"
+    )
+
+
+def _loaded(code: str, cwd: Path | None = None) -> set[str]:
+    out = subprocess.run(
+        [sys.executable, "-c", code + "\nimport json, sys; print(json.dumps(sorted(sys.modules)))"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=cwd,
+    ).stdout
+    return set(json.loads(out.splitlines()[-1]))
+
+
+def _offenders(loaded: set[str], banned: tuple[str, ...]) -> list[str]:
+    return sorted(m for m in loaded if any(m == b or m.startswith(b + ".") for b in banned))
+
+
+def test_importing_the_cli_loads_no_capability() -> None:
+    assert _offenders(_loaded("import vaultmem.adapters.cli"), NOT_AT_START) == []
+
+
+def test_the_check_sees_an_eager_import() -> None:
+    loaded = _loaded("import vaultmem.adapters.cli, mistune")
+    assert "mistune" in _offenders(loaded, NOT_AT_START)
+
+
+def test_a_search_loads_only_what_search_needs(tmp_path: Path) -> None:
+    root = tmp_path
+    (root / ".obsidian").mkdir()
+    (root / "note.md").write_text("# Note\n\nrun the tests\n", encoding="utf-8")
+    Vault.init(root)
+    Vault(root).reconcile()
+    code = _run_cli(["search", "tests", "--json"])
+    loaded = _loaded(code, cwd=root)
+    assert "vaultmem.search.query" in loaded  # the search ran
+    assert _offenders(loaded, NOT_FOR_SEARCH) == []
+
+
+def test_a_one_note_edit_loads_only_what_it_needs(tmp_path: Path) -> None:
+    root = tmp_path
+    _edited_vault(root)
+    code = _run_cli(["reconcile", "--json"]) + (
+        "from vaultmem.storage import store\n"  # the edit wrote: the index was opened
+        "assert store.__name__ in sys.modules\n"
+    )
+    loaded = _loaded(code, cwd=root)
+    assert "mistune" in loaded  # the edit was parsed
+    assert _offenders(loaded, NOT_FOR_AN_EDIT) == []
+    assert Vault(root).search("edit")[0].path == "note 1.md"
+
+
+def test_a_command_builds_only_its_own_typer_command() -> None:
+    """`main` turns only the command it runs into a click command; the full app (help,
+    completion, an unknown command) still has every one."""
+    import typer
+
+    from vaultmem.adapters import cli, operations
+
+    def commands(app: typer.Typer) -> set[str]:
+        group: Any = typer.main.get_command(app)
+        return {
+            f"{name} {sub}" if hasattr(command, "commands") else name
+            for name, command in group.commands.items()
+            for sub in getattr(command, "commands", [""])
+        }
+
+    assert commands(cli.build_app("search")) == {"search"}
+    assert commands(cli.build_app("export okf")) == {"export okf"}
+    everything = {op.name for op in operations.OPERATIONS} | {"watch", "mcp", "version"}
+    assert commands(cli.build_app()) == everything
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["plain", "[bold]x[/]", "a \\[b] c", "[link=x]y", "ends in \\", "ends in \\\\", "[1] [#f00]",
+     "\\\\[red]", "[@click]", "x[/]y", "[]", "[ not a tag]"],
+)  # fmt: skip
+def test_escape_is_richs_escape(text: str) -> None:
+    """`output.escape` restates rich's (so escaping loads no rich): they must agree."""
+    from rich.markup import escape
+
+    from vaultmem.adapters.output import escape as ours
+
+    assert ours(text) == escape(text)
+
+
+# -- a one-note edit opens DuckDB once (`reconcile.SMALL_WRITE_BYTES`) ---------------------------
+
+
+def _edited_vault(root: Path) -> Config:
+    (root / ".obsidian").mkdir()
+    for i in range(3):
+        (root / f"note {i}.md").write_text(f"# Note {i}\n\n[[note 0]] words\n", encoding="utf-8")
+    config = Vault.init(root).config
+    reconcile_module.reconcile(config)
+    with (root / "note 1.md").open("a", encoding="utf-8") as note:
+        note.write("an edit, with [[note 2]]\n")
+    return config
+
+
+def _count_opens(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """The `read_only` flag of every connection reconcile opens, in order."""
+    opened: list[bool] = []
+    real = store.connect
+
+    def connect(path: Path, *, read_only: bool, **kwargs: Any) -> store.Connection:
+        opened.append(read_only)
+        return real(path, read_only=read_only, **kwargs)
+
+    monkeypatch.setattr(store, "connect", connect)
+    return opened
+
+
+def test_a_small_edit_opens_the_index_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = _edited_vault(tmp_path)
+    opened = _count_opens(monkeypatch)
+    report = reconcile_module.reconcile(config)
+    assert (report.changed, report.unchanged) == (1, 2)
+    assert opened == [False]  # the state read, the parse and the write: one connection
+    assert reconcile_module.reconcile(config).changed == 0
+    assert opened == [False]  # and the last survey it left settles the next run
+    assert_equals_rebuild(config)
+
+
+def test_a_larger_change_reads_once_and_parses_unlocked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = _edited_vault(tmp_path)
+    monkeypatch.setattr(reconcile_module, "SMALL_WRITE_BYTES", 0)
+    opened = _count_opens(monkeypatch)
+    assert reconcile_module.reconcile(config).changed == 1
+    assert opened == [False, False]  # the state read is kept; the write opens again
+    assert_equals_rebuild(config)
+
+
+def test_a_small_edit_does_not_wait_for_a_busy_lock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another writer holds the lock: the edit goes the usual way (read, parse, then wait)."""
+    config = _edited_vault(tmp_path)
+    opened = _count_opens(monkeypatch)
+    held = threading.Event()
+    release = threading.Event()
+
+    def hold() -> None:
+        with writer_lock(config.state_dir, timeout_s=5):
+            held.set()
+            release.wait(5)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    held.wait(5)
+    threading.Timer(0.3, release.set).start()
+    try:
+        assert reconcile_module.reconcile(config).changed == 1
+    finally:
+        release.set()
+        holder.join()
+    assert opened == [True, False]
+    assert_equals_rebuild(config)
+
+
+# -- what a cold edit compiles and collects ----------------------------------------------------
+
+# The dataclasses a one-note edit may build at import: the public models (`vaultmem.core.models`,
+# `Config`: their dataclass behaviour is the Python API). Any other (~2.9M instructions each
+# at import, `dataclasses` compiles their methods) belongs in a named tuple or a plain class;
+# see docs/architecture.md.
+EDIT_DATACLASS_MODULES = ("vaultmem.core.models", "vaultmem.core.config")
+
+
+def test_a_one_note_edit_builds_no_other_dataclass(tmp_path: Path) -> None:
+    root = tmp_path
+    _edited_vault(root)
+    code = _run_cli(["reconcile", "--json"]) + (
+        "import dataclasses, json\n"
+        "built = sorted(f'{name}.{k}' for name, m in list(sys.modules.items())\n"
+        "    if name.startswith('vaultmem') for k, v in vars(m).items()\n"
+        "    if isinstance(v, type) and v.__module__ == name and dataclasses.is_dataclass(v))\n"
+        "print(json.dumps(built))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root
+    ).stdout
+    built = json.loads(out.splitlines()[-1])
+    assert "vaultmem.core.models.Note" in built  # the check sees the edit's dataclasses
+    assert [c for c in built if not c.startswith(EDIT_DATACLASS_MODULES)] == []
+
+
+def _run_main(argv: list[str]) -> tuple[tuple[int, int, int], int]:
+    """Run `python -m vaultmem`'s `main` in process; the collector's thresholds and frozen
+    count it left, then the collector as it was."""
+    import gc
+
+    from vaultmem import __main__ as entry
+
+    before = gc.get_threshold()
+    saved = sys.argv
+    sys.argv = ["vaultmem", *argv]
+    try:
+        assert entry.main() == 0
+        return gc.get_threshold(), gc.get_freeze_count()
+    finally:
+        sys.argv = saved
+        gc.set_threshold(*before)
+        gc.unfreeze()
+
+
+def test_a_short_command_collects_rarely_and_freezes_its_imports(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from vaultmem import __main__ as entry
+
+    threshold, frozen = _run_main(["version"])
+    assert threshold[0] == entry.SHORT_LIVED_THRESHOLD
+    assert frozen > 1000  # the imported modules' objects
+    assert "vaultmem" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("command", ["watch", "mcp"])
+def test_a_long_lived_command_keeps_the_default_collector(
+    command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import gc
+
+    default = gc.get_threshold()
+    threshold, _ = _run_main([command, "--help"])
+    assert threshold == default
+    assert command in capsys.readouterr().out

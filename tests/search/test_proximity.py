@@ -1,0 +1,116 @@
+"""Term proximity (`search/proximity.py`): the pair share, and the reordering it makes of
+BM25's best notes in a real vault."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from vaultmem.core.tokenizer import tokenize
+from vaultmem.search import proximity
+from vaultmem.vault import Vault
+
+
+def test_pairs_are_the_query_adjacent_words_once() -> None:
+    assert proximity.pairs(["rank", "player", "score", "sort", "set"]) == [
+        ("player", "rank"),
+        ("player", "score"),
+        ("score", "sort"),
+        ("set", "sort"),
+    ]
+    assert proximity.pairs(["lock"]) == []
+    assert proximity.pairs(["lock", "lock"]) == []
+    assert proximity.pairs(["a", "b", "a", "b"]) == [("a", "b")]
+
+
+def test_share_counts_pairs_within_the_window_in_either_order() -> None:
+    pairs = [("languag", "model"), ("json", "languag")]
+    weights = {"json": 2.0, "languag": 1.0, "model": 3.0}
+    total = 1.0 * 3.0 + 2.0 * 1.0
+    near = tokenize("large language models")
+    assert proximity.proximity(near, pairs, weights) == pytest.approx(3.0 / total)
+    reversed_ = tokenize("models of language and json")
+    assert proximity.proximity(reversed_, pairs, weights) == pytest.approx(1.0)
+    far = ["languag", *["x"] * proximity.WINDOW, "model"]
+    assert proximity.proximity(far, pairs, weights) == 0.0
+    edge = ["languag", *["x"] * (proximity.WINDOW - 1), "model"]
+    assert proximity.proximity(edge, pairs, weights) == pytest.approx(3.0 / total)
+    assert proximity.proximity(near, [], weights) == 0.0
+    # A pair of a word no document holds weighs nothing.
+    assert proximity.proximity(near, [("languag", "model")], {"languag": 1.0}) == 0.0
+
+
+def test_rerank_multiplies_scores_and_keeps_ties_in_bm25_order() -> None:
+    bonus = 1 + proximity.WEIGHT
+    assert proximity.rerank([10.0, 9.99, 5.0], [0.0, 1.0, 1.0]) == [1, 0, 2]
+    assert proximity.rerank([10.0, 10.0 / bonus], [0.0, 1.0]) == [0, 1]  # equal: BM25 order
+    assert proximity.rerank([10.0, 8.0], [0.0, 1.0]) == [0, 1]  # too far behind to move
+
+
+def test_idf_weights_from_postings_rows() -> None:
+    rows = [(0, 1, 1, 1.0, 3, 3), (0, 2, 1, 1.0, 3, 3), (1, 2, 1, 2.0, 3, 3)]
+    df = proximity.document_frequencies(rows, ["a", "b", "c"])
+    assert df == {"a": 2, "b": 1, "c": 0}
+    weights = proximity.idf_weights(["a", "b", "c"], {"b": 2}, df, 10.0)
+    assert weights["c"] == 0.0
+    assert weights["b"] > 2 * weights["a"] > 0  # rarer, and asked twice
+
+
+TWINS = {
+    # The same words, the same counts and lengths: BM25 cannot tell the two notes apart.
+    "Apart.md": "# Notes alpha\n\nThe sorted shelf holds one old blue book near the window "
+    "today. Another set of rules applies to the garden.\n",
+    "Together.md": "# Notes bravo\n\nThe shelf holds one old blue book near the window "
+    "today. Another sorted set of rules applies to the garden.\n",
+    "Other.md": "# Other\n\nNothing about any of it.\n",
+}
+
+
+@pytest.fixture
+def twins(tmp_path: Path) -> Vault:
+    root = tmp_path / "vault"
+    root.mkdir()
+    vault = Vault.init(root)
+    for rel, text in TWINS.items():
+        (root / rel).write_text(text, encoding="utf-8")
+    vault.reconcile()
+    return vault
+
+
+def test_the_note_with_the_words_together_ranks_first(twins: Vault) -> None:
+    hits = twins.search("sorted set")
+    assert [h.path for h in hits] == ["Together.md", "Apart.md"]
+    together, apart = hits
+    assert (together.score_parts["proximity"], apart.score_parts["proximity"]) == (1.0, 0.0)
+    plain = {h.path: h.score_parts["section"] + h.score_parts["whole"] for h in hits}
+    assert plain["Together.md"] == pytest.approx(plain["Apart.md"], rel=1e-9)
+    assert together.score == pytest.approx(plain["Together.md"] * (1 + proximity.WEIGHT))
+    assert apart.score == pytest.approx(plain["Apart.md"], abs=1e-6)
+    # One word: no pair, plain BM25 (ties go to the smaller note key).
+    assert all(h.score_parts["proximity"] == 0.0 for h in twins.search("sorted"))
+
+
+def test_a_smaller_limit_is_a_prefix_of_a_larger_one(twins: Vault) -> None:
+    full = twins.search("sorted set rules")
+    assert len(full) == 2
+    assert twins.search("sorted set rules", limit=1) == full[:1]
+
+
+def test_proximity_off_is_plain_bm25_order(twins: Vault, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(proximity, "WEIGHT", 0.0)
+    hits = twins.search("sorted set")
+    assert {h.path for h in hits} == {"Together.md", "Apart.md"}
+    assert hits[0].score == pytest.approx(hits[1].score, rel=1e-9)
+
+
+def test_candidates_are_the_notes_a_boost_can_lift_into_the_limit() -> None:
+    w = proximity.WEIGHT
+    scores = [10.0, 9.0, 8.0, 8.0 / (1 + w), 8.0 / (1 + w) - 0.01, 1.0]
+    words = ["sort", "set"]
+    assert proximity.candidates(scores, 3, words) == 4  # the 4th reaches 8.0 at most
+    assert proximity.candidates(scores, 10, words) == len(scores)
+    assert proximity.candidates(scores, 5, words) == 5
+    assert proximity.candidates([5.0] * 30, 2, words) == proximity.POOL  # never past the pool
+    assert proximity.candidates([5.0] * 30, 2, ["sort"]) == 2  # no pair, no boost
+    assert proximity.candidates([], 3, words) == 0

@@ -1,0 +1,269 @@
+"""Search documents: how a note is cut into the units BM25 scores (pure, no I/O).
+
+A note becomes one note-level document (ord 0: its title, aliases and tags) plus one
+document per section (ord 1, 2, …: the heading and the text under it). Searching sections
+rather than whole notes finds the passage that answers a question, and lets a long note's
+unrelated sections stay out of its score. Each document carries its terms with their
+frequencies per field; the index stores them as postings.
+
+Boilerplate: a body line found, word for word (case and spacing aside), in at least
+`BOILERPLATE_NOTES` notes is a template, a footer or a navigation line, not a passage. Its words
+are not postings of the sections holding it (they still count in the section's length and show
+in snippets), so they neither match nor inflate a word's document frequency. Which lines are
+boilerplate depends on the whole vault, so a section records the keys of its candidate lines
+(`line_keys`) and the index decides (`storage.search_rows`): the workers tokenise the full text,
+and the load takes out of the few sections that hold boilerplate what those lines add
+(`boilerplate_weights`; `section_postings` is the section re-tokenised without them).
+Lines inside fenced code are never candidates (`return (` in 15 notes is code, not a template);
+a section's heading is one (`## This note in GitHub` over a footer); a line is compared without
+its link destinations and URLs (a footer's "Edit on GitHub" link names the note's own file).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterator, Mapping, Sequence
+from typing import NamedTuple, cast
+
+from vaultmem.core.digest import blake2b
+from vaultmem.core.models import Note
+from vaultmem.core.tokenizer import DEFAULT_LANGUAGE, analyzer
+
+Field = str
+FIELD_WEIGHTS: dict[Field, float] = {
+    "title": 3.0,
+    "alias": 3.0,
+    "heading": 2.0,
+    "tag": 1.5,
+    "body": 1.0,
+}
+"""How much one occurrence counts, per field: title and aliases above headings above tags above
+body. BM25 sees the weighted sum of a term's frequencies in a document (a BM25F-style blend).
+The index stores these sums (`postings.tf`): bump TOKENIZER_VERSION when changing a weight."""
+
+
+class SearchDocument(NamedTuple):
+    """One scored unit: `weights` maps each term to its field-weighted frequency (Σ
+    weight(field) · occurrences, `FIELD_WEIGHTS`), terms in field order and sorted within a
+    field; `length` counts all terms. Read-only by convention (a dict is cheaper to build)."""
+
+    ord: int
+    heading: str | None
+    line: int
+    text: str
+    length: int
+    weights: Mapping[str, float]
+    line_keys: tuple[int, ...] = ()
+    """Sorted keys of the section's candidate boilerplate lines (`line_keys`); none for ord 0."""
+
+
+def note_documents(note: Note, language: str = DEFAULT_LANGUAGE) -> list[SearchDocument]:
+    """The note-level document followed by one document per non-empty section, its words
+    stemmed for `language` (`[search] language`)."""
+    counts = analyzer(language).counts
+    # Words never span a line break, so a field's lines tokenised as one text give the same
+    # terms as tokenised one by one.
+    fields: list[tuple[Field, Counter[str]]] = [
+        ("title", counts(note.title)),
+        ("alias", counts("\n".join(note.aliases))),
+        ("tag", counts("\n".join(note.tags))),
+    ]
+    head_text = "\n".join([note.title, *note.aliases, *("#" + t for t in note.tags)])
+    docs = [_document(0, None, 1, head_text, fields)]
+    for i, section in enumerate(note.sections, start=1):
+        heading = section.heading
+        body = counts(section.text)
+        heading_terms = counts(heading) if heading else None
+        if not body and not heading_terms:
+            continue
+        fields = [("body", body)]
+        if heading_terms:
+            fields.append(("heading", heading_terms))
+        docs.append(_document(i, heading, section.line, section.text, fields))
+    return docs
+
+
+BOILERPLATE_NOTES = 8
+"""A body line in at least this many notes is boilerplate. An absolute count, not a share of
+the vault, so a note added or removed can move only its own lines across it, and a line that
+crosses re-scores exactly the sections holding it (about this many). At 5, two-word labels
+(`**Pros**`) and a reading list's shared entries already qualify on dwarvesf-brain; at 8 its
+boilerplate is template headings (`References`, `Description`), a citation in 16 notes, a
+navigation line, a template sentence, a signature."""
+
+_FENCES = ("```", "~~~")
+
+
+# A link's destination and a bare URL often name the note itself (a footer's "Edit on GitHub"
+# link to this very file): the key ignores them so the line is the same in every note.
+_DESTINATION = re.compile(r"\]\([^)]*\)|\b[a-z][a-z0-9+.-]*://\S+", re.IGNORECASE)
+# Its first branch alone, for a line without `://` (the second branch cannot match there): the
+# literal `](` lets the regex engine skip ahead, where the two branches try every position
+# (~0.7 against ~7.6 µs a line).
+_LINK_DESTINATION = re.compile(r"\]\([^)]*\)")
+
+
+_ALNUM = re.compile(r"[^\W_]")
+"""A letter or digit (`str.isalnum`: `\\w` is exactly that plus `_`)."""
+
+
+def _line_key(line: str) -> int | None:
+    """63 bits of BLAKE2b of the line, link destinations and URLs removed, case-folded, white
+    space collapsed; None for a line with no letter or digit (it yields no term either)."""
+    if "://" in line:
+        line = _DESTINATION.sub("]", line)
+    elif "](" in line:
+        line = _LINK_DESTINATION.sub("]", line)
+    if line.isascii():  # most lines; blank ones are common: test before the work
+        if _ALNUM.search(line) is None:
+            return None
+        norm = " ".join(line.split()).lower()  # ASCII: the same as casefold
+    else:  # folding can make a letter of a mark (U+0345): test the folded text
+        norm = " ".join(line.split()).casefold()
+        if _ALNUM.search(norm) is None:
+            return None
+    return int.from_bytes(blake2b(norm.encode(), digest_size=8).digest(), "big") >> 1
+
+
+def _keyed_lines(text: str) -> Iterator[tuple[str, int | None]]:
+    """Each line of a section's text with its boilerplate key (None: never boilerplate: fenced
+    code, its fence lines, lines without a letter or digit)."""
+    fence: str | None = None
+    for line in text.split("\n"):
+        stripped = line.lstrip()
+        if fence is not None:
+            if stripped.startswith(fence):
+                fence = None
+            yield line, None
+        elif stripped.startswith(_FENCES):
+            fence = stripped[:3]
+            yield line, None
+        else:
+            yield line, _line_key(line)
+
+
+def line_keys(text: str) -> tuple[int, ...]:
+    """The sorted distinct keys of a text's candidate boilerplate lines."""
+    if "```" in text or "~~~" in text:
+        keys = {key for _, key in _keyed_lines(text)}
+    else:  # no fence, so every line is a candidate: one map, no generator per line
+        keys = set(map(_line_key, text.split("\n")))
+    keys.discard(None)
+    return tuple(sorted(cast("set[int]", keys)))
+
+
+def section_line_keys(heading: str | None, text: str) -> tuple[int, ...]:
+    """A section's candidate lines: its heading's (a template's `## This note in GitHub`)
+    and its text's."""
+    keys = line_keys(text)
+    key = _line_key(heading) if heading else None
+    if key is None or key in keys:
+        return keys
+    return tuple(sorted((*keys, key)))
+
+
+def section_postings(
+    heading: str | None, text: str, boilerplate: frozenset[int], language: str = DEFAULT_LANGUAGE
+) -> dict[str, float]:
+    """A section's postings (term -> field-weighted tf) with its `boilerplate` lines left out.
+
+    With no boilerplate line in the section it is exactly what `note_documents` and
+    `postings_lines` produce, which keeps an index that re-scores sections equal to a rebuild.
+    """
+    tokenize = analyzer(language).tokenize
+    kept = "\n".join(line for line, key in _keyed_lines(text) if key not in boilerplate)
+    if heading and _line_key(heading) in boilerplate:
+        heading = None
+    weighted: dict[str, float] = {}
+    for field, terms in (
+        ("heading", tokenize(heading) if heading else []),
+        ("body", tokenize(kept)),
+    ):
+        for term, count in Counter(terms).items():
+            weighted[term] = weighted.get(term, 0.0) + FIELD_WEIGHTS[field] * count
+    return weighted
+
+
+def boilerplate_weights(
+    heading: str | None,
+    text: str,
+    boilerplate: frozenset[int],
+    language: str = DEFAULT_LANGUAGE,
+    lines_seen: dict[str, Counter[str]] | None = None,
+) -> dict[str, float]:
+    """What a section's `boilerplate` lines add to its postings (term -> field-weighted tf):
+    the full postings less these are exactly `section_postings`, since no word spans a line
+    break. The load subtracts them from the staged postings instead of tokenising the whole
+    section again. `lines_seen` memoises a line's terms across calls (boilerplate repeats)."""
+    counts = analyzer(language).counts
+    seen = lines_seen if lines_seen is not None else {}
+    removed: dict[str, float] = {}
+    if heading and _line_key(heading) in boilerplate:
+        for term, count in counts(heading).items():
+            removed[term] = removed.get(term, 0) + FIELD_WEIGHTS["heading"] * count
+    for line, key in _keyed_lines(text):
+        if key is not None and key in boilerplate:
+            terms = seen.get(line)
+            if terms is None:
+                terms = seen[line] = counts(line)
+            for term, count in terms.items():
+                removed[term] = removed.get(term, 0) + FIELD_WEIGHTS["body"] * count
+    return removed
+
+
+def _document(
+    ord_: int, heading: str | None, line: int, text: str, fields: list[tuple[Field, Counter[str]]]
+) -> SearchDocument:
+    weights: dict[str, float] = {}
+    length = 0
+    for field, counts in fields:
+        if not counts:
+            continue
+        length += counts.total()
+        weight = FIELD_WEIGHTS[field]
+        if not weights:
+            # The first field's counts become the weights: as they are for the body (weight 1:
+            # an int tf, loaded as the same DOUBLE), scaled otherwise. Weights are multiples of
+            # 0.5 and counts small, so the sums are exact in any order.
+            weights = cast("dict[str, float]", counts)
+            if weight != 1.0:
+                weights = {term: weight * count for term, count in counts.items()}
+        else:
+            get = weights.get
+            for term, count in counts.items():
+                weights[term] = get(term, 0) + weight * count
+    keys = section_line_keys(heading, text) if ord_ > 0 else ()
+    return SearchDocument(ord_, heading, line, text, length, weights, keys)
+
+
+def note_key(note_id: str) -> int:
+    """The integer key of a note in `postings`: 63 bits of BLAKE2b of its id (stable)."""
+    digest = blake2b(note_id.encode("utf-8"), digest_size=8).digest()
+    return int.from_bytes(digest, "big") >> 1
+
+
+def postings_lines(number: int, documents: Sequence[SearchDocument]) -> list[str]:
+    """A note's postings as TSV text `term, note number, ord, tf, length, note length`, one
+    line per posting, in pieces of whole lines (loaded by `storage.search_rows.load_postings`).
+
+    `tf` is the field-weighted frequency (Σ weight(field) · occurrences); weights are
+    multiples of 0.5, so the sums are exact in binary floating point (an integer tf is
+    written without a fraction: the same DOUBLE). Terms never hold white space (a tokenizer
+    property), so the TSV needs no quoting. Line order carries no meaning.
+    """
+    note_length = sum(doc.length for doc in documents)
+    out: list[str] = []
+    for doc in documents:
+        # The columns after the term are the document's: format them once. Most terms occur
+        # once in the body: their lines are one `join` (half the cost of a line each).
+        mid = f"\t{number}\t{doc.ord}\t"
+        end = f"\t{doc.length}\t{note_length}\n"
+        items = doc.weights.items()
+        once = [term for term, tf in items if tf == 1]
+        if once:
+            sep = f"{mid}1{end}"
+            out.append(sep.join(once) + sep)
+        if len(once) < len(items):
+            out += [f"{term}{mid}{tf}{end}" for term, tf in items if tf != 1]
+    return out

@@ -1,0 +1,518 @@
+"""Secret detection and redaction: the credential shapes vaultmem knows and how they are cut.
+
+This module owns the built-in secret patterns, the `[redacted:<name>]` marker and the pure
+functions `redact`, `find_secrets` and `compile_patterns`. It does no I/O. Policy (reject a
+`global` write, skip a topic on export) belongs to the memory module; this one only answers
+"what is secret here" and "what does the text look like without it". Reports carry pattern names
+only, never the matched bytes, so a `Redaction` or a `SecretError` built from one is safe to log.
+
+Callers must redact before any length cut: a token cut in half no longer matches its pattern, so
+clipping first would let its prefix slip through unredacted.
+
+Patterns run in order on the text left by the ones before, so the most specific name wins
+(`sk-ant-` is reported as `anthropic-key`, not `openai-key`; `API_TOKEN=ghp_...` as
+`github-token`). Every pattern refuses to start a value at `[`, and no match touching an existing
+marker is replaced, which is what makes `redact` idempotent. Regexes are kept linear: each
+starts at a literal prefix or keyword with a left guard, look-aheads are bounded, and runs are
+possessive or end at a character they cannot hold, so no match attempt rescans the text. A
+token longer than usual is redacted whole rather than leaving its tail behind.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from vaultmem.core.errors import ConfigError
+
+__all__ = [
+    "BUILTIN_PATTERNS",
+    "Redaction",
+    "SecretPattern",
+    "compile_patterns",
+    "find_secrets",
+    "marker",
+    "may_hold_secrets",
+    "redact",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class SecretPattern:
+    """A named secret shape. When `regex` has groups named `secret` or `secret_*`, only the
+    groups that took part in a match are replaced (the key or URL around them is kept);
+    otherwise the whole match is."""
+
+    name: str
+    regex: re.Pattern[str]
+
+
+@dataclass(frozen=True, slots=True)
+class Redaction:
+    """Text with every secret replaced by a marker, and the names of the patterns that fired
+    (sorted, unique). `found` never holds the matched bytes."""
+
+    text: str
+    found: tuple[str, ...]
+
+
+_NAME = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
+_MARKER = re.compile(r"\[redacted:[a-z0-9][a-z0-9-]{0,63}\]")
+
+
+def marker(name: str) -> str:
+    """The text that stands where a secret matched by pattern `name` was."""
+    return f"[redacted:{name}]"
+
+
+# --- building blocks -------------------------------------------------------------------------
+
+# A token character must not sit just before a provider prefix, so `task-list` holds no `sk-`.
+_LEFT = r"(?<![A-Za-z0-9_-])"
+
+# One character of an unquoted assignment value: stops at whitespace, quotes, brackets and the
+# separators of argument lists and YAML flow maps. `&` also ends a `KEY=value` value (query
+# strings) but not a `key: value` one, where it is more likely part of a password.
+_UNQ = r"""[^\s"'`,;&()\[\]{}<>|]"""
+_UNQ_AMP = r"""[^\s"'`,;()\[\]{}<>|]"""
+
+# An unquoted value character that is not a digit or symbol; a possessive run of it reaches the
+# first digit or symbol without backtracking.
+_PLAIN = r"""[^\s"'`,;()\[\]{}<>|0-9@#$%^&*+=~]"""
+
+# Values that are not secrets: placeholders ($VAR, ${VAR}, <your-key>, {{ var }}, %(x)s, ***),
+# paths, YAML indicators (| > ! ~ # &), operators (==, =>), already-redacted markers, type hints
+# and literals (`password: str`, `token = None`), attribute chains (`settings.API_KEY`) and the
+# key's own name (`f(token=token)`).
+_TYPE_WORDS = (
+    r"(?i:str|bytes|int|float|bool|none|null|nil|true|false|undefined|string|secretstr"
+    r"|secretbytes|optional|any|object|required|dict|list)"
+)
+_NOT_VALUE = (
+    r"(?![$<{*%!|>=\[(&@#~/.]"
+    rf"|{_TYPE_WORDS}(?!{_UNQ})"
+    rf"|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?!{_UNQ})"
+    rf"|(?P=kw)(?!{_UNQ}))"
+)
+
+# Between key and separator: a JSON key's closing quote or Markdown bold (`**Password**: x`).
+_GAP = r"""["'*]{0,2}+[ \t]*+[:=][ \t]*+(?:\*\*[ \t]*+)?"""
+
+# A quoted value may hold spaces and ends at its closing quote or, if unclosed, the line end. It
+# must not start with a space, comma or bracket, so a closing quote never opens a value
+# (`input('Password: ')`, `print('token: ', x)`), and it never runs across a marker, so
+# `"Bearer [redacted:jwt]"` is left as it is. Unbounded is safe: the scan stops at the next
+# quote or newline, and only a marker makes it fail.
+_QUOTE_START = r"(?![$<{*%\s,;)\]}]|\[redacted:)"
+_QUOTED = (
+    rf'"(?P<secret_dq>{_QUOTE_START}(?:(?!\[redacted:)[^"\n])++)(?=["\n]|\Z)'
+    rf"|'(?P<secret_sq>{_QUOTE_START}(?:(?!\[redacted:)[^'\n])++)(?=['\n]|\Z)"
+)
+
+# The assignment value, three ways:
+# 1. `KEY=value` with nothing around `=` is .env, shell, CLI-flag or query-string style: any
+#    value counts, unless it is a call, a subscript or the last argument of one.
+# 2. a quoted value (JSON, YAML, code) counts unless it is a placeholder.
+# 3. an unquoted value after `:` or a spaced `=` may be prose ("Token: use the app") or code, so
+#    it counts only when it holds a digit or symbol, or is the last word on its line.
+# The code check sits after the first 256 characters and the rest of a longer value is taken
+# without a check: a long value is redacted whole, yet no keyword re-scans the text to its end.
+_VALUE = (
+    rf"(?:=(?P<secret_env>{_NOT_VALUE}{_UNQ}{{1,256}}+(?![(\[)]){_UNQ}*+)"
+    rf"|{_GAP}(?:{_QUOTED}"
+    rf"|(?P<secret_u>{_NOT_VALUE}"
+    rf"(?:(?={_PLAIN}{{0,255}}+[0-9@#$%^&*+=~])|(?={_UNQ_AMP}{{1,256}}+[ \t]*+(?:\r?\n|\Z)))"
+    rf"{_UNQ_AMP}{{1,256}}+(?![(\[]){_UNQ_AMP}*+)))"
+)
+
+
+def _assignment(keywords: str) -> str:
+    # The match starts at the keyword, not the whole key, so `DB_PASSWORD`, `PGPASSWORD` and
+    # `dbPassword` all match without a variable-length prefix to backtrack over; the keyword
+    # must end the key (`password_hash =` and `max_tokens:` do not match).
+    return rf"(?P<kw>(?i:{keywords})){_VALUE}"
+
+
+def _pattern(name: str, regex: str) -> SecretPattern:
+    return SecretPattern(name, re.compile(regex))
+
+
+BUILTIN_PATTERNS: tuple[SecretPattern, ...] = (
+    # Whole PEM block. The body is base64, `\n` escapes (JSON), and Proc-Type/DEK-Info headers;
+    # an unfinished block (no END line) is redacted through its body.
+    _pattern(
+        "private-key",
+        r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----"
+        r"(?:[A-Za-z0-9+/=\s\\:,]|-(?!----))*+"
+        r"(?:-----END[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----)?",
+    ),
+    # Before openai-key: both start `sk-`.
+    _pattern("anthropic-key", _LEFT + r"sk-ant-[A-Za-z0-9_-]{20,}"),
+    # Random keys mix upper case and digits; requiring both keeps kebab-case words out.
+    _pattern(
+        "openai-key",
+        _LEFT + r"sk-(?:proj-|svcacct-|admin-)?"
+        r"(?=[A-Za-z0-9_-]{0,511}[0-9])(?=[A-Za-z0-9_-]{0,511}[A-Z])[A-Za-z0-9_-]{20,}",
+    ),
+    _pattern(
+        "github-token",
+        r"(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})",
+    ),
+    _pattern("gitlab-token", _LEFT + r"glpat-[A-Za-z0-9_-]{20,}"),
+    _pattern("huggingface-token", r"(?<![A-Za-z0-9_])hf_[A-Za-z0-9]{30,}+"),
+    _pattern("sendgrid-key", r"(?<![A-Za-z0-9_])SG\.[A-Za-z0-9_-]{16,}+\.[A-Za-z0-9_-]{16,}+"),
+    _pattern("digitalocean-token", r"(?<![A-Za-z0-9_])do[por]_v1_[a-f0-9]{64}"),
+    # Azure connection strings: keep `AccountKey=` so the string still says what it held.
+    _pattern(
+        "azure-key",
+        r"(?i:\b(?:AccountKey|SharedAccessKey|SharedAccessSignature)=)"
+        r"(?P<secret>[A-Za-z0-9+/%&=:._-]{20,}+)",
+    ),
+    _pattern("npm-token", r"(?<![A-Za-z0-9_])npm_[A-Za-z0-9]{36,}"),
+    # Keep the host so the note still says which integration it was.
+    _pattern(
+        "slack-webhook",
+        r"https://hooks\.slack\.com/(?:services|workflows|triggers)/"
+        r"(?P<secret>[A-Za-z0-9_/-]{20,})",
+    ),
+    _pattern("slack-token", _LEFT + r"xox[baprs]-[A-Za-z0-9-]{10,}"),
+    _pattern("google-api-key", _LEFT + r"AIza[A-Za-z0-9_-]{35}"),
+    _pattern(
+        "stripe-key",
+        r"(?<![A-Za-z0-9_])(?:(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}|whsec_[A-Za-z0-9]{24,})",
+    ),
+    # The AWS console's credentials CSV: `AKIA…,<40-character secret>`, the pair replaced whole;
+    # before the bare id, which would hide the pair (a 40-character string alone is any base64).
+    _pattern(
+        "aws-credentials-csv",
+        r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}[ \t]*+[,;\t|][ \t]*+"
+        r"[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])",
+    ),
+    _pattern("aws-access-key-id", r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])"),
+    # Before bearer-token, so `Bearer eyJ...` is reported as the more specific `jwt`.
+    _pattern(
+        "jwt",
+        _LEFT + r"eyJ[A-Za-z0-9_-]{8,}+\.eyJ[A-Za-z0-9_-]{8,}+\.[A-Za-z0-9_-]{16,}+",
+    ),
+    # A 40-character AWS secret only counts after its key; alone it is any base64 string.
+    _pattern(
+        "aws-secret-access-key",
+        r"(?i:aws_?secret_?(?:access_?)?key)"
+        r"""["']?[ \t]*[:=][ \t]*["']?(?P<secret>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])""",
+    ),
+    # Keep scheme, user and host; a placeholder password (`${PGPASS}`, `****`) is left alone.
+    _pattern(
+        "url-password",
+        r"://[^\s:/?#@\[\]]{0,256}:(?P<secret>(?![$<{*])[^\s/?#@\[\]]{1,256})@",
+    ),
+    # "bearer tokens are used" is prose: a token is at least 16 characters and holds a digit.
+    _pattern(
+        "bearer-token",
+        r"(?i:\bbearer)[ \t]++(?P<secret>(?=[A-Za-z0-9._~+/-]{0,511}[0-9])"
+        r"[A-Za-z0-9._~+/-]{16,}+=*)",
+    ),
+    _pattern(
+        "basic-auth",
+        r"(?i:\bauthorization)[ \t]*:[ \t]*(?i:basic)[ \t]+"
+        r"(?P<secret>[A-Za-z0-9+/]{8,}+={0,2})",
+    ),
+    # Passwords on a command line: `docker login -p X` / `--password X`, `mysql -pX` (with no
+    # space: `-p X` makes mysql prompt, and X is the database). Bounded look-back on one line.
+    _pattern(
+        "cli-password",
+        r"(?i:\b(?:docker|podman|helm|oras)[ \t]++(?:registry[ \t]++)?login\b)"
+        r"[^\n]{0,200}?[ \t](?:-p|--password)(?:[ \t]++|=)"
+        r"(?P<secret>(?![-$<{*])[^\s\"'`]{1,256}+)"
+        r"|(?i:\bmysql(?:dump|admin|sh)?\b)[^\n]{0,200}?[ \t]-p"
+        r"(?P<secret_my>(?![$<{*])[^\s\"'`]{1,256}+)",
+    ),
+    # ~/.pgpass: `host:port:database:user:password`, one entry a line.
+    _pattern(
+        "pgpass-line",
+        r"(?m:^[^\s:#][^\s:]{0,253}:(?:[0-9]{1,5}|\*):[^\s:]{1,255}:[^\s:]{1,255}:"
+        r"(?P<secret>(?![$<{*])[^\s]{1,256}+)$)",
+    ),
+    # Prose: "the password is X" / "password was `X`"; an unquoted X must hold a digit or symbol,
+    # so "the password is changed monthly" stays.
+    _pattern(
+        "password-prose",
+        r"(?i:\b(?:password|passphrase|passcode|passwd)[ \t]++(?:is|was|will[ \t]++be)[ \t:]++)"
+        r"(?:[\"'`](?P<secret_q>(?![$<{*\s])[^\"'`\n]{1,256}+)[\"'`]"
+        r"|(?P<secret>(?![$<{*\[])(?=[^\s\"'`]{0,255}?[0-9@#$%^&*+=~!?])"
+        r"[^\s\"'`]{3,255}?[^\s\"'`.,;:!?)\]](?=[.,;:!?)\]]*(?:\s|$))))",
+    ),
+    _pattern("password-assignment", _assignment(r"password|passwd|passphrase|(?<![A-Za-z])pass")),
+    _pattern(
+        "secret-assignment",
+        _assignment(r"secret(?:[_-]?access)?(?:[_-]?key)?|private[_-]?key|credentials?"),
+    ),
+    _pattern("api-key-assignment", _assignment(r"api[_-]?key|access[_-]?key")),
+    _pattern("token-assignment", _assignment(r"token")),
+)
+
+
+# --- redaction -------------------------------------------------------------------------------
+
+
+def _secret_groups(regex: re.Pattern[str]) -> tuple[str, ...]:
+    return tuple(g for g in regex.groupindex if g == "secret" or g.startswith("secret_"))
+
+
+def _apply(pattern: SecretPattern, text: str) -> tuple[str, bool]:
+    """Replace each match of one pattern; report whether any was replaced."""
+    if not pattern.regex.search(text):
+        return text, False
+    # Markers from earlier patterns are off limits: an extra pattern such as `[a-z]+` must not
+    # eat `redacted` inside one, or a second pass would change the text.
+    markers = [m.span() for m in _MARKER.finditer(text)]
+    groups = _secret_groups(pattern.regex)
+    replacement = marker(pattern.name)
+    hit = False
+
+    def substitute(m: re.Match[str]) -> str:
+        nonlocal hit
+        spans = [m.span(g) for g in groups if m.start(g) != -1 and m.end(g) > m.start(g)]
+        if not groups:
+            spans = [m.span()] if m.end() > m.start() else []
+        if not spans or any(s < me and ms < e for s, e in spans for ms, me in markers):
+            return m.group(0)
+        hit = True
+        out: list[str] = []
+        pos = m.start()
+        for start, end in sorted(spans):
+            out.append(text[pos:start])
+            out.append(replacement)
+            pos = end
+        out.append(text[pos : m.end()])
+        return "".join(out)
+
+    new = pattern.regex.sub(substitute, text)
+    return new, hit
+
+
+# What a built-in pattern cannot match without, by pattern name: words its
+# case-insensitive `(?i:...)` part holds (looked for in the folded text) and literals its
+# case-sensitive part holds. Most text holds none, so most patterns are never run on it
+# (search redacts ~40 texts a query: running all 28 regexes on each was a third of a warm
+# search). A trigger must be implied by every match; tests/core/test_secrets.py checks each
+# pattern's examples against its trigger. A pattern without an entry always runs.
+_TRIGGERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "private-key": ((), ("-----BEGIN",)),
+    "anthropic-key": ((), ("sk-",)),
+    "openai-key": ((), ("sk-",)),
+    "github-token": ((), ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_")),
+    "gitlab-token": ((), ("glpat-",)),
+    "huggingface-token": ((), ("hf_",)),
+    "sendgrid-key": ((), ("SG.",)),
+    "digitalocean-token": ((), ("_v1_",)),
+    "azure-key": (("accountkey", "sharedaccess"), ()),
+    "npm-token": ((), ("npm_",)),
+    "slack-webhook": ((), ("://",)),
+    "slack-token": ((), ("xox",)),
+    "google-api-key": ((), ("AIza",)),
+    "stripe-key": ((), ("_live_", "_test_", "whsec_")),
+    "aws-credentials-csv": ((), ("AKIA", "ASIA")),
+    "aws-access-key-id": ((), ("AKIA", "ASIA")),
+    "jwt": ((), ("eyJ",)),
+    "aws-secret-access-key": (("secret",), ()),
+    "url-password": ((), ("://",)),
+    "bearer-token": (("bearer",), ()),
+    "basic-auth": (("authorization",), ()),
+    "cli-password": (("login", "mysql"), ()),
+    "password-prose": (("pass",), ()),
+    "password-assignment": (("pass",), ()),
+    "secret-assignment": (("secret", "private", "credential"), ()),
+    "api-key-assignment": (("api", "access"), ()),
+    "token-assignment": (("token",), ()),
+}
+_PGPASS_TRIGGER = re.compile(r":(?:[0-9]{1,5}|\*):")  # pgpass-line's own trigger
+_UNTRIGGERED = any(
+    p.name not in _TRIGGERS and p.name != "pgpass-line" for p in BUILTIN_PATTERNS
+)  # a pattern without a trigger makes every text worth a full pass
+# Keywords are common words ("token", "secret" in prose): a keyword pattern runs only where its
+# keyword is followed by what the pattern needs next, looked for in the folded text (the
+# characters between keep their case). Assignments need `:` or `=` after optional quotes,
+# stars and blanks (both ways `_VALUE` starts).
+_THEN_ASSIGN = r"""["'*]{0,2}[ \t]*[:=]"""
+_REFINED: dict[str, re.Pattern[str]] = {
+    name: re.compile(regex)
+    for name, regex in {
+        "azure-key": r"(?:accountkey|sharedaccesskey|sharedaccesssignature)=",
+        "aws-secret-access-key": r"aws_?secret_?(?:access_?)?key[\"']?[ \t]*[:=]",
+        "bearer-token": r"bearer[ \t]",
+        "basic-auth": r"authorization[ \t]*:",
+        "password-prose": r"pass(?:word|phrase|code|wd)[ \t]+(?:is|was|will)",
+        "password-assignment": r"pass" + _THEN_ASSIGN + r"|pass(?:word|wd|phrase)" + _THEN_ASSIGN,
+        "secret-assignment": r"(?:secret(?:[_-]?access)?(?:[_-]?key)?|private[_-]?key"
+        r"|credentials?)" + _THEN_ASSIGN,
+        "api-key-assignment": r"(?:api|access)[_-]?key" + _THEN_ASSIGN,
+        "token-assignment": r"token" + _THEN_ASSIGN,
+    }.items()
+}
+# The only non-ASCII characters Python's `(?i)` matches to ASCII letters (İ ı ſ K): mapped to
+# them before lower-casing, so a folded trigger is found wherever the regex could match.
+_ASCII_FOLDS = {0x130: "i", 0x131: "i", 0x17F: "s", 0x212A: "k"}
+_HAS_ASCII_FOLD = re.compile("[\u0130\u0131\u017f\u212a]")
+
+
+_ANY_WORD = tuple(sorted({w for words, _ in _TRIGGERS.values() for w in words}))
+_ANY_LITERAL = tuple(sorted({lit for _, literals in _TRIGGERS.values() for lit in literals}))
+
+
+# Which built-in patterns each trigger word or literal lets run (`_candidates`).
+_BY_WORD = {
+    w: frozenset(name for name, (words, _) in _TRIGGERS.items() if w in words) for w in _ANY_WORD
+}
+_BY_LITERAL = {
+    lit: frozenset(name for name, (_, literals) in _TRIGGERS.items() if lit in literals)
+    for lit in _ANY_LITERAL
+}
+
+
+def _folded(text: str) -> str:
+    # `translate` with a dict costs ~30 ns a character, as much as the rest of a no-trigger
+    # check; a search snippet is never ASCII (its `…`) yet almost never holds one of the four.
+    if text.isascii() or not _HAS_ASCII_FOLD.search(text):
+        return text.lower()
+    return text.translate(_ASCII_FOLDS).lower()
+
+
+_Present = tuple[set[str], set[str]]
+
+
+def _present(text: str, folded: str) -> _Present:
+    """The trigger words in the folded text and the trigger literals in the text."""
+    return {w for w in _ANY_WORD if w in folded}, {lit for lit in _ANY_LITERAL if lit in text}
+
+
+def _candidates(present: _Present) -> frozenset[str]:
+    """The names of the triggered patterns whose trigger is among `present`."""
+    words, literals = present
+    return frozenset().union(*(_BY_WORD[w] for w in words), *(_BY_LITERAL[x] for x in literals))
+
+
+def _may_match(name: str, text: str, folded: str, candidates: frozenset[str] | None = None) -> bool:
+    """False when the built-in pattern `name` cannot match `text` (its trigger is absent).
+    `candidates` is `_candidates(_present(text, folded))`, computed once for all patterns."""
+    if name == "pgpass-line":
+        return bool(_PGPASS_TRIGGER.search(text))
+    if name not in _TRIGGERS:
+        return True
+    if candidates is None:
+        candidates = _candidates(_present(text, folded))
+    if name not in candidates:
+        return False
+    refined = _REFINED.get(name)
+    return refined is None or bool(refined.search(folded))
+
+
+# Characters that do not show and that the search tokenizer drops inside a word (soft hyphen,
+# zero-width space and joiners, word joiner, BOM): `pa\u00adssword: x` reads and is found as
+# `password: x`, so redaction must see it that way too.
+_INVISIBLE = "\u00ad\u200b\u200c\u200d\u2060\ufeff"
+_DROP_INVISIBLE = dict.fromkeys(map(ord, _INVISIBLE))
+
+
+def _hides_invisible(text: str) -> bool:
+    # six substring looks (~0.5 µs over 3,000 characters) where a character-class regex takes
+    # ~9 µs: a warm search checks each hit's section and snippet
+    return not text.isascii() and any(c in text for c in _INVISIBLE)
+
+
+def redact(text: str, extra: Sequence[SecretPattern] = ()) -> Redaction:
+    """Replace every secret in `text` with `[redacted:<name>]`, built-in patterns first.
+
+    For assignments and URLs only the value is replaced (`DB_PASSWORD=[redacted:...]`).
+    Redact before cutting text to a length limit. Redacting the result again changes nothing.
+    A built-in pattern runs only when its trigger (`_TRIGGERS`) is in the text. A text holding
+    invisible characters (a soft hyphen inside `password`) is judged as a reader sees it: when
+    that holds a secret, it comes back redacted and without them; else as it was written.
+    """
+    if _hides_invisible(text):
+        # Judged as a reader sees it, without the characters that do not show: one inside a
+        # key or a token would otherwise break the pattern that should catch it.
+        visible = _redact(text.translate(_DROP_INVISIBLE), extra)
+        if visible.found:
+            return visible
+    return _redact(text, extra)
+
+
+def _may_change(text: str, present: _Present, extra: Sequence[SecretPattern]) -> bool:
+    """Whether any pattern could match `text` (`present` is `_present(text, ...)`): False is
+    the fast path of `redact` and of `may_hold_secrets`, which must never disagree."""
+    return bool(extra) or _UNTRIGGERED or any(present) or bool(_PGPASS_TRIGGER.search(text))
+
+
+def _redact(text: str, extra: Sequence[SecretPattern]) -> Redaction:
+    found: set[str] = set()
+    folded = _folded(text)
+    present = _present(text, folded)
+    if not _may_change(text, present, extra):
+        return Redaction(text, ())  # no pattern's trigger: the usual case
+    candidates = _candidates(present)
+    for pattern in BUILTIN_PATTERNS:
+        name = pattern.name
+        if name in _TRIGGERS and name not in candidates:
+            continue  # `_may_match` says the same; most patterns stop here, without a call
+        if not _may_match(name, text, folded, candidates):
+            continue
+        text, hit = _apply(pattern, text)
+        if hit:
+            found.add(pattern.name)
+            folded = _folded(text)
+            candidates = _candidates(_present(text, folded))
+    for pattern in extra:
+        text, hit = _apply(pattern, text)
+        if hit:
+            found.add(pattern.name)
+    return Redaction(text=text, found=tuple(sorted(found)))
+
+
+def may_hold_secrets(texts: Sequence[str], extra: Sequence[SecretPattern] = ()) -> bool:
+    """False when `redact` leaves each of `texts` as it is, found by one look for the
+    patterns' triggers over them all (a search hit's title, heading and snippet: three looks
+    cost twice one). No trigger spans a line break, so joining them with one finds no more."""
+    if extra or _UNTRIGGERED:
+        return True
+    joined = "\n".join(texts)
+    if _hides_invisible(joined):
+        joined = joined.translate(_DROP_INVISIBLE)  # what `redact` looks at as well
+    return _may_change(joined, _present(joined, _folded(joined)), extra)
+
+
+def find_secrets(text: str, extra: Sequence[SecretPattern] = ()) -> tuple[str, ...]:
+    """The names of the patterns that match `text` (sorted, unique), as `redact` reports them."""
+    # Running the full redaction keeps the answer consistent with `redact`: a token inside an
+    # assignment is reported once, under its most specific name.
+    return redact(text, extra).found
+
+
+def compile_patterns(pairs: Iterable[tuple[str, str]]) -> tuple[SecretPattern, ...]:
+    """Compile `(name, regex)` pairs from `[[secrets.patterns]]` in the config.
+
+    Raises `ConfigError` naming the pattern when its name is not lower-case kebab-case (it ends
+    up inside a marker), its regex does not compile, or it matches the empty string.
+    """
+    patterns: list[SecretPattern] = []
+    for name, source in pairs:
+        if not _NAME.fullmatch(name):
+            raise ConfigError(
+                f"secrets.patterns: name {name!r} must be lower-case letters, digits and hyphens",
+                hint='Rename the pattern in .vaultmem/config.toml, e.g. name = "internal-token".',
+            )
+        try:
+            regex = re.compile(source)
+        except re.error as exc:
+            raise ConfigError(
+                f"secrets.patterns: pattern {name!r} has an invalid regex: {exc}",
+                hint="Fix the regex of that pattern in .vaultmem/config.toml.",
+            ) from exc
+        # An empty match would put a marker between every two characters.
+        if regex.fullmatch(""):
+            raise ConfigError(
+                f"secrets.patterns: pattern {name!r} matches the empty string",
+                hint="Make the regex require at least one character (use + or {n,}, not *).",
+            )
+        patterns.append(SecretPattern(name, regex))
+    return tuple(patterns)

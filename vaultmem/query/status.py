@@ -1,0 +1,44 @@
+"""`vaultmem status`: what the index holds, per scope and mapped folder, and how many notes of
+the vault changed since the last reconcile (a stat walk compared with the indexed fingerprints;
+nothing is read or parsed)."""
+
+from __future__ import annotations
+
+from vaultmem.core.config import Config
+from vaultmem.files.scan import scan_vault
+from vaultmem.query import catalog
+from vaultmem.query.catalog import FolderCount, Status
+from vaultmem.storage import store
+
+
+def status(config: Config) -> Status:
+    with store.reading(config.index_path) as con:
+        counts = catalog.counts(con)
+        files = catalog.note_files(con)
+    indexed = {path: (size, mtime) for path, size, mtime, _, _ in files}
+    folders: dict[tuple[str, str, str | None], int] = {}
+    for path, _, _, scope, scope_id in files:
+        mapping = config.mapping_for(path)
+        folder = mapping.folder if mapping else ""
+        key = (folder, scope, scope_id)
+        folders[key] = folders.get(key, 0) + 1
+    scan = scan_vault(config)
+    changed = sum(1 for fp in scan.notes if indexed.get(fp.path) != (fp.size, fp.mtime_ns)) + len(
+        set(indexed) - {fp.path for fp in scan.notes}
+    )
+    size = sum(
+        p.stat().st_size
+        for p in (config.index_path, config.index_path.with_suffix(".duckdb.wal"))
+        if p.exists()
+    )
+    return Status(
+        notes=counts["notes"],
+        scopes=counts["scopes"],
+        folders=tuple(FolderCount(f, s, i, n) for (f, s, i), n in sorted(folders.items(), key=str)),
+        links=counts["links"],
+        unresolved_links=counts["unresolved_links"],
+        problems=counts["problems"],
+        last_run=counts["last_run"],
+        changed_since_last_run=changed,
+        index_bytes=size,
+    )
