@@ -224,13 +224,13 @@ class Vault:
         Snippets, titles and headings come from people's notes, so secrets in them are
         redacted here, on the one path both adapters take."""
         from vaultmem.core.secrets import compile_patterns, redact
-        from vaultmem.search import vectors
+        from vaultmem.search import front
         from vaultmem.search.query import SearchFilters
 
         patterns = compile_patterns(self.config.secret_patterns)
         with self._reading() as con:
             held = self._resident_index(con)
-            hits = vectors.search(
+            hits = front.search(
                 con,
                 query,
                 filters or SearchFilters(),

@@ -21,7 +21,7 @@ from vaultmem.adapters.output import to_jsonable
 from vaultmem.core.config import Config, load_config
 from vaultmem.core.errors import (
     AmbiguousError,
-    ConfigError,
+    InvalidArgumentError,
     NotFoundError,
     PartialWriteError,
     PathEscapeError,
@@ -83,7 +83,7 @@ def test_a_derived_key_and_an_invalid_key(config: Config) -> None:
         config, memory.store(config, None, "Borealis uses Kafka 3.7 with KRaft.", **ATLAS)
     )
     assert result.key == "borealis-uses-kafka-3-7-with"
-    with pytest.raises(ConfigError, match=re.escape("[a-z0-9-]{1,60}")):
+    with pytest.raises(InvalidArgumentError, match=re.escape("[a-z0-9-]{1,60}")):
         published(config, memory.store(config, "Bad Key", "x", **ATLAS))
 
 
@@ -145,10 +145,10 @@ def test_forget_moves_to_trash_and_drops_from_the_index(config: Config) -> None:
 
 def test_scope_identity_rules(tmp_path: Path) -> None:
     assert resolve_scope_id("global", None, tmp_path) is None
-    with pytest.raises(ConfigError):
+    with pytest.raises(InvalidArgumentError):
         resolve_scope_id("global", "x", tmp_path)
     for scope in ("session", "agent"):
-        with pytest.raises(ConfigError, match="never falls back"):
+        with pytest.raises(InvalidArgumentError, match="never falls back"):
             resolve_scope_id(scope, None, tmp_path)
     with pytest.raises(PathEscapeError):
         resolve_scope_id("project", "../x", tmp_path)
@@ -182,7 +182,7 @@ def test_remotes_are_normalised_without_credentials(url: str, slug: str) -> None
 
 
 def test_store_without_a_needed_id_never_widens(config: Config) -> None:
-    with pytest.raises(ConfigError):
+    with pytest.raises(InvalidArgumentError):
         published(config, memory.store(config, "k", "x", scope="session"))
     assert not (config.root / "agent-memory/project/atlas/k.md").exists()
 
@@ -441,7 +441,7 @@ def test_cli_round_trip(config: Config) -> None:
         },
     }
     code, out = _cli(config.root, "store", "k", "x", "--scope", "global", "--scope-id", "no")
-    assert code == 1 and out["error"]["code"] == "config_invalid"
+    assert code == 2 and out["error"]["code"] == "invalid_argument"
     code, out = _cli(config.root, "store", "k", "AKIAIOSFODNN7EXAMPLE", "--scope", "global")
     assert code == 1 and out["error"]["code"] == "secret_detected"
     assert "AKIAIOSFODNN7EXAMPLE" not in json.dumps(out)

@@ -9,7 +9,7 @@ import pytest
 
 from tests.helpers import published
 from vaultmem.core.config import Config, load_config
-from vaultmem.core.errors import ConfigError, NotFoundError
+from vaultmem.core.errors import InvalidArgumentError, NotFoundError
 from vaultmem.index.reconcile import reconcile
 from vaultmem.memory import relations
 from vaultmem.memory import topic_store as memory
@@ -104,17 +104,17 @@ def test_relate_writes_a_readable_decision_and_goes_stale(config: Config) -> Non
 
 
 def test_bad_requests(config: Config) -> None:
-    with pytest.raises(ConfigError):
+    with pytest.raises(InvalidArgumentError):
         published(
             config, relations.relate(config, "release-process", "release-process", "relates_to")
         )
-    with pytest.raises(ConfigError):
+    with pytest.raises(InvalidArgumentError):
         published(
             config, relations.relate(config, "release-process", "user-preferences", "Not A Type")
         )
     with pytest.raises(NotFoundError):
         published(config, relations.accept(config, "e-000000000000"))
-    with pytest.raises(ConfigError):
+    with pytest.raises(InvalidArgumentError):
         relations.edges(config, status="maybe")
 
 

@@ -17,7 +17,7 @@ import pytest
 
 from tests.helpers import published
 from vaultmem.core.config import init_vault, load_config
-from vaultmem.core.errors import ConfigError, FileAccessError, PathEscapeError
+from vaultmem.core.errors import FileAccessError, InvalidArgumentError, PathEscapeError
 from vaultmem.note.topics import read_topic
 from vaultmem.okf.bundle import Limits
 from vaultmem.okf.export import export_bundle
@@ -162,7 +162,7 @@ def test_zip_bombs_and_escapes(vault: Path, tmp_path: Path) -> None:
 def test_archives_expanding_past_the_budget_are_refused_whole(vault: Path, tmp_path: Path) -> None:
     members = [_file(f"f{i}.md", b"---\ntype: Note\n---\n" + b"y" * 900) for i in range(50)]
     bundle = _tar(tmp_path / "many.tar.gz", members)
-    with pytest.raises(ConfigError, match="expands past"):
+    with pytest.raises(InvalidArgumentError, match="expands past"):
         published(
             load_config(vault),
             import_bundle(
@@ -173,7 +173,7 @@ def test_archives_expanding_past_the_budget_are_refused_whole(vault: Path, tmp_p
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
         for i in range(20):
             archive.writestr(f"z{i}.md", b"---\ntype: Note\n---\n" + b"q" * 900)
-    with pytest.raises(ConfigError, match="declares"):
+    with pytest.raises(InvalidArgumentError, match="declares"):
         published(
             load_config(vault),
             import_bundle(
@@ -272,7 +272,7 @@ def test_export_refuses_a_non_empty_folder_it_did_not_write(
     out = tmp_path / "notes"
     out.mkdir()
     (out / "index.md").write_text("a person's index\n")
-    with pytest.raises(ConfigError, match="not empty"):
+    with pytest.raises(InvalidArgumentError, match="not empty"):
         export_bundle(config, out, folder="Projects/Atlas")
     assert (out / "index.md").read_text() == "a person's index\n"
     assert (
@@ -303,7 +303,7 @@ def test_a_folder_that_is_not_a_bundle_fails_import_and_validate(
     plain.mkdir()
     (plain / "readme.md").write_text("# just notes\n")
     for folder in (empty, plain):
-        with pytest.raises(ConfigError, match="not an OKF bundle"):
+        with pytest.raises(InvalidArgumentError, match="not an OKF bundle"):
             published(config, import_bundle(config, folder, scope="project", scope_id="p"))
         assert validate_bundle(folder).ok is False
     (empty / "x.txt").write_text("x")

@@ -10,7 +10,7 @@ import pytest
 from tests.helpers import published
 from vaultmem.adapters.cli import main
 from vaultmem.core.config import init_vault, load_config
-from vaultmem.core.errors import ConfigError
+from vaultmem.core.errors import InvalidArgumentError
 from vaultmem.note.properties import load_frontmatter, split_frontmatter
 from vaultmem.okf.bundle import read_bundle
 from vaultmem.okf.export import export_bundle
@@ -177,11 +177,11 @@ def test_export_refuses_private_scopes_and_paths_inside_the_vault(
     example_vault: Path, tmp_path: Path
 ) -> None:
     config = load_config(example_vault)
-    with pytest.raises(ConfigError):
+    with pytest.raises(InvalidArgumentError):
         export_bundle(config, example_vault / "out")
-    with pytest.raises(ConfigError, match="private"):
+    with pytest.raises(InvalidArgumentError, match="private"):
         export_bundle(config, tmp_path / "j", folder="Journal")
-    with pytest.raises(ConfigError, match="private"):
+    with pytest.raises(InvalidArgumentError, match="private"):
         export_bundle(config, tmp_path / "s", scope="session")
 
 

@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from typing import Literal, get_args
 
 from vaultmem.core.config import Config
-from vaultmem.core.errors import ConfigError, NotFoundError
+from vaultmem.core.errors import InvalidArgumentError, NotFoundError
 from vaultmem.core.models import EDGE_STATUSES, SCOPES, EdgeStatus, Published
 from vaultmem.files import managed
 from vaultmem.memory import topic_store as memory
@@ -218,7 +218,9 @@ def edges(
 ) -> list[Edge]:
     """Every edge with its current status, link edges first, then decided, then suggested."""
     if status is not None and status not in STATUSES:
-        raise ConfigError(f"{status!r} is not an edge status; allowed: {', '.join(STATUSES)}.")
+        raise InvalidArgumentError(
+            f"{status!r} is not an edge status; allowed: {', '.join(STATUSES)}."
+        )
     with db.reading(config.index_path) as con:
         notes = {r[0]: _NoteRow(*r) for r in queries.notes(con)}
         found: dict[str, Edge] = {}
@@ -319,13 +321,13 @@ def relate(config: Config, a: str, b: str, type_: str = "relates_to") -> tuple[E
     """Record a person's edge A -[type]-> B and render it into A's See Also; the edge and what
     was published (the decisions note, the source topic), for `Vault` to index."""
     if not TYPE_RE.fullmatch(type_):
-        raise ConfigError(
+        raise InvalidArgumentError(
             f"{type_!r} is not an edge type.",
             hint="Lower-case letters, digits, '_' and '-', e.g. relates_to, supersedes.",
         )
     source, target = _resolve_note(config, a), _resolve_note(config, b)
     if source.id == target.id:
-        raise ConfigError(f"{a!r} and {b!r} are the same note; an edge needs two.")
+        raise InvalidArgumentError(f"{a!r} and {b!r} are the same note; an edge needs two.")
     published = _decide(config, "relate", type_, "human", source, target)
     return _edge(config, edge_id(source.id, type_, target.id)), published
 

@@ -35,8 +35,8 @@ from vaultmem.core import secrets
 from vaultmem.core.config import Config
 from vaultmem.core.errors import (
     AmbiguousError,
-    ConfigError,
     IndexUnavailableError,
+    InvalidArgumentError,
     LockedError,
     NotFoundError,
     SecretError,
@@ -200,13 +200,15 @@ def _write(
 ) -> tuple[StoreResult, Published]:
     phases: list[str] = []
     if scope not in SCOPES:
-        raise ConfigError(f"{scope!r} is not a scope; allowed: {', '.join(SCOPES)}.")
+        raise InvalidArgumentError(f"{scope!r} is not a scope; allowed: {', '.join(SCOPES)}.")
     if type_ not in TOPIC_TYPES:
-        raise ConfigError(f"{type_!r} is not a topic type; allowed: {', '.join(TOPIC_TYPES)}.")
+        raise InvalidArgumentError(
+            f"{type_!r} is not a topic type; allowed: {', '.join(TOPIC_TYPES)}."
+        )
     if not text.strip():
-        raise ConfigError("Nothing to store: the text is empty.")
+        raise InvalidArgumentError("Nothing to store: the text is empty.")
     if _has_surrogate(text):
-        raise ConfigError(
+        raise InvalidArgumentError(
             "The text holds a lone surrogate (not Unicode text); nothing was written.",
             hint="Send the text as valid UTF-8.",
         )
@@ -258,7 +260,7 @@ def _write(
             new_text = edit(current, timestamp, cleaned.text)
         size = len(new_text.encode("utf-8", "surrogateescape"))
         if size > config.max_note_bytes:
-            raise ConfigError(
+            raise InvalidArgumentError(
                 f"{rel} would grow to {size} bytes, over max_note_bytes "
                 f"({config.max_note_bytes}); nothing was written.",
                 hint="Store under a new key, or raise max_note_bytes in .vaultmem/config.toml.",
@@ -315,7 +317,7 @@ def _check_source(source: str | None) -> str | None:
         return None
     source = source.strip()
     if len(source) > MAX_SOURCE or any(ord(c) < 0x20 for c in source):
-        raise ConfigError(
+        raise InvalidArgumentError(
             f"--source must be one line of at most {MAX_SOURCE} characters.",
             hint="Name the agent or tool, e.g. --source claude-code.",
         )

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Literal
 
 from vaultmem.core.config import Config
-from vaultmem.core.errors import ConfigError
+from vaultmem.core.errors import InvalidArgumentError
 from vaultmem.core.models import JSON, Published
 from vaultmem.core.secrets import SecretPattern, compile_patterns, redact
 from vaultmem.files import managed
@@ -104,13 +104,13 @@ def import_bundle(
     """Import every acceptable concept of `source` into `scope`/`scope_id`; the report and the
     topic files written (for `Vault` to index)."""
     if conflict not in ("skip", "replace", "merge"):
-        raise ConfigError(f"--conflict {conflict!r}: choose skip, replace or merge.")
+        raise InvalidArgumentError(f"--conflict {conflict!r}: choose skip, replace or merge.")
     managed.topic_path(config, scope, scope_id, "probe")  # checks scope and scope id
     moment = (now or datetime.now(UTC)).replace(microsecond=0)
     try:
         bundle = read_bundle(source, limits)
     except BundleError as exc:
-        raise ConfigError(
+        raise InvalidArgumentError(
             f"The bundle {source} was refused: {exc}.",
             hint="Inspect the bundle; vaultmem imports only what it can read safely.",
         ) from exc
@@ -199,7 +199,7 @@ def _refuse_non_bundle(
     if concepts or any(f.path == "index.md" for f in files):
         return
     first = f" (first refusal: {rejected[0]['path']}: {rejected[0]['reason']})" if rejected else ""
-    raise ConfigError(
+    raise InvalidArgumentError(
         f"{source} is not an OKF bundle: it has no index.md at its root and none of its "
         f"{len(files)} Markdown files is a concept{first}.",
         hint="Import a folder or archive made by `vaultmem export okf` or another OKF producer.",
