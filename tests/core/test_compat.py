@@ -33,6 +33,9 @@ def test_the_private_names_exist() -> None:
 
     assert callable(list_parser._compile_list_break_sc)
     assert callable(BlockParser._parse_indent_code_fast)
+    from mistune.inline_parser import InlineParser
+
+    assert callable(InlineParser._get_fast_trigger_re)
     assert compat.sre_parser.parse("(a|b)+")
     assert compat.sre_constants.MAXREPEAT
     assert compat.yaml_c_parser().__name__ == "CParser"

@@ -8,11 +8,11 @@ pyproject.toml's upper bounds keep installs inside the ranges.
 - `re._parser`, `re._constants` (CPython 3.11-3.13): the parse tree of a filter regex, which
   `config.is_safe_filter_regex` walks to refuse patterns that backtrack exponentially. The
   public `re` API has no parse tree.
-- mistune `list_parser._compile_list_break_sc` and `BlockParser._parse_indent_code_fast`
-  (mistune 3.4): note/markdown.py's parser replaces the first (`replace_list_break_scanner`,
-  here) and overrides the second in its `BlockParser` subclass (it calls mistune's through
-  `super()`); both keep mistune's output as it is and only skip repeated work per list item
-  and per block start.
+- mistune `list_parser._compile_list_break_sc`, `BlockParser._parse_indent_code_fast` and
+  `InlineParser._get_fast_trigger_re` (mistune 3.4): note/markdown.py's parser replaces the
+  first (`replace_list_break_scanner`, here) and overrides the other two in its parser
+  subclasses (calling mistune's through `super()`); all keep mistune's output as it is and only
+  skip repeated work per list item, per block start and per inline scan.
 - `yaml._yaml.CParser` (PyYAML 6.0): libyaml's parser and composer without PyYAML's
   constructors, which note/properties.py pairs with its YAML 1.2 core resolver.
 - `_duckdb` (duckdb 1.1-2.0): the engine module without the `duckdb` package's Python
@@ -49,11 +49,15 @@ ListBreakScanner = Callable[[Any, int], Any]
 
 def replace_list_break_scanner(
     make: Callable[[ListBreakScanner], ListBreakScanner],
-) -> None:
-    """Replace mistune's `list_parser._compile_list_break_sc` by `make(mistune's own)`."""
+) -> tuple[ListBreakScanner, ListBreakScanner]:
+    """Replace mistune's `list_parser._compile_list_break_sc` by `make(mistune's own)`; both
+    functions, mistune's first."""
     from mistune import list_parser
 
-    list_parser._compile_list_break_sc = make(list_parser._compile_list_break_sc)  # type: ignore[assignment]
+    plain = list_parser._compile_list_break_sc
+    installed = make(plain)
+    list_parser._compile_list_break_sc = installed  # type: ignore[assignment]
+    return plain, installed
 
 
 def yaml_c_parser() -> type[Any]:

@@ -538,7 +538,7 @@ def _cached_list_breaks(plain: ListBreakScanner) -> ListBreakScanner:
     return scanner
 
 
-replace_list_break_scanner(_cached_list_breaks)
+_plain_list_break_sc, _list_break_sc = replace_list_break_scanner(_cached_list_breaks)
 
 
 _FOOTNOTE_DEF = r"^ {0,3}\[\^[^\]\n]+\]:(?P<vm_fn_text>[^\n]*)$"
@@ -588,7 +588,7 @@ class _InlineParser(InlineParser):
         made = self._vm_trigger
         if made is not None and made[0] is chars:
             return made[1]
-        trigger = super()._get_fast_trigger_re(chars)
+        trigger = super()._get_fast_trigger_re(chars)  # mistune's private hook: core/compat.py
         self._vm_trigger = (chars, trigger)
         return trigger
 
