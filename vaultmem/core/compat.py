@@ -18,7 +18,7 @@ pyproject.toml's upper bounds keep installs inside the ranges.
 - `_duckdb` (duckdb 1.1-2.0): the engine module without the `duckdb` package's Python
   relational API around it. storage/store.py imports it (only storage may import DuckDB,
   tests/integration/test_architecture.py) and falls back to `duckdb` when it is absent.
-- typer's internals (adapters/cli.py) belong to the CLI and are pinned there.
+- The CLI uses click through its public API only (adapters/cli.py), pinned in pyproject.toml.
 """
 
 from __future__ import annotations
