@@ -45,12 +45,12 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import ExitStack
 from datetime import UTC, datetime
+from hashlib import blake2b
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from vaultmem import __version__
 from vaultmem.core.config import Config
-from vaultmem.core.digest import blake2b
 from vaultmem.core.errors import IndexUnavailableError, LockedError
 from vaultmem.core.models import PARSER_VERSION, TOKENIZER_VERSION, Link, Problem
 from vaultmem.files.lock import writer_lock
