@@ -715,6 +715,7 @@ class _Run:
                 if create:
                     store.create_schema(con, index_versions(config))
                 removed_df = search_rows.delete_postings(con, ident.removed_ids)
+                removed_stats = search_rows.document_stats(con, ident.removed_ids)
                 gone_lines = [] if create else search_rows.line_keys_of(con, ident.removed_ids)
                 writes.delete_notes(con, ident.removed_ids, postings=False)
                 full_scan = survey.problems is not None
@@ -758,7 +759,14 @@ class _Run:
                         language=config.search_language,
                     )
                     added_df.subtract(removed_df)
-                    search_rows.recount_terms(con, added_df)
+                    added_stats = search_rows.document_stats(con)
+                    search_rows.recount_terms(
+                        con,
+                        added_df,
+                        search_rows.Stats(
+                            *(a - r for a, r in zip(added_stats, removed_stats, strict=True))
+                        ),
+                    )
                 if config.semantic:  # embedded by the workers, with the documents
                     from vaultmem.storage import vector_queries
 
