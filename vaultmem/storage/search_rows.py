@@ -493,33 +493,6 @@ def recount_terms(con: Connection, delta: Counter[str] | None, stats: Stats | No
             "INSERT INTO terms SELECT term, count(*)::INTEGER FROM postings "
             "GROUP BY term ORDER BY term"
         )
-<<<<<<< HEAD
-    else:
-        moved = sorted((term, n) for term, n in delta.items() if n)
-        if moved:
-            con.execute(
-                "CREATE TEMP TABLE df_delta AS SELECT unnest($1::VARCHAR[]) AS term, "
-                "unnest($2::INTEGER[]) AS d",
-                [[t for t, _ in moved], [n for _, n in moved]],
-            )
-            con.execute(
-                "UPDATE terms SET df = terms.df + x.d FROM df_delta x WHERE terms.term = x.term"
-            )
-            con.execute(
-                "INSERT INTO terms SELECT x.term, x.d FROM df_delta x "
-                "ANTI JOIN terms t ON t.term = x.term"
-            )
-            con.execute("DELETE FROM terms WHERE df <= 0")
-            con.execute("DROP TABLE df_delta")
-    # The notes with documents are the note-level documents (ord 0): every note's documents
-    # start with one (`note_documents`). Counting them, not `DISTINCT note_id`, spares a hash
-    # table of every note id on every edit.
-    con.execute("DELETE FROM search_stats")
-    con.execute(
-        "INSERT INTO search_stats SELECT count(*), count(*) FILTER (WHERE ord = 0), "
-        "coalesce(sum(length), 0) FROM documents"
-    )
-=======
         # The notes with documents are the note-level documents (ord 0): every note's
         # documents start with one (`note_documents`), so no `DISTINCT note_id` is needed.
         con.execute("DELETE FROM search_stats")
@@ -553,4 +526,3 @@ def recount_terms(con: Connection, delta: Counter[str] | None, stats: Stats | No
             "total_length = total_length + $3",
             list(stats),
         )
->>>>>>> scale28
