@@ -132,6 +132,15 @@ class Vault:
         complete, warnings = complete_mappings(root, managed, mappings)
         init_vault(root, managed_folder=managed, mappings=complete, force=force)
         vault = cls(root)
+        if mappings:  # with no --map the whole vault is mapped: nothing can be left out
+            from vaultmem.query.status import notes_outside_mapping
+
+            outside, folders = notes_outside_mapping(vault.config)
+            if outside:
+                warnings.append(
+                    f"{outside} note(s) lie outside the mapped folders and will not be indexed "
+                    f"(in {', '.join(folders)}); add a --map for each folder to index it."
+                )
         vault.init_warnings = tuple(warnings)
         return vault
 
@@ -196,42 +205,54 @@ class Vault:
         with self._reading() as con:
             return catalog.problems(con, code=code)
 
+    def _find_note(self, con: Any, name: str) -> NoteRef:
+        """`catalog.find_note`, whose not-found error says so when `name` is a note of the
+        vault that no mapped folder holds (a first run's `--map` leaves the rest out)."""
+        from vaultmem.query import catalog, reading
+
+        try:
+            return catalog.find_note(con, name)
+        except NotFoundError as error:
+            outside = reading.unmapped_note(self.config, name)
+            if outside is None:
+                raise
+            raise outside from error
+
     def find(self, name: str) -> NoteRef:
-        from vaultmem.query import catalog
 
         with self._reading() as con:
-            return catalog.find_note(con, name)
+            return self._find_note(con, name)
 
     def show(self, name: str) -> NoteDetail:
         from vaultmem.core.secrets import compile_patterns
         from vaultmem.query import catalog
 
         with self._reading() as con:
-            detail = catalog.note_detail(con, catalog.find_note(con, name))
+            detail = catalog.note_detail(con, self._find_note(con, name))
         # Frontmatter is a person's text (`password: …`): redacted like search output.
         patterns = compile_patterns(self.config.secret_patterns)
         detail.note["frontmatter"] = _redact_json(detail.note.get("frontmatter"), patterns)
         return detail
 
     def links(self, name: str) -> tuple[NoteRef, list[dict[str, Any]]]:
-        from vaultmem.query import catalog, graph
+        from vaultmem.query import graph
 
         with self._reading() as con:
-            ref = catalog.find_note(con, name)
+            ref = self._find_note(con, name)
             return ref, graph.outgoing(con, ref)
 
     def backlinks(self, name: str) -> tuple[NoteRef, list[dict[str, Any]]]:
-        from vaultmem.query import catalog, graph
+        from vaultmem.query import graph
 
         with self._reading() as con:
-            ref = catalog.find_note(con, name)
+            ref = self._find_note(con, name)
             return ref, graph.backlinks(con, ref)
 
     def neighbours(self, name: str, depth: int = 1) -> tuple[NoteRef, list[dict[str, Any]]]:
-        from vaultmem.query import catalog, graph
+        from vaultmem.query import graph
 
         with self._reading() as con:
-            ref = catalog.find_note(con, name)
+            ref = self._find_note(con, name)
             return ref, graph.neighbours(con, ref, depth)
 
     def unresolved(self, *, limit: int | None = None) -> list[dict[str, Any]]:
@@ -431,10 +452,9 @@ class Vault:
     def used(self, name: str, *, now: datetime | None = None) -> catalog.NoteRef:
         """Record that a note or topic (by key, id, path, title or alias) helped: one use."""
         from vaultmem.memory import usage
-        from vaultmem.query import catalog
 
         with self._reading() as con:
-            ref = catalog.find_note(con, name)
+            ref = self._find_note(con, name)
         usage.record(self.config.state_dir, [ref.id], _stamp(now))
         return ref
 

@@ -51,6 +51,10 @@ class Status:
     last_run: dict[str, Any] | None
     changed_since_last_run: int
     index_bytes: int
+    outside_mapping: int = 0
+    """Notes (Markdown or canvas) of the vault that no mapped folder holds: not indexed."""
+    outside_folders: tuple[str, ...] = ()
+    """The top-level folders those notes lie in (`.` for the vault's root)."""
 
 
 def problems(con: Connection, *, code: str | None = None) -> list[dict[str, Any]]:

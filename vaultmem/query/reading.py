@@ -100,9 +100,26 @@ def locate(con: Connection | None, config: Config, name: str) -> tuple[str | Non
     rel = rel if rel.endswith(".md") else rel + ".md"
     if is_eligible_note(config, rel) and (config.root / rel).is_file():
         return None, rel, rel.rsplit("/", 1)[-1].removesuffix(".md")
+    if (outside := unmapped_note(config, name)) is not None:
+        raise outside
     raise NotFoundError(
         f"No note is named {name!r} (by id, path, title, alias or file name).",
         hint="Try `vaultmem search` or `vaultmem recall` to find it, or reconcile first.",
+    )
+
+
+def unmapped_note(config: Config, name: str) -> NotFoundError | None:
+    """The error to give when `name` is the path of a note that no mapped folder holds (a
+    first run's `--map` leaves the rest of the vault out), else None."""
+    rel = name.strip().strip("/")
+    rel = rel if rel.lower().endswith(".md") else f"{rel}.md"
+    if config.mapping_for(rel) is not None or not (config.root / rel).is_file():
+        return None
+    folder = rel.rpartition("/")[0] or "."
+    return NotFoundError(
+        f"{rel} is outside the mapped folders, so it is not in the index.",
+        hint=f"Map its folder to index it: `vaultmem init --map {folder}=project:NAME --force` "
+        "(keep your other --map options); `vaultmem status` lists what is mapped.",
     )
 
 

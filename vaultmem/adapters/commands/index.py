@@ -78,6 +78,12 @@ def _status_text(result: Any, args: dict[str, Any]) -> None:
             f"Last reconcile {run['started']} ({run['mode']}, {run['duration_ms']:.0f} ms); "
             f"{P(result.changed_since_last_run, 'file')} changed since"
         )
+    if result.outside_mapping:
+        output.line(
+            f"{P(result.outside_mapping, 'note')} outside the mapped folders, not indexed "
+            f"(in {', '.join(result.outside_folders)}): map a folder with `vaultmem init --map "
+            "FOLDER=SCOPE[:ID] --force` to index it"
+        )
 
 
 def _problems_text(rows: list[dict[str, Any]], args: dict[str, Any]) -> None:
