@@ -13,21 +13,41 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev,semantic]'
 	touch $(STAMP)
 
-# The main job on example-vault/: build its index, show status and answer a search.
-demo: $(STAMP)
-	@rm -rf /tmp/vaultmem-demo && cp -r example-vault /tmp/vaultmem-demo
-	@rm -f /tmp/vaultmem-demo/.vaultmem/index.duckdb* /tmp/vaultmem-demo/.vaultmem/*.jsonl
-	$(BIN)/vaultmem reconcile --vault /tmp/vaultmem-demo
-	$(BIN)/vaultmem status --vault /tmp/vaultmem-demo
-	$(BIN)/vaultmem search "how do I run the tests" --limit 3 --vault /tmp/vaultmem-demo
-	$(BIN)/vaultmem backlinks "DuckDB" --vault /tmp/vaultmem-demo
-	$(BIN)/vaultmem problems --vault /tmp/vaultmem-demo
+# The demo's own environment: vaultmem alone (editable, so it shows this tree), no dev tools
+# and no semantic extra.
+DEMO_VENV := .venv-demo
+DEMO_STAMP := $(DEMO_VENV)/.installed
 
-# Puts `vaultmem` on PATH: a link from $(PREFIX)/bin (default ~/.local/bin) to .venv's command.
-install: $(STAMP)
+$(DEMO_STAMP): pyproject.toml
+	test -x $(DEMO_VENV)/bin/python || $(PY) -m venv $(DEMO_VENV)
+	$(DEMO_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(DEMO_VENV)/bin/python -m pip install --quiet -e .
+	touch $(DEMO_STAMP)
+
+# The main job on example-vault/: build its index, show status and answer a search, on a copy
+# in a new temporary folder (its path is printed; nothing else is written).
+demo: $(DEMO_STAMP)
+	@vault=$$(mktemp -d)/example-vault && cp -r example-vault "$$vault" \
+	&& rm -f "$$vault"/.vaultmem/index.duckdb* "$$vault"/.vaultmem/*.jsonl \
+	&& echo "A copy of example-vault/ in $$vault" \
+	&& $(DEMO_VENV)/bin/vaultmem reconcile --vault "$$vault" \
+	&& $(DEMO_VENV)/bin/vaultmem status --vault "$$vault" \
+	&& $(DEMO_VENV)/bin/vaultmem search "how do I run the tests" --limit 3 --vault "$$vault" \
+	&& $(DEMO_VENV)/bin/vaultmem backlinks "DuckDB" --vault "$$vault" \
+	&& $(DEMO_VENV)/bin/vaultmem problems --vault "$$vault"
+
+# Puts `vaultmem` on PATH: a venv of its own with a non-editable install of this tree in
+# $(PREFIX)/share/vaultmem (default ~/.local/share/vaultmem), and a link to its command in
+# $(PREFIX)/bin. Run it again after changing the code.
+INSTALL_VENV = $(PREFIX)/share/vaultmem/venv
+install:
+	$(PY) -m venv --clear $(INSTALL_VENV)
+	$(INSTALL_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(INSTALL_VENV)/bin/python -m pip install --quiet .
 	mkdir -p $(PREFIX)/bin
-	ln -sf $(abspath $(BIN))/vaultmem $(PREFIX)/bin/vaultmem
-	@echo "Installed $(PREFIX)/bin/vaultmem; if 'vaultmem --version' is not found, add $(PREFIX)/bin to PATH."
+	ln -sf $(INSTALL_VENV)/bin/vaultmem $(PREFIX)/bin/vaultmem
+	@echo "Installed vaultmem in $(INSTALL_VENV) (not editable: run make install again after a change);"
+	@echo "the command is $(PREFIX)/bin/vaultmem; if 'vaultmem --version' is not found, add $(PREFIX)/bin to PATH."
 
 test: $(STAMP)
 	$(BIN)/ruff check vaultmem tests benchmarks
@@ -57,7 +77,8 @@ bench-100k: $(STAMP)
 
 docs: $(STAMP)
 	$(BIN)/python -m vaultmem.storage.schema > docs/schema.md
+	$(BIN)/python -m vaultmem.adapters.reference docs/cli.md
 	$(BIN)/python -m tests.integration.test_architecture
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache benchmarks/out
+	rm -rf $(VENV) $(DEMO_VENV) .pytest_cache .mypy_cache .ruff_cache benchmarks/out

@@ -7,7 +7,7 @@ one note per edit). Each run prints its wall and CPU seconds and the CPU seconds
 reconcile step and storage statement group (wrappers around `_Run`'s methods and the storage
 functions, so nested phases overlap: `transaction` includes `delete_postings`). CPU seconds
 count DuckDB's threads too; on a loaded machine they are the steadier figure. Cold-process
-figures (imports included) come from `hyperfine` on the CLI: see docs/architecture.md.
+figures (imports included) come from `hyperfine` on the CLI: see benchmarks/HISTORY.md.
 
 `--statements N`: also list the N costliest SQL statements of the last edit, each with its CPU
 milliseconds and the minor page faults it took (`getrusage`; opening the index and closing it,

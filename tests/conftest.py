@@ -1,15 +1,49 @@
 """Shared fixtures: a clean environment for every test and a private copy of example-vault;
-and the rule that every property test (hypothesis) is `slow`."""
+the rule that every property test (hypothesis) is `slow`; and what `unprivileged` means."""
 
 from __future__ import annotations
 
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 EXAMPLE_VAULT = Path(__file__).resolve().parent.parent / "example-vault"
+REQUIRE_UNPRIVILEGED = os.environ.get("VAULTMEM_REQUIRE_UNPRIVILEGED") == "1"
+"""Set by `.ci/run` for its run as an unprivileged user: an `unprivileged` test that cannot
+run there fails instead of skipping (read at import: the fixture below clears VAULTMEM_*)."""
+
+
+def permissions_bind(folder: Path) -> bool:
+    """Whether a folder's mode stops this process from writing in it (not for root, nor for a
+    process with CAP_DAC_OVERRIDE)."""
+    probe = folder / "permission-probe"
+    probe.mkdir()
+    probe.chmod(0o555)
+    try:
+        return not os.access(probe, os.W_OK)
+    finally:
+        probe.chmod(0o755)
+        probe.rmdir()
+
+
+@pytest.fixture(autouse=True)
+def _permissions_must_bind(request: pytest.FixtureRequest, tmp_path_factory: Any) -> None:
+    """An `unprivileged` test needs file modes to bind: it skips where they do not (as root),
+    and fails there under `.ci/run`'s unprivileged run, which must run it."""
+    if request.node.get_closest_marker("unprivileged") is None:
+        return
+    if permissions_bind(tmp_path_factory.mktemp("probe")):
+        return
+    reason = (
+        "file modes do not bind for this user (root?); `.ci/run` runs the `unprivileged` "
+        "tests as an unprivileged user"
+    )
+    if REQUIRE_UNPRIVILEGED:
+        pytest.fail(reason)
+    pytest.skip(reason)
 
 
 @pytest.fixture(autouse=True)

@@ -9,7 +9,7 @@ loaded. So, before the imports, the young generation's threshold is raised to
 `SHORT_LIVED_THRESHOLD` (garbage cycles then wait for at most that many net allocations, a few
 MB), and after them `gc.freeze()` moves everything imported into the permanent generation,
 which no collection (the one at exit included) walks again. Measured with callgrind on a cold
-edit at 10,000 notes: ~60M instructions fewer, ~3.5% (docs/architecture.md). The long-lived
+edit at 10,000 notes: ~60M instructions fewer, ~3.5% (benchmarks/HISTORY.md). The long-lived
 commands (`watch`, `mcp`) keep the default thresholds: a server's garbage should not wait.
 Worker processes come from a forkserver, a fresh interpreter with the default collector.
 """

@@ -578,7 +578,9 @@ def test_a_plain_install_has_the_mcp_server_and_make_install_links_the_command(
         text=True,
         check=True,
     )
-    assert f"ln -sf {root}/.venv/bin/vaultmem {tmp_path}/bin/vaultmem" in dry.stdout
+    venv = f"{tmp_path}/share/vaultmem/venv"
+    assert f"{venv}/bin/python -m pip install --quiet .\n" in dry.stdout  # not editable
+    assert f"ln -sf {venv}/bin/vaultmem {tmp_path}/bin/vaultmem" in dry.stdout
 
 
 def test_docs_link_only_to_files_in_the_repository() -> None:

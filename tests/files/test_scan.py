@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import BinaryIO
 
@@ -304,7 +303,7 @@ def test_read_note_vanished(tmp_path: Path) -> None:
     assert result.code == "file_vanished"
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads everything")
+@pytest.mark.unprivileged
 def test_read_note_unreadable(tmp_path: Path) -> None:
     make(tmp_path, "locked.md")
     (tmp_path / "locked.md").chmod(0)

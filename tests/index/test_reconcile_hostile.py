@@ -229,7 +229,7 @@ def test_a_file_changed_by_another_writer_during_the_parse_is_read_again(
     assert_equals_rebuild(vault)
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root writes through read-only permissions")
+@pytest.mark.unprivileged
 def test_a_read_only_state_folder_is_a_clear_error(vault: Config) -> None:
     write(vault.root, "A.md", "# A\n")
     reconcile(vault)

@@ -137,12 +137,11 @@ def test_a_failed_read_leaves_no_record(vault: Config, monkeypatch: pytest.Monke
     assert_equals_rebuild(vault)
 
 
+@pytest.mark.unprivileged
 def test_a_read_only_state_folder_still_settles_a_no_op(vault: Config) -> None:
     _record(vault).unlink()
     os.chmod(vault.state_dir, 0o555)
     try:
-        if os.access(vault.state_dir, os.W_OK):
-            pytest.skip("running as a user who can write anyway")
         assert counts(reconcile(vault)) == (0, 0, 0, 0, 3)
     finally:
         os.chmod(vault.state_dir, 0o755)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from vaultmem.adapters import cli
+from vaultmem.adapters import cli, reference
 from vaultmem.storage.schema import render_schema_doc
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -309,12 +309,35 @@ def command_names() -> list[str]:
     return sorted(op.name for op in cli.OPERATIONS)
 
 
+def documented_commands(doc: str) -> list[str]:
+    """The commands docs/cli.md has a `## vaultmem <name>` section for."""
+    return [line.removeprefix("## vaultmem ").strip() for line in doc.splitlines()
+            if line.startswith("## vaultmem ")]  # fmt: skip
+
+
 def test_every_cli_command_is_documented() -> None:
     doc = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
-    headings = {line.strip() for line in doc.splitlines() if line.startswith("## ")}
-    missing = [n for n in command_names() if f"## vaultmem {n}" not in headings]
+    missing = sorted(set(command_names()) - set(documented_commands(doc)))
     assert not missing, f"docs/cli.md has no `## vaultmem <name>` section for {missing}."
     assert len(command_names()) >= 12
+
+
+def test_the_cli_doc_is_generated_from_the_operation_table() -> None:
+    doc = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+    assert doc == reference.render(doc), "docs/cli.md is stale: run `make docs`."
+
+
+def test_the_cli_doc_checks_see_a_deleted_group_command() -> None:
+    """Cutting `export okf`'s section, or only its generated block, fails both checks."""
+    doc = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+    start = doc.index("## vaultmem export okf\n")
+    end = doc.index("## vaultmem ", start + 1)
+    cut = doc[:start] + doc[end:]
+    assert "export okf" not in documented_commands(cut)
+    assert reference.render(cut) != cut
+    block = doc.index(reference.GENERATED_START, start)
+    after = doc.index(reference.GENERATED_END, block) + len(reference.GENERATED_END)
+    assert reference.render(doc[:block] + doc[after:]) != doc[:block] + doc[after:]
 
 
 DIAGRAM_START = (

@@ -257,7 +257,7 @@ def test_a_small_edit_does_not_wait_for_a_busy_lock(
 # The dataclasses a one-note edit may build at import: the public models (`vaultmem.core.models`,
 # `Config`: their dataclass behaviour is the Python API). Any other (~2.9M instructions each
 # at import, `dataclasses` compiles their methods) belongs in a named tuple or a plain class;
-# see docs/architecture.md.
+# see benchmarks/HISTORY.md.
 EDIT_DATACLASS_MODULES = ("vaultmem.core.models", "vaultmem.core.config")
 
 

@@ -232,7 +232,8 @@ class _CheckedLines:
 
 
 def serve(vault_path: Path | None) -> None:
-    """Serve until stdin closes. The vault is resolved once; the index is opened per call."""
+    """Serve until stdin closes. The vault is resolved once, and its read-only connection to the
+    index is kept between calls and given up to writers (`Vault`, `store.SharedReader`)."""
     vault = Vault(vault_path)
     server = build_server(vault)
 

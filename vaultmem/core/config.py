@@ -1,12 +1,14 @@
-"""Where the vault is and how vaultmem reads it: the one module that reads the environment.
+"""Where the vault is and how vaultmem reads it.
 
-`find_vault` locates the vault (`--vault`, then `VAULTMEM_VAULT`, then the nearest folder above
-the working directory holding `.vaultmem/`). `load_config` reads `.vaultmem/config.toml` plus
-Obsidian's own exclusion list (`userIgnoreFilters` in `.obsidian/app.json`) and validates every
-key, naming the file and the key in each error. `init_vault` writes the file atomically and
-creates the managed folder; `render_config` is the small TOML emitter it uses (the standard
-library only reads TOML). A `Config` answers the path questions every layer asks: which mapped
-folder holds a path, which scope a path belongs to, whether a path is in the managed folder.
+`find_vault` locates the vault (`--vault`, then `VAULTMEM_VAULT`, then the nearest folder above the
+working directory holding `.vaultmem/`): the library's one environment variable (the other things
+read from the environment are listed in docs/architecture.md). `load_config` reads
+`.vaultmem/config.toml` plus Obsidian's own exclusion list (`userIgnoreFilters` in
+`.obsidian/app.json`) and validates every key, naming the file and the key in each error.
+`init_vault` writes the file atomically and creates the managed folder; `render_config` is the small
+TOML emitter it uses (the standard library only reads TOML). A `Config` answers the path questions
+every layer asks: which mapped folder holds a path, which scope a path belongs to, whether a path is
+in the managed folder.
 """
 
 from __future__ import annotations

@@ -160,7 +160,7 @@ def build_postings(
     `BOILERPLATE_NOTES` notes) are subtracted in the INSERT by a LEFT JOIN, and a posting they
     bring to zero is left out, as `load_postings`' DELETE and UPDATE leave it. On the 10,000-note
     generated vault the postings took 2.5-2.8 s of CPU that way, 2.0-2.2 s this way
-    (docs/architecture.md, "Where the time goes").
+    (benchmarks/HISTORY.md).
     The temp table `note_numbers` maps the files' note numbers to ids and keys.
     """
     files = [f for f in files if f.stat().st_size]

@@ -31,9 +31,10 @@ How to add an operation (e.g. `vaultmem touch NOTE`, MCP tool `memory_touch`):
    tool's result. `render(result, args)` prints it for people (`output.line`/`output.table`);
    without one the CLI prints the JSON. Mark a param `mcp=False` or `cli=False` when one
    adapter must not offer it. A new group of commands is a new module, added to `MODULES`.
-That is all the code. The tests then ask for the rest: tests/adapters/test_parity.py wants a
-sample call in its `SAMPLES` for a new tool, and the docs test wants the command's section in
-docs/cli.md.
+That is all the code. Then `make docs` adds the command's section to docs/cli.md (the block
+generated from the table: synopsis, options, MCP tool; `adapters/reference.py`): write what it
+does, an example and its JSON below that block. The tests ask for the rest:
+tests/adapters/test_parity.py wants a sample call in its `SAMPLES` for a new tool.
 """
 
 from __future__ import annotations

@@ -20,13 +20,20 @@ from vaultmem.adapters.commands.params import (
 )
 from vaultmem.adapters.commands.search import ranked_hit
 from vaultmem.adapters.contract import Call, Hits, Operation, Param
-from vaultmem.core.models import ContextTarget, RecallMode, RecallSort
+from vaultmem.core.models import (
+    CONTEXT_BUDGET_CHARS,
+    CONTEXT_PER_SCOPE,
+    CONTEXT_SCOPES,
+    READ_MAX_BYTES,
+    ContextTarget,
+    RecallMode,
+    RecallSort,
+)
 
 P = output.plural
 MODES: tuple[RecallMode, ...] = get_args(RecallMode)
 SORTS: tuple[RecallSort, ...] = get_args(RecallSort)
 TARGETS: tuple[ContextTarget, ...] = get_args(ContextTarget)
-DEFAULT_CONTEXT_SCOPES = ("session", "project", "global")
 
 
 def _recall(call: Call) -> Hits:
@@ -78,7 +85,7 @@ def _recent_text(result: dict[str, Any], args: dict[str, Any]) -> None:
 
 def _context(call: Call) -> Any:
     a = call.args
-    scopes = a["scopes"] or DEFAULT_CONTEXT_SCOPES
+    scopes = a["scopes"] or CONTEXT_SCOPES
     size = {"per_scope": a["per_scope"], "budget_chars": a["budget_chars"]}
     if a.get("write") is None:
         return call.v.context(scopes=scopes, **size)
@@ -176,7 +183,7 @@ OPERATIONS: tuple[Operation, ...] = (
                 "max_bytes",
                 "int",
                 "At most this many bytes of text; the rest comes with offset=next_offset.",
-                64_000,
+                READ_MAX_BYTES,
                 minimum=1,
                 maximum=1_000_000,
                 metavar="N",
@@ -267,7 +274,7 @@ OPERATIONS: tuple[Operation, ...] = (
                 "scopes",
                 "strs",
                 "Scopes in block order, SCOPE or SCOPE:SCOPE_ID.",
-                DEFAULT_CONTEXT_SCOPES,
+                CONTEXT_SCOPES,
                 flags=("--scopes", "--scope"),
                 metavar="SCOPE[:ID]",
                 pattern=SCOPE_SPEC,
@@ -279,7 +286,7 @@ OPERATIONS: tuple[Operation, ...] = (
                 "per_scope",
                 "int",
                 "At most this many entries per scope.",
-                10,
+                CONTEXT_PER_SCOPE,
                 minimum=1,
                 maximum=50,
                 metavar="N",
@@ -289,7 +296,7 @@ OPERATIONS: tuple[Operation, ...] = (
                 "int",
                 "Size limit of the whole block, in characters; each "
                 "scope gets an equal share that is not lent to another.",
-                3000,
+                CONTEXT_BUDGET_CHARS,
                 minimum=200,
                 maximum=100_000,
                 metavar="N",
