@@ -63,7 +63,11 @@ class Vault:
         environ: Mapping[str, str] | None = None,
     ) -> None:
         root = find_vault(path, cwd=cwd, environ=environ)
-        self.config: Config = load_config(root)
+        self.config: Config = load_config(root, environ)
+        from vaultmem.files import state
+
+        self.moved: list[str] = state.prepare(self.config)
+        """What was moved out of the vault's `.vaultmem/` (an older version's index)."""
         self._reader: store.SharedReader | None = None
         self._resident: resident.Resident | None = None
         self._resident_miss: tuple[int, ...] = ()
@@ -123,13 +127,17 @@ class Vault:
     ) -> ReconcileReport:
         from vaultmem.index.reconcile import reconcile
 
-        return reconcile(
+        report = reconcile(
             self.config,
             rebuild=rebuild,
             paths=paths,
             progress=progress,
             lock_timeout_s=lock_timeout_s,
         )
+        if self.moved:  # said once, by the first reconcile after the move
+            report = report._replace(warnings=(*self.moved, *report.warnings))
+            self.moved = []
+        return report
 
     def watch(
         self,

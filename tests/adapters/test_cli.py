@@ -25,7 +25,11 @@ def run(
     *args: str, cwd: Path | None = None, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     """A real `vaultmem` process (for exit codes, streams and terminal behaviour)."""
-    base = {k: v for k, v in os.environ.items() if not k.startswith("VAULTMEM_")}
+    base = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("VAULTMEM_") or k == "VAULTMEM_STATE_DIR"
+    }
     base.update({"COLUMNS": "200", "NO_COLOR": "1"}, **(env or {}))
     return subprocess.run(
         [sys.executable, "-m", "vaultmem", *args],

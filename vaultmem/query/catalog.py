@@ -51,6 +51,8 @@ class Status:
     last_run: dict[str, Any] | None
     changed_since_last_run: int
     index_bytes: int
+    index_path: str = ""
+    """Where this machine keeps the vault's index (outside the vault: docs/machines.md)."""
 
 
 def problems(con: Connection, *, code: str | None = None) -> list[dict[str, Any]]:

@@ -28,7 +28,7 @@ def status(config: Config) -> Status:
     )
     size = sum(
         p.stat().st_size
-        for p in (config.index_path, config.index_path.with_suffix(".duckdb.wal"))
+        for p in (config.index_path, config.index_path.with_name(config.index_path.name + ".wal"))
         if p.exists()
     )
     return Status(
@@ -41,4 +41,5 @@ def status(config: Config) -> Status:
         last_run=counts["last_run"],
         changed_since_last_run=changed,
         index_bytes=size,
+        index_path=str(config.index_path),
     )
