@@ -49,6 +49,7 @@ if TYPE_CHECKING:  # imported where used: a cold CLI command loads only what it 
     from vaultmem.search import resident, vectors
     from vaultmem.search.query import SearchFilters, SearchHit
     from vaultmem.storage import store
+    from vaultmem.storage.parquet_export import ParquetExport
     from vaultmem.storage.store import Connection
 
 
@@ -585,6 +586,16 @@ class Vault:
             prune=prune,
             fmt=format,  # type: ignore[arg-type]
         )
+
+    def export_parquet(self, out: str | Path) -> ParquetExport:
+        """Write the index's documented tables as Parquet, each row with the vault's id (one is
+        written into the config first when it has none, so every clone agrees on it)."""
+        from vaultmem.core.config import ensure_vault_id
+        from vaultmem.storage.parquet_export import export_parquet
+
+        self.config = ensure_vault_id(self.config)
+        assert self.config.vault_id is not None
+        return export_parquet(self.config.index_path, self.root, self.config.vault_id, Path(out))
 
     def import_okf(
         self,

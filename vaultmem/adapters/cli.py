@@ -79,7 +79,7 @@ if _runtime_param is not None:  # a typer without it coerces as it does
 
 
 _GROUPS = {
-    "export": "Export memory from the vault (OKF bundles).",
+    "export": "Export memory from the vault (OKF bundles, Parquet tables).",
     "import": "Import memory into the vault (OKF bundles).",
     "validate": "Validate files vaultmem reads or writes.",
 }
@@ -556,6 +556,15 @@ def _export_text(report: Any, args: dict[str, Any]) -> None:
     )
     for item in report.skipped:
         output.line(f"skipped {item['path']}: holds a secret ({item['patterns']})")
+
+
+@text_renderer("export parquet")
+def _export_parquet_text(report: Any, args: dict[str, Any]) -> None:
+    rows = sum(report.tables.values())
+    output.line(
+        f"{P(len(report.tables), 'table')}, {P(rows, 'row')} → {report.out} "
+        f"({report.bytes / 1e6:.1f} MB; vault {report.vault_id}, schema {report.schema_version})"
+    )
 
 
 @text_renderer("import okf")

@@ -1096,6 +1096,26 @@ OPERATIONS: tuple[Operation, ...] = (
         read_only=False,
     ),
     Operation(
+        "export parquet",
+        "Write the index's tables as Parquet files, with the vault's id, for querying many "
+        "vaults at once.",
+        "OKF",
+        (
+            Param(
+                "out",
+                "path",
+                "Folder outside the vault: new, empty, or an earlier Parquet export.",
+                required=True,
+                positional=True,
+                metavar="DIR",
+            ),
+            VAULT,
+        ),
+        lambda call: call.v.export_parquet(call.args["out"]),
+        examples=("vaultmem export parquet /srv/exports/atlas",),
+        read_only=False,
+    ),
+    Operation(
         "import okf",
         "Import an OKF bundle's concepts as topics of one scope.",
         "OKF",
