@@ -666,8 +666,23 @@ def watch(
     )
 
 
-def mcp(vault: VaultOpt = None) -> None:
-    """Serve the memory tools over MCP on stdio (for Claude Code, Codex, Kiro)."""
+def mcp(
+    vault: VaultOpt = None,
+    http: Annotated[
+        str | None,
+        typer.Option(
+            "--http",
+            metavar="[HOST:]PORT",
+            help="Serve over streamable HTTP at /mcp instead of stdio (host default 127.0.0.1; "
+            "a bearer token is always required: its file is printed at start).",
+        ),
+    ] = None,
+) -> None:
+    """Serve the memory tools over MCP on stdio (for Claude Code, Codex, Kiro) or HTTP."""
+    if http is not None:
+        from vaultmem.adapters.mcp_server import serve_http
+
+        return serve_http(vault, http)
     from vaultmem.adapters.mcp_server import serve
 
     serve(vault)
@@ -691,7 +706,7 @@ _ADAPTER_COMMANDS: dict[str, tuple[Callable[..., None], dict[str, Any]]] = {
         {
             "rich_help_panel": "Agents",
             "epilog": "[bold]Examples[/]\n\n[dim]$[/] claude mcp add vaultmem -- vaultmem mcp "
-            "--vault ~/Notes",
+            "--vault ~/Notes\n\n[dim]$[/] vaultmem mcp --http 127.0.0.1:8765 --vault ~/Notes",
         },
     ),
     "version": (version, {}),

@@ -2,11 +2,12 @@
 
 `find_vault` locates the vault (`--vault`, then `VAULTMEM_VAULT`, then the nearest folder at or
 above the working directory holding `.vaultmem/` or `.obsidian/`). `load_config` reads
-`.vaultmem/config.toml` plus Obsidian's own exclusion list (`userIgnoreFilters` in `.obsidian/app.json`) and validates every
-key, naming the file and the key in each error. `init_vault` writes the file atomically and
-creates the managed folder; `render_config` is the small TOML emitter it uses (the standard
-library only reads TOML). A `Config` answers the path questions every layer asks: which mapped
-folder holds a path, which scope a path belongs to, whether a path is in the managed folder.
+`.vaultmem/config.toml` plus Obsidian's own exclusion list (`userIgnoreFilters` in
+`.obsidian/app.json`) and validates every key, naming the file and the key in each error.
+`init_vault` writes the file atomically and creates the managed folder; `render_config` is the
+small TOML emitter it uses (the standard library only reads TOML). A `Config` answers the path
+questions every layer asks: which mapped folder holds a path, which scope a path belongs to,
+whether a path is in the managed folder.
 
 What people share lives in the vault (`.vaultmem/config.toml`, the managed folder); what one
 machine keeps for itself (the index and its WAL, the writer lock, the last survey, the rename
