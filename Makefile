@@ -14,9 +14,10 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 # The main job on example-vault/: build its index, show status and answer a search.
+# The demo's index goes to its own state folder beside the copy (not the user's state dir).
+demo: export VAULTMEM_STATE_DIR = /tmp/vaultmem-demo-state
 demo: $(STAMP)
-	@rm -rf /tmp/vaultmem-demo && cp -r example-vault /tmp/vaultmem-demo
-	@rm -f /tmp/vaultmem-demo/.vaultmem/index.duckdb* /tmp/vaultmem-demo/.vaultmem/*.jsonl
+	@rm -rf /tmp/vaultmem-demo /tmp/vaultmem-demo-state && cp -r example-vault /tmp/vaultmem-demo
 	$(BIN)/vaultmem reconcile --vault /tmp/vaultmem-demo
 	$(BIN)/vaultmem status --vault /tmp/vaultmem-demo
 	$(BIN)/vaultmem search "how do I run the tests" --limit 3 --vault /tmp/vaultmem-demo
