@@ -19,7 +19,7 @@ import anyio
 import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
-from vaultmem.adapters import operations
+from vaultmem.adapters import commands
 from vaultmem.adapters.cli import main
 from vaultmem.vault import Vault
 
@@ -163,7 +163,7 @@ def _mcp(vault: Path, calls: list[tuple[str, dict[str, Any]]]) -> list[tuple[boo
 
 
 def test_every_tool_has_a_sample() -> None:
-    tools = {op.tool for op in operations.OPERATIONS if op.tool}
+    tools = {op.tool for op in commands.OPERATIONS if op.tool}
     assert tools == set(SAMPLES)
 
 
