@@ -45,6 +45,10 @@ def rebuilt(vault: Path, scratch: Path) -> Dump:
         shutil.rmtree(scratch)
     shutil.copytree(vault, scratch, ignore=shutil.ignore_patterns("index.duckdb*", "*.lock"))
     config = load_config(scratch)
+    journal = state_of(vault) / JOURNAL_NAME  # machine-local: not in the copy (issue 29)
+    if journal.exists():
+        config.state_dir.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(journal, config.state_dir / JOURNAL_NAME)
     reconcile(config, rebuild=True)
     return dump(config.index_path)
 
