@@ -25,11 +25,12 @@ $(DEMO_STAMP): pyproject.toml
 	touch $(DEMO_STAMP)
 
 # The main job on example-vault/: build its index, show status and answer a search, on a copy
-# in a new temporary folder (its path is printed; nothing else is written).
+# in a new temporary folder, its index in a state folder beside it (both paths are printed;
+# nothing else is written).
 demo: $(DEMO_STAMP)
-	@vault=$$(mktemp -d)/example-vault && cp -r example-vault "$$vault" \
-	&& rm -f "$$vault"/.vaultmem/index.duckdb* "$$vault"/.vaultmem/*.jsonl \
-	&& echo "A copy of example-vault/ in $$vault" \
+	@tmp=$$(mktemp -d) && vault=$$tmp/example-vault && cp -r example-vault "$$vault" \
+	&& export VAULTMEM_STATE_DIR=$$tmp/state \
+	&& echo "A copy of example-vault/ in $$vault, its index under $$tmp/state" \
 	&& $(DEMO_VENV)/bin/vaultmem reconcile --vault "$$vault" \
 	&& $(DEMO_VENV)/bin/vaultmem status --vault "$$vault" \
 	&& $(DEMO_VENV)/bin/vaultmem search "how do I run the tests" --limit 3 --vault "$$vault" \

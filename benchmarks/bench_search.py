@@ -240,7 +240,11 @@ def cold_cli(root: Path, queries: Sequence[str]) -> dict[str, float]:
     """Median seconds of a fresh `python -m vaultmem search Q --json` and of `python -c pass`."""
     import subprocess
 
-    env = {k: v for k, v in os.environ.items() if not k.startswith("VAULTMEM_")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("VAULTMEM_") or k == "VAULTMEM_STATE_DIR"
+    }
 
     def run(args: list[str]) -> float:
         start = time.perf_counter()

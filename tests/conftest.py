@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -46,12 +47,26 @@ def _permissions_must_bind(request: pytest.FixtureRequest, tmp_path_factory: Any
     pytest.skip(reason)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _state_base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """No test writes vault state into the real home: every vault's state folder goes under
+    one temporary folder of the session (set before any fixture, module-scoped ones too, and
+    inherited by subprocesses). State folders are keyed by the vault's real path, and each
+    test's vault has its own, so the tests still share nothing."""
+    base = tmp_path_factory.mktemp("state")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("VAULTMEM_STATE_DIR", str(base))
+        yield base
+
+
 @pytest.fixture(autouse=True)
-def _clear_vaultmem_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A developer's VAULTMEM_VAULT must never leak into a test."""
+def _clear_vaultmem_env(monkeypatch: pytest.MonkeyPatch, _state_base: Path) -> None:
+    """A developer's VAULTMEM_VAULT must never leak into a test; the state folder stays the
+    session's."""
     for name in list(os.environ):
         if name.startswith("VAULTMEM_"):
             monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("VAULTMEM_STATE_DIR", str(_state_base))
 
 
 @pytest.fixture

@@ -1,4 +1,5 @@
-"""Small helpers several test modules share: the CLI as a real subprocess, an index dump."""
+"""Small helpers several test modules share: the CLI as a real subprocess, an index dump, where
+a vault's state folder and index are."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any, TypeVar
 
 import duckdb
 
-from vaultmem.core.config import Config
+from vaultmem.core.config import Config, load_config
 from vaultmem.core.models import Published
 from vaultmem.storage.schema import DERIVED_TABLES
 from vaultmem.vault import Vault
@@ -18,11 +19,26 @@ from vaultmem.vault import Vault
 T = TypeVar("T")
 
 
+def state_of(vault: Path) -> Path:
+    """The vault's machine-local state folder (outside the vault: issue 29)."""
+    return load_config(vault).state_dir
+
+
+def index_of(vault: Path) -> Path:
+    """Where the vault's index lives on this machine."""
+    return load_config(vault).index_path
+
+
 def run_cli(
     *args: str, cwd: Path | None = None, stdin: str | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """`vaultmem ARGS` in a fresh interpreter, with no VAULTMEM_* variable leaking in."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("VAULTMEM_")}
+    """`vaultmem ARGS` in a fresh interpreter, with no VAULTMEM_* variable leaking in (but
+    the test's state folder, VAULTMEM_STATE_DIR)."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("VAULTMEM_") or k == "VAULTMEM_STATE_DIR"
+    }
     return subprocess.run(
         [sys.executable, "-m", "vaultmem", *args],
         capture_output=True,

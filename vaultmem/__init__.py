@@ -1,6 +1,7 @@
 """vaultmem: an Obsidian vault as the memory of AI agents.
 
-The vault's Markdown is the truth; `.vaultmem/index.duckdb` is a rebuildable view of it.
+The vault's Markdown is the truth; its index (kept outside the vault, on each machine) is a
+rebuildable view of it.
 `vaultmem.Vault` is the one API; it is imported on first use so that `import vaultmem` (and a
 cold CLI start) stays cheap.
 """

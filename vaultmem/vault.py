@@ -68,6 +68,7 @@ if TYPE_CHECKING:  # imported where used: a cold CLI command loads only what it 
     from vaultmem.search import resident, vectors
     from vaultmem.search.query import SearchFilters, SearchHit
     from vaultmem.storage import store
+    from vaultmem.storage.parquet_export import ParquetExport
     from vaultmem.storage.store import Connection
 
 
@@ -82,7 +83,11 @@ class Vault:
         environ: Mapping[str, str] | None = None,
     ) -> None:
         root = find_vault(path, cwd=cwd, environ=environ)
-        self.config: Config = load_config(root)
+        self.config: Config = load_config(root, environ)
+        from vaultmem.files import state
+
+        self.moved: list[str] = state.prepare(self.config)
+        """What was moved out of the vault's `.vaultmem/` (an older version's index)."""
         self._reader: store.SharedReader | None = None
         self._resident: resident.Resident | None = None
         self._resident_miss: tuple[int, ...] = ()
@@ -170,13 +175,17 @@ class Vault:
     ) -> ReconcileReport:
         from vaultmem.index.reconcile import reconcile
 
-        return reconcile(
+        report = reconcile(
             self.config,
             rebuild=rebuild,
             paths=paths,
             progress=progress,
             lock_timeout_s=lock_timeout_s,
         )
+        if self.moved:  # said once, by the first reconcile after the move
+            report = report._replace(warnings=(*self.moved, *report.warnings))
+            self.moved = []
+        return report
 
     def watch(
         self,
@@ -680,6 +689,16 @@ class Vault:
             prune=prune,
             fmt=format,  # type: ignore[arg-type]
         )
+
+    def export_parquet(self, out: str | Path) -> ParquetExport:
+        """Write the index's documented tables as Parquet, each row with the vault's id (one is
+        written into the config first when it has none, so every clone agrees on it)."""
+        from vaultmem.core.config import ensure_vault_id
+        from vaultmem.storage.parquet_export import export_parquet
+
+        self.config = ensure_vault_id(self.config)
+        assert self.config.vault_id is not None
+        return export_parquet(self.config.index_path, self.root, self.config.vault_id, Path(out))
 
     def import_okf(
         self,

@@ -26,7 +26,11 @@ def run(
     *args: str, cwd: Path | None = None, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     """A real `vaultmem` process (for exit codes, streams and terminal behaviour)."""
-    base = {k: v for k, v in os.environ.items() if not k.startswith("VAULTMEM_")}
+    base = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("VAULTMEM_") or k == "VAULTMEM_STATE_DIR"
+    }
     base.update({"COLUMNS": "200", "NO_COLOR": "1"}, **(env or {}))
     return subprocess.run(
         [sys.executable, "-m", "vaultmem", *args],
@@ -526,7 +530,7 @@ def test_every_command_is_generated_from_the_contract() -> None:
     with click.Context(group) as ctx:
         names = set(group.list_commands(ctx))
         okf = group.get_command(ctx, "export")
-        assert isinstance(okf, click.Group) and okf.list_commands(ctx) == ["okf"]
+        assert isinstance(okf, click.Group) and okf.list_commands(ctx) == ["okf", "parquet"]
     top = {op.name.split(" ")[0] for op in commands.OPERATIONS}
     assert names == top | {"mcp"}
 

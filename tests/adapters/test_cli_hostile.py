@@ -19,7 +19,11 @@ ESCAPES = "\x1b[31m\x1b]0;pwned\x07\x1b[2J\u202e"
 def vaultmem(
     *args: str | bytes, stdin: int | None = None, stdout: int | None = subprocess.PIPE
 ) -> subprocess.CompletedProcess[bytes]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("VAULTMEM_")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("VAULTMEM_") or k == "VAULTMEM_STATE_DIR"
+    }
     return subprocess.run(
         [sys.executable, "-m", "vaultmem", *args],
         stdin=stdin,
@@ -85,7 +89,11 @@ def test_a_full_stdout_is_one_line_not_a_traceback(vault: Path, as_json: bool) -
 
 
 def test_a_reader_that_leaves_early_gets_no_traceback(vault: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("VAULTMEM_")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("VAULTMEM_") or k == "VAULTMEM_STATE_DIR"
+    }
     command = (
         f"{sys.executable} -m vaultmem sql \"SELECT repeat('x', 100000) FROM range(50)\" "
         f"--json --vault {vault} | head -c 10"

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import select
 import subprocess
 import sys
@@ -53,6 +54,9 @@ def session_run(vault: Path, body: Callable[[ClientSession], Awaitable[None]]) -
         command=sys.executable,
         args=["-m", "vaultmem", "mcp", "--vault", str(vault)],
         cwd=str(vault.parent),
+        # The SDK passes a server only a few variables (HOME, PATH...): the test's state folder
+        # must be named, or the server would look for the index elsewhere (docs/machines.md).
+        env={"VAULTMEM_STATE_DIR": os.environ["VAULTMEM_STATE_DIR"]},
     )
 
     async def main() -> None:

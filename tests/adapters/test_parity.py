@@ -9,6 +9,7 @@ an MCP tool must have a sample: a new operation fails here until it is covered."
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -105,7 +106,7 @@ ERRORS: list[tuple[str, list[str], dict[str, Any]]] = [
 ]  # fmt: skip
 
 CLOCK = {"timestamp", "id", "created", "updated", "last_access", "started", "duration_ms",
-         "index_bytes", "source_id", "expires"}  # fmt: skip
+         "index_bytes", "index_path", "source_id", "expires"}  # fmt: skip
 
 
 def masked(value: Any) -> Any:
@@ -125,6 +126,7 @@ def twins(example_vault: Path, tmp_path: Path) -> tuple[Path, Path]:
     Vault(example_vault).reconcile()
     twin = tmp_path / "twin" / "example-vault"
     shutil.copytree(example_vault, twin)
+    Vault(twin).reconcile()  # the index lives outside the vault: a copy has none (issue 29)
     return example_vault, twin
 
 
@@ -141,6 +143,9 @@ def _mcp(vault: Path, calls: list[tuple[str, dict[str, Any]]]) -> list[tuple[boo
         command=sys.executable,
         args=["-m", "vaultmem", "mcp", "--vault", str(vault)],
         cwd=str(vault.parent),
+        # The SDK passes a server only a few variables (HOME, PATH...): the test's state folder
+        # must be named, or the server would look for the index elsewhere (docs/machines.md).
+        env={"VAULTMEM_STATE_DIR": os.environ["VAULTMEM_STATE_DIR"]},
     )
     answers: list[tuple[bool, Any]] = []
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import tomllib
 from pathlib import Path
 
@@ -57,9 +58,13 @@ def test_vault_without_config_gets_defaults(tmp_path: Path) -> None:
     assert config.mappings == (FolderMapping("", "project", "my-vault"),)
     assert config.max_note_bytes == 5_000_000
     assert (config.bm25_k1, config.bm25_b) == (1.2, 0.75)
-    assert config.state_dir == vault.resolve() / ".vaultmem"
+    assert config.config_dir == vault.resolve() / ".vaultmem"
+    assert config.config_path == config.config_dir / "config.toml"
+    # The index and all machine-local state live outside the vault (issue 29).
+    assert config.state_dir.parent == Path(os.environ["VAULTMEM_STATE_DIR"])
+    assert config.state_dir.name.startswith("my-vault-")
     assert config.index_path == config.state_dir / "index.duckdb"
-    assert config.config_path == config.state_dir / "config.toml"
+    assert vault.resolve() not in config.state_dir.parents
 
 
 def test_full_config_loads(tmp_path: Path) -> None:
@@ -276,7 +281,7 @@ def test_validation_error_names_file_and_key(
 
 def test_unknown_top_level_key_lists_allowed(tmp_path: Path) -> None:
     message = config_error(tmp_path, "colour = 'blue'\n")
-    assert ": colour: unknown key; allowed: managed_folder, max_note_bytes" in message
+    assert ": colour: unknown key; allowed: vault_id, state_dir, managed_folder," in message
 
 
 def test_malformed_toml_reports_the_line(tmp_path: Path) -> None:
@@ -406,7 +411,8 @@ def test_init_vault_writes_config_and_managed_folder(tmp_path: Path) -> None:
     assert (tmp_path / "Notes" / "memory").is_dir()
     assert config.config_path.is_file()
     assert load_config(tmp_path) == config
-    assert [p.name for p in config.state_dir.iterdir()] == ["config.toml"]  # no temp file left
+    assert [p.name for p in config.config_dir.iterdir()] == ["config.toml"]  # no temp file left
+    assert config.vault_id and len(config.vault_id) == 32
 
 
 def test_init_vault_default_mapping_is_written_out(tmp_path: Path) -> None:

@@ -22,7 +22,7 @@ from typing import Any
 import duckdb
 import pytest
 
-from tests.helpers import dump_index
+from tests.helpers import dump_index, index_of, state_of
 from vaultmem.core.config import load_config
 from vaultmem.index.journal import JOURNAL_NAME
 from vaultmem.index.reconcile import reconcile
@@ -45,6 +45,10 @@ def rebuilt(vault: Path, scratch: Path) -> Dump:
         shutil.rmtree(scratch)
     shutil.copytree(vault, scratch, ignore=shutil.ignore_patterns("index.duckdb*", "*.lock"))
     config = load_config(scratch)
+    journal = state_of(vault) / JOURNAL_NAME  # machine-local: not in the copy (issue 29)
+    if journal.exists():
+        config.state_dir.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(journal, config.state_dir / JOURNAL_NAME)
     reconcile(config, rebuild=True)
     return dump(config.index_path)
 
@@ -117,8 +121,8 @@ class Watcher:
         The expected dump is recomputed whenever the rename journal grew, since a rename the
         watcher has not seen yet changes the ids a rebuild assigns.
         """
-        index = self.vault / ".vaultmem" / "index.duckdb"
-        journal = self.vault / ".vaultmem" / JOURNAL_NAME
+        index = index_of(self.vault)
+        journal = state_of(self.vault) / JOURNAL_NAME
         state: dict[str, Any] = {"journal": None, "expected": None, "actual": None}
 
         def equal() -> bool:
@@ -212,7 +216,7 @@ def test_follows_notes_and_folders(watched: Watcher, tmp_path: Path) -> None:
     atomic_write(config, text.replace('scope_id = "2026-w48"', 'scope_id = "2026-w49"'))
     wait_for(lambda: watched.count("config") >= 1, "the config event")
     watched.settles(scratch)
-    with store.reading(watched.vault / ".vaultmem/index.duckdb") as con:
+    with store.reading(index_of(watched.vault)) as con:
         scopes = con.execute("SELECT DISTINCT scope_id FROM notes WHERE path LIKE 'Journal/%'")
         assert scopes.fetchall() == [("2026-w49",)]
     # A config file that no longer parses is reported, and the previous config kept.
@@ -239,7 +243,7 @@ def test_burst_of_writes_ends_as_a_rebuild(watched: Watcher, tmp_path: Path) -> 
 @pytest.mark.slow
 def test_survives_a_locked_index(watched: Watcher, tmp_path: Path) -> None:
     v = watched.vault
-    index = v / ".vaultmem/index.duckdb"
+    index = index_of(v)
     # Another process holds the DuckDB file read-write for a few seconds (store.connect waits
     # out a batch the watcher may be writing).
     con = store.connect(index, read_only=False)
@@ -251,7 +255,7 @@ def test_survives_a_locked_index(watched: Watcher, tmp_path: Path) -> None:
     watched.settles(tmp_path / "rebuilt")
 
     # Another vaultmem writer holds the vault's writer lock: the watcher logs and retries.
-    fd = os.open(v / ".vaultmem/write.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    fd = os.open(state_of(v) / "write.lock", os.O_RDWR | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         write(v / "Knowledge/Writer locked.md", "# Writer locked\n")
@@ -351,7 +355,7 @@ def test_a_config_change_waits_out_a_locked_index(
     toml = example_vault / ".vaultmem/config.toml"
     toml.write_text(toml.read_text(encoding="utf-8").replace("2026-w48", "2026-w50"), "utf-8")
     stop = threading.Event()
-    fd = os.open(example_vault / ".vaultmem/write.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    fd = os.open(state_of(example_vault) / "write.lock", os.O_RDWR | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         follower.config_due = 0.0

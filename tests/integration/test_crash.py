@@ -53,7 +53,11 @@ def vault_files(root: Path) -> dict[str, tuple[str, int]]:
 
 
 def env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if not k.startswith("VAULTMEM_")}
+    return {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("VAULTMEM_") or k == "VAULTMEM_STATE_DIR"
+    }
 
 
 def start_reconcile(

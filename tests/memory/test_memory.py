@@ -405,7 +405,11 @@ def test_usage_counts_survive_a_rebuild(config: Config) -> None:
 
 
 def _cli(vault: Path, *args: str, stdin: str | None = None) -> tuple[int, Any]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("VAULTMEM_")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("VAULTMEM_") or k == "VAULTMEM_STATE_DIR"
+    }
     done = subprocess.run(
         [sys.executable, "-m", "vaultmem", *args, "--vault", str(vault), "--json"],
         capture_output=True, text=True, input=stdin, env=env, check=False,

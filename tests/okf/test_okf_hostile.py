@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import published
+from tests.helpers import published, state_of
 from vaultmem.core.config import init_vault, load_config
 from vaultmem.core.errors import FileAccessError, InvalidArgumentError, PathEscapeError
 from vaultmem.note.topics import read_topic
@@ -276,8 +276,8 @@ def test_export_refuses_a_non_empty_folder_it_did_not_write(
         export_bundle(config, out, folder="Projects/Atlas")
     assert (out / "index.md").read_text() == "a person's index\n"
     assert (
-        not (example_vault / ".vaultmem/exports.json").exists()
-        or str(out) not in (example_vault / ".vaultmem/exports.json").read_text()
+        not (state_of(example_vault) / "exports.json").exists()
+        or str(out) not in (state_of(example_vault) / "exports.json").read_text()
     )
 
 

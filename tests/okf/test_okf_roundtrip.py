@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import published
+from tests.helpers import published, state_of
 from vaultmem.adapters.cli import main
 from vaultmem.core.config import init_vault, load_config
 from vaultmem.core.errors import InvalidArgumentError
@@ -169,7 +169,7 @@ def test_prune_removes_only_files_an_earlier_export_wrote(
     assert report.pruned == ("Meeting notes.md",)
     assert not (out / "Meeting notes.md").exists()
     assert mine.exists()
-    record = json.loads((example_vault / ".vaultmem" / "exports.json").read_text())
+    record = json.loads((state_of(example_vault) / "exports.json").read_text())
     assert "Meeting notes.md" not in record[str(out.resolve())]
 
 

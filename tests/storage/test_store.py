@@ -11,7 +11,7 @@ import textwrap
 import time
 from pathlib import Path
 
-from tests.helpers import run_cli
+from tests.helpers import index_of, run_cli
 from vaultmem.storage import store
 from vaultmem.vault import Vault
 
@@ -94,7 +94,7 @@ def test_idle_reader_closes_and_a_plain_duckdb_writer_gets_the_file(tmp_path: Pa
         assert ask(proc, "lantern")["hits"] == ["Alpha.md"]
         # A writer that knows nothing of vaultmem's lock: it gets the file once the holder
         # has been idle for its IDLE_CLOSE_S (connect retries up to its bound meanwhile).
-        con = store.connect(root / ".vaultmem" / "index.duckdb", read_only=False, timeout_s=60)
+        con = store.connect(index_of(root), read_only=False, timeout_s=60)
         try:
             con.execute("UPDATE notes SET title = 'Renamed' WHERE path = 'Alpha.md'")
         finally:
@@ -126,17 +126,17 @@ def test_holder_yields_to_a_cli_reconcile_and_sees_its_notes(tmp_path: Path) -> 
 def test_held_reader_is_reused_until_released(tmp_path: Path) -> None:
     root = tmp_path / "v"
     make_vault(root).close()
-    reader = store.SharedReader(root / ".vaultmem" / "index.duckdb", idle_s=3600)
+    reader = store.SharedReader(index_of(root), idle_s=3600)
     with reader.use() as con:
         first = con
     with reader.use() as con:
         assert con is first
     assert reader.is_open
-    store.SharedReader.release_all(root / ".vaultmem" / "index.duckdb")
+    store.SharedReader.release_all(index_of(root))
     assert not reader.is_open
     with reader.use():
         pass
-    short = store.SharedReader(root / ".vaultmem" / "index.duckdb", idle_s=0.05)
+    short = store.SharedReader(index_of(root), idle_s=0.05)
     with short.use():
         pass
     assert wait_closed(short)
@@ -175,7 +175,7 @@ def test_a_process_ends_with_no_shared_reader_thread_left_in_duckdb(tmp_path: Pa
         atexit.register(left)
         from pathlib import Path
         from vaultmem.storage import store
-        reader = store.SharedReader(Path({str(root / ".vaultmem" / "index.duckdb")!r}), idle_s=3600)
+        reader = store.SharedReader(Path({str(index_of(root))!r}), idle_s=3600)
         with reader.use() as con:
             con.execute("SELECT count(*) FROM notes").fetchall()
         assert reader.is_open

@@ -43,6 +43,10 @@ _SETTINGS: dict[str, Any] = {"help_option_names": ["-h", "--help"]}
 
 
 def _serve_mcp(call: Call) -> None:
+    if call.args.get("http") is not None:
+        from vaultmem.adapters.mcp_server import serve_http
+
+        return serve_http(call.args["vault"], call.args["http"])
     from vaultmem.adapters.mcp_server import serve
 
     serve(call.args["vault"])
@@ -50,11 +54,25 @@ def _serve_mcp(call: Call) -> None:
 
 MCP = Operation(
     "mcp",
-    "Serve the memory tools over MCP on stdio (for Claude Code, Codex, Kiro).",
+    "Serve the memory tools over MCP on stdio (for Claude Code, Codex, Kiro) or HTTP.",
     "Agents",
-    (VAULT,),
+    (
+        VAULT,
+        Param(
+            "http",
+            "str",
+            "Serve over streamable HTTP at /mcp instead of stdio (host default 127.0.0.1; a "
+            "bearer token is always required: its file is printed at start).",
+            metavar="[HOST:]PORT",
+            max_length=300,
+            mcp=False,
+        ),
+    ),
     _serve_mcp,
-    examples=("claude mcp add vaultmem -- vaultmem mcp --vault ~/Notes",),
+    examples=(
+        "claude mcp add vaultmem -- vaultmem mcp --vault ~/Notes",
+        "vaultmem mcp --http 127.0.0.1:8765 --vault ~/Notes",
+    ),
     needs_vault=False,
     json_help=None,
     streams=True,

@@ -1,4 +1,9 @@
-"""`vaultmem mcp`: the vault's memory as MCP tools over stdio (the official `mcp` SDK).
+"""`vaultmem mcp`: the vault's memory as MCP tools over stdio or, with `--http [HOST:]PORT`, over
+MCP's streamable HTTP transport (the official `mcp` SDK's own, at `/mcp`) for agents on other
+machines. Over HTTP a bearer token is always required, loopback included (`BearerGate`: a
+0600 file in the vault's machine-local state folder, compared in constant time, 401 without
+it); a body is at most MAX_HTTP_BODY bytes (413), connections and sessions are bounded, and
+tool calls run one at a time through the same `Vault`, so writes take the CLI's locks.
 
 An adapter like the CLI, generated from the same table (`adapters/commands/`, checked and
 rendered by `adapters/contract.py`): every `Operation` with a `tool` name is a tool whose
@@ -23,6 +28,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
 import sys
 from collections.abc import Mapping
@@ -247,3 +253,126 @@ def serve(vault_path: Path | None) -> None:
 
     anyio.run(main)
     sys.stdout.flush()
+
+
+# -- the same tools over MCP's streamable HTTP transport -----------------------------------------
+
+HTTP_PATH = "/mcp"
+HTTP_TOKEN_FILE = "http-token"
+MAX_HTTP_BODY = 1_000_000
+"""Bytes of one request body; a larger one gets 413 before it is parsed."""
+MAX_HTTP_CONNECTIONS = 32
+"""Connections served at once; more get 503 (tool calls themselves run one at a time)."""
+MAX_HTTP_SESSIONS = 64
+
+
+def http_token(state_dir: Path) -> tuple[str, Path]:
+    """The server's bearer token and its file, created (mode 0600) on first start.
+
+    The file lives in the vault's machine-local state folder, never in the vault: a synced vault
+    would carry the secret to every machine and every sync provider."""
+    import secrets
+
+    state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    path = state_dir / HTTP_TOKEN_FILE
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        token = path.read_text(encoding="utf-8").strip()
+        if len(token) < 32:
+            raise InvalidArgumentError(
+                f"The HTTP token in {path} is shorter than 32 characters.",
+                hint=f"Delete {path}; the next start writes a new one.",
+            ) from None
+        return token, path
+    token = secrets.token_urlsafe(32)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(token + "\n")
+    return token, path
+
+
+def parse_bind(text: str) -> tuple[str, int]:
+    """`PORT`, `HOST:PORT` or `[IPv6]:PORT`; the host defaults to 127.0.0.1 (loopback only)."""
+    host, _, port = text.rpartition(":")
+    host = host.strip("[]") or "127.0.0.1"
+    if not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise InvalidArgumentError(
+            f"--http {text!r}: expected [HOST:]PORT, e.g. 8765 or 127.0.0.1:8765.",
+            hint="Port 0 picks a free port (printed at start).",
+        )
+    return host, int(port)
+
+
+class BearerGate:
+    """ASGI middleware: every HTTP request must carry `Authorization: Bearer <token>`, compared
+    in constant time; anything else gets 401 before the MCP transport sees it."""
+
+    def __init__(self, app: Any, token: str) -> None:
+        self.app = app
+        self.expected = f"Bearer {token}".encode()
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            import hmac
+
+            given = dict(scope.get("headers") or ()).get(b"authorization", b"")
+            if not hmac.compare_digest(given, self.expected):
+                body = json.dumps(
+                    {"error": "unauthorized", "hint": "Send Authorization: Bearer <token>."}
+                ).encode()
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 401,
+                        "headers": [
+                            (b"content-type", b"application/json"),
+                            (b"www-authenticate", b'Bearer realm="vaultmem"'),
+                            (b"content-length", str(len(body)).encode()),
+                        ],
+                    }
+                )
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.app(scope, receive, send)
+
+
+def serve_http(vault_path: Path | None, bind: str) -> None:
+    """Serve the tools at http://HOST:PORT/mcp until SIGINT or SIGTERM (uvicorn's own)."""
+    import socket
+
+    import uvicorn
+
+    host, port = parse_bind(bind)
+    vault = Vault(vault_path)
+    token, token_path = http_token(vault.config.state_dir)
+    server = build_server(vault)
+    app = server.streamable_http_app(
+        streamable_http_path=HTTP_PATH,
+        max_request_body_size=MAX_HTTP_BODY,
+        max_sessions=MAX_HTTP_SESSIONS,
+        host=host,
+    )
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as error:
+        sock.close()
+        raise InvalidArgumentError(
+            f"Cannot listen on {host}:{port}: {error.strerror or error}.",
+            hint="Pick another port, or stop what listens there.",
+        ) from error
+    bound = sock.getsockname()[1]
+    shown = f"[{host}]" if family == socket.AF_INET6 else host
+    print(f"vaultmem: serving MCP at http://{shown}:{bound}{HTTP_PATH}", file=sys.stderr)
+    print(f"vaultmem: bearer token in {token_path}", file=sys.stderr, flush=True)
+    config = uvicorn.Config(
+        BearerGate(app, token),
+        log_level="warning",
+        limit_concurrency=MAX_HTTP_CONNECTIONS,
+        timeout_graceful_shutdown=5,
+        lifespan="on",
+    )
+    uvicorn.Server(config).run(sockets=[sock])
+    vault.close()

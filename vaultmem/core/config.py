@@ -1,25 +1,37 @@
 """Where the vault is and how vaultmem reads it.
 
-`find_vault` locates the vault (`--vault`, then `VAULTMEM_VAULT`, then the nearest folder above the
-working directory holding `.vaultmem/`): the library's one environment variable (the other things
-read from the environment are listed in docs/architecture.md). `load_config` reads
+`find_vault` locates the vault (`--vault`, then `VAULTMEM_VAULT`, then the nearest folder at or
+above the working directory holding `.vaultmem/` or `.obsidian/`). `load_config` reads
 `.vaultmem/config.toml` plus Obsidian's own exclusion list (`userIgnoreFilters` in
 `.obsidian/app.json`) and validates every key, naming the file and the key in each error.
-`init_vault` writes the file atomically and creates the managed folder; `render_config` is the small
-TOML emitter it uses (the standard library only reads TOML). A `Config` answers the path questions
-every layer asks: which mapped folder holds a path, which scope a path belongs to, whether a path is
-in the managed folder.
+`init_vault` writes the file atomically and creates the managed folder; `render_config` is the
+small TOML emitter it uses (the standard library only reads TOML). A `Config` answers the path
+questions every layer asks: which mapped folder holds a path, which scope a path belongs to,
+whether a path is in the managed folder.
+
+What people share lives in the vault (`.vaultmem/config.toml`, the managed folder); what one
+machine keeps for itself (the index and its WAL, the writer lock, the last survey, the rename
+journal, usage counts, the HTTP token) lives in the vault's *state folder*, outside the vault so
+that no sync tool ships an open database between machines: `<base>/<vault name>-<digest of the
+vault's real path>`, where the base is `$VAULTMEM_STATE_DIR`, else the config's `state_dir`,
+else the platform's state directory (`~/.local/state/vaultmem` or `$XDG_STATE_HOME/vaultmem` on
+Linux, `~/Library/Application Support/vaultmem` on macOS). Two processes on one machine that
+open one vault find the same folder, so they share its locks; two clones, or two vaults, never
+share an index (docs/machines.md).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
 import re
+import sys
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from hashlib import blake2b
 from pathlib import Path
 from typing import Any, cast
 
@@ -28,10 +40,15 @@ from vaultmem.core.compat import sre_constants, sre_parser
 from vaultmem.core.errors import ConfigError, InvalidArgumentError, VaultNotFoundError
 from vaultmem.core.models import SCOPES, Scope
 
-STATE_DIR_NAME = ".vaultmem"
+CONFIG_DIR_NAME = ".vaultmem"
+"""The vault's own vaultmem folder: the shared configuration, nothing machine-local."""
+STATE_DIR_NAME = CONFIG_DIR_NAME  # the name it had when the index lived there too
 CONFIG_FILE_NAME = "config.toml"
 INDEX_FILE_NAME = "index.duckdb"
 ENV_VAULT = "VAULTMEM_VAULT"
+ENV_STATE_DIR = "VAULTMEM_STATE_DIR"
+STATE_RECORD_NAME = "vault.json"
+"""In each state folder: which vault it belongs to (for people, and `status`)."""
 
 DEFAULT_MANAGED_FOLDER = "agent-memory"
 DEFAULT_MAX_NOTE_BYTES = 5_000_000
@@ -53,7 +70,11 @@ _Fail = Callable[[str, str], ConfigError]
 # The same rule as `secrets`: a pattern name ends up inside `[redacted:<name>]` markers.
 _PATTERN_NAME_RE = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
 
-_TOP_KEYS = ("managed_folder", "max_note_bytes", "exclude", "search", "mappings", "secrets")
+_TOP_KEYS = (
+    "vault_id", "state_dir", "managed_folder", "max_note_bytes", "exclude", "search", "mappings",
+    "secrets",
+)  # fmt: skip
+_VAULT_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 _SEARCH_KEYS = ("k1", "b", "language", "semantic")
 DEFAULT_SEARCH_LANGUAGE = "english"
 SEARCH_LANGUAGES: tuple[str, ...] = (
@@ -98,10 +119,24 @@ class Config:
     """Embed search documents for `--mode vectors|hybrid` (the optional `semantic` extra)."""
     secret_patterns: tuple[tuple[str, str], ...] = ()
     obsidian_exclude: tuple[str, ...] = ()
+    vault_id: str | None = None
+    """The vault's stable id (`vault_id` in the config, so every clone has the same one)."""
+    state_base: Path | None = field(default=None, compare=False)
+    """The folder holding every vault's state folder: $VAULTMEM_STATE_DIR, else the config's
+    `state_dir`, else the platform's state directory (None: read the first and the last now)."""
+    state_base_setting: str | None = None
+    """`state_dir` as the config file writes it (kept for `render_config`)."""
+
+    @property
+    def config_dir(self) -> Path:
+        """The vault's `.vaultmem/`: the configuration people share."""
+        return self.root / CONFIG_DIR_NAME
 
     @property
     def state_dir(self) -> Path:
-        return self.root / STATE_DIR_NAME
+        """This machine's folder for this vault: index, locks, journals (never in the vault)."""
+        base = self.state_base if self.state_base is not None else default_state_base()
+        return state_folder(base, self.root)
 
     @property
     def index_path(self) -> Path:
@@ -109,7 +144,7 @@ class Config:
 
     @property
     def config_path(self) -> Path:
-        return self.state_dir / CONFIG_FILE_NAME
+        return self.config_dir / CONFIG_FILE_NAME
 
     @property
     def config_exclude(self) -> tuple[str, ...]:
@@ -155,6 +190,53 @@ def _is_within(path: str, folder: str) -> bool:
 
 
 # ---------------------------------------------------------------------------------------------
+# The machine-local state folder
+
+
+def state_base(
+    root: Path, setting: str | None = None, environ: Mapping[str, str] | None = None
+) -> Path:
+    """Where the vault's state folder goes: $VAULTMEM_STATE_DIR, else the config's `state_dir`
+    (`setting`; `~` expanded, a relative path taken from the vault root), else the platform's
+    state directory."""
+    env = os.environ if environ is None else environ
+    if not env.get(ENV_STATE_DIR) and setting:
+        return (root / Path(setting).expanduser()).resolve()
+    return default_state_base(env)
+
+
+def default_state_base(environ: Mapping[str, str] | None = None) -> Path:
+    """$VAULTMEM_STATE_DIR, else the platform's user state directory for vaultmem.
+
+    The same folders as `platformdirs.user_state_dir("vaultmem", appauthor=False)` on Linux
+    and macOS (a test pins them equal), written out here: importing platformdirs costs a cold
+    command ~4-20 ms (it pulls in `tempfile` and `random`), and vaultmem runs on POSIX only.
+    """
+    env = os.environ if environ is None else environ
+    if env.get(ENV_STATE_DIR):
+        return Path(env[ENV_STATE_DIR]).expanduser()
+    home = Path(env.get("HOME") or Path.home())
+    if sys.platform == "darwin":
+        return home / "Library" / "Application Support" / "vaultmem"
+    xdg = env.get("XDG_STATE_HOME", "").strip()
+    base = Path(xdg) if xdg and Path(xdg).is_absolute() else home / ".local" / "state"
+    return base / "vaultmem"
+
+
+@functools.lru_cache(maxsize=64)
+def state_folder(base: Path, root: Path) -> Path:
+    """`<base>/<vault folder name>-<digest>`: the digest is of the vault's real path (case
+    folded where file systems ignore case by default), so every process on this machine that
+    opens the vault by any path finds the one folder and its writer lock, and a second clone
+    or a copy of the vault gets its own. A moved vault finds no state and rebuilds."""
+    real = os.path.realpath(root)
+    if sys.platform in ("darwin", "win32"):
+        real = real.casefold()
+    digest = blake2b(real.encode("utf-8", "surrogateescape"), digest_size=8).hexdigest()
+    return Path(base) / f"{_slug(Path(real).name)[:40]}-{digest}"
+
+
+# ---------------------------------------------------------------------------------------------
 # Finding the vault
 
 
@@ -165,7 +247,9 @@ def find_vault(
     environ: Mapping[str, str] | None = None,
 ) -> Path:
     """The vault root: `explicit` (--vault), else $VAULTMEM_VAULT, else the nearest folder at or
-    above `cwd` that holds `.vaultmem/`. An explicit or env path must be an existing folder."""
+    above `cwd` that holds `.vaultmem/` or `.obsidian/` (an Obsidian vault vaultmem has not
+    been set up in yet is found as `--vault .` finds it). An explicit or env path must be an
+    existing folder."""
     env = os.environ if environ is None else environ
     if explicit is not None and str(explicit) != "":
         return _existing_folder(Path(explicit), "--vault")
@@ -174,11 +258,11 @@ def find_vault(
         return _existing_folder(Path(from_env), ENV_VAULT)
     start = (cwd if cwd is not None else Path.cwd()).resolve()
     for folder in (start, *start.parents):
-        if (folder / STATE_DIR_NAME).is_dir():
+        if (folder / CONFIG_DIR_NAME).is_dir() or (folder / ".obsidian").is_dir():
             return folder
     raise VaultNotFoundError(
-        f"No vault found: no {STATE_DIR_NAME}/ folder in {start} or any folder above it, "
-        f"no --vault and no {ENV_VAULT}."
+        f"No vault found: no {CONFIG_DIR_NAME}/ or .obsidian/ folder in {start} or any folder "
+        f"above it, no --vault and no {ENV_VAULT}."
     )
 
 
@@ -195,8 +279,9 @@ def _existing_folder(path: Path, source: str) -> Path:
 # Loading and validating
 
 
-def load_config(root: Path) -> Config:
-    """Read and validate `<root>/.vaultmem/config.toml`; a vault without one gets the defaults."""
+def load_config(root: Path, environ: Mapping[str, str] | None = None) -> Config:
+    """Read and validate `<root>/.vaultmem/config.toml`; a vault without one gets the defaults.
+    `environ` (default: the process's) may set $VAULTMEM_STATE_DIR."""
     root = _existing_folder(Path(root), "the vault root")
     path = root / STATE_DIR_NAME / CONFIG_FILE_NAME
     raw: dict[str, object] = {}
@@ -214,7 +299,7 @@ def load_config(root: Path) -> Config:
         except tomllib.TOMLDecodeError as exc:
             # tomllib's message carries "(at line L, column C)".
             raise ConfigError(f"{path}: invalid TOML: {exc}") from exc
-    return _validate(root, path, raw, _obsidian_exclude(root))
+    return _validate(root, path, raw, _obsidian_exclude(root), environ)
 
 
 MAX_FILTER_REGEX_CHARS = 1000
@@ -308,12 +393,29 @@ def _obsidian_exclude(root: Path) -> tuple[str, ...]:
 
 
 def _validate(
-    root: Path, file: Path, raw: Mapping[str, object], obsidian_exclude: tuple[str, ...]
+    root: Path,
+    file: Path,
+    raw: Mapping[str, object],
+    obsidian_exclude: tuple[str, ...],
+    environ: Mapping[str, str] | None = None,
 ) -> Config:
     def fail(key: str, what: str) -> ConfigError:
         return ConfigError(f"{file}: {key}: {what}")
 
     _reject_unknown(raw, _TOP_KEYS, "", fail)
+
+    vault_id = raw.get("vault_id")
+    if vault_id is not None and (
+        not isinstance(vault_id, str) or not _VAULT_ID_RE.fullmatch(vault_id)
+    ):
+        raise fail(
+            "vault_id", f"{vault_id!r}: 1-64 letters, digits, '.', '_' or '-' (init writes one)"
+        )
+    state_setting = raw.get("state_dir")
+    if state_setting is not None and (
+        not isinstance(state_setting, str) or not state_setting.strip() or "\x00" in state_setting
+    ):
+        raise fail("state_dir", f"must be a folder path (~ allowed), got {state_setting!r}")
 
     managed_raw = raw.get("managed_folder", DEFAULT_MANAGED_FOLDER)
     managed = _folder(managed_raw, "managed_folder", fail)
@@ -367,6 +469,9 @@ def _validate(
         semantic=semantic,
         secret_patterns=secrets,
         obsidian_exclude=obsidian_exclude,
+        vault_id=vault_id,
+        state_base=state_base(root, state_setting, environ),
+        state_base_setting=state_setting,
     )
 
 
@@ -537,6 +642,8 @@ def render_config(config: Config) -> str:
     if config.search_language != DEFAULT_SEARCH_LANGUAGE:
         search["language"] = config.search_language
     raw: dict[str, object] = {
+        **({"vault_id": config.vault_id} if config.vault_id else {}),
+        **({"state_dir": config.state_base_setting} if config.state_base_setting else {}),
         "managed_folder": config.managed_folder,
         "max_note_bytes": config.max_note_bytes,
         "exclude": list(config.config_exclude),
@@ -601,15 +708,19 @@ def init_vault(
     """Write `.vaultmem/config.toml` (atomically) and create the managed folder.
 
     With no mappings the whole vault becomes one project; its scope id is written out so that
-    renaming the vault folder later does not move every topic to another scope.
+    renaming the vault folder later does not move every topic to another scope. A new vault id
+    is written too (an existing config's id and `state_dir` are kept by --force).
     """
     root = _existing_folder(Path(root), "the vault root")
-    path = root / STATE_DIR_NAME / CONFIG_FILE_NAME
+    path = root / CONFIG_DIR_NAME / CONFIG_FILE_NAME
     if path.exists() and not force:
         raise ConfigError(
             f"{path} already exists", hint="Edit it by hand, or re-run init with --force."
         )
+    kept = _kept_keys(path)
     raw: dict[str, object] = {
+        **kept,
+        "vault_id": kept.get("vault_id") or new_vault_id(),
         "managed_folder": managed_folder,
         "mappings": [
             {"folder": m.folder, "scope": m.scope}
@@ -624,6 +735,47 @@ def init_vault(
     except OSError as exc:
         raise ConfigError(f"{path}: cannot write: {exc.strerror or exc}") from exc
     return load_config(root)
+
+
+def new_vault_id() -> str:
+    """A fresh random vault id (128 bits, hex)."""
+    return os.urandom(16).hex()
+
+
+def _kept_keys(path: Path) -> dict[str, object]:
+    """`vault_id` and `state_dir` of an existing config (re-init keeps the vault's identity)."""
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return {k: raw[k] for k in ("vault_id", "state_dir") if isinstance(raw.get(k), str)}
+
+
+def ensure_vault_id(config: Config) -> Config:
+    """The config with a vault id, writing a new one into the config file when it has none.
+
+    The line goes first in the file (TOML keys before any table), the rest of the file stays
+    byte for byte: a vault configured by hand keeps its comments. A vault without a config
+    file gets one holding just the id (every other key keeps its default)."""
+    if config.vault_id:
+        return config
+    path = config.config_path
+    try:
+        old = path.read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        old = ""
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read: {exc}") from exc
+    import tomli_w
+
+    vault_id = new_vault_id()
+    try:
+        _write_atomically(
+            path, f"{tomli_w.dumps({'vault_id': vault_id})}{old.removeprefix(chr(0xFEFF))}"
+        )
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot write: {exc.strerror or exc}") from exc
+    return load_config(config.root)
 
 
 def _write_atomically(path: Path, text: str) -> None:

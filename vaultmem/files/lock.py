@@ -55,7 +55,7 @@ def file_lock(path: Path, *, timeout_s: float, busy: Callable[[], LockedError]) 
 @contextmanager
 def writer_lock(state_dir: Path, *, timeout_s: float = 30.0) -> Iterator[None]:
     """Hold the vault's writer lock, waiting up to `timeout_s` (0 = fail at once)."""
-    state_dir.mkdir(parents=True, exist_ok=True)
+    state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     path = state_dir / LOCK_NAME
 
     def busy() -> LockedError:

@@ -62,7 +62,7 @@ def append_renames(state_dir: Path, renames: Iterable[tuple[str, str, str]]) -> 
     )
     if not lines:
         return
-    state_dir.mkdir(parents=True, exist_ok=True)
+    state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     fd = os.open(state_dir / JOURNAL_NAME, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         end = os.lseek(fd, 0, os.SEEK_END)

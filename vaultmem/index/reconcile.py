@@ -35,7 +35,7 @@ the transaction):
    `terms.df` moves by the note's own delta (its old documents' terms out, the new ones in).
    After the commit, the walk becomes the last survey (when every note read cleanly).
 
-A build from nothing writes `index.duckdb.tmp` and renames it over the old file, so a crash
+A build from nothing writes `index.rebuild.duckdb` and renames it over the old file, so a crash
 during a rebuild leaves the previous index in place. A crash during an incremental transaction
 is rolled back by DuckDB's WAL on the next open.
 """
@@ -170,7 +170,10 @@ def reconcile(
     limits the work to those paths instead of walking the vault. The writer lock is held only
     for the write, not while notes parse.
     """
+    from vaultmem.files import state
+
     run = _Run(config, progress, lock_timeout_s)
+    run.warnings += state.prepare(config, writing=True)  # an index left in the vault moves out
     return run.run(rebuild=rebuild, paths=None if paths is None else list(paths))
 
 
@@ -595,7 +598,7 @@ class _Run:
             # can never be replayed onto the new file.
             from vaultmem.storage import store
 
-            tmp = index.with_name(index.name + ".tmp")
+            tmp = store.rebuild_path(index)
             store.remove_index(tmp)
             report = self.transaction(tmp, state, survey, prep, out, ident, links)
             index.with_name(index.name + ".wal").unlink(missing_ok=True)

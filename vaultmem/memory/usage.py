@@ -39,7 +39,7 @@ def record(state_dir: Path, note_ids: Iterable[str], at: str) -> bool:
     if not lines:
         return True
     try:
-        state_dir.mkdir(parents=True, exist_ok=True)
+        state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         fd = os.open(state_dir / USAGE_FILE, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
             os.write(fd, lines.encode())

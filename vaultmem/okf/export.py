@@ -744,5 +744,5 @@ def _save_record(config: Config, record: Mapping[str, Mapping[str, str]]) -> Non
             return
     except FileNotFoundError:
         pass
-    config.state_dir.mkdir(parents=True, exist_ok=True)
+    config.state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     replace_file(path, data)

@@ -55,6 +55,8 @@ class Status:
     """Notes (Markdown or canvas) of the vault that no mapped folder holds: not indexed."""
     outside_folders: tuple[str, ...] = ()
     """The top-level folders those notes lie in (`.` for the vault's root)."""
+    index_path: str = ""
+    """Where this machine keeps the vault's index (outside the vault: docs/machines.md)."""
 
 
 def problems(con: Connection, *, code: str | None = None) -> list[dict[str, Any]]:

@@ -47,7 +47,7 @@ def status(config: Config) -> Status:
     outside, outside_folders = _outside(config, scan)
     size = sum(
         p.stat().st_size
-        for p in (config.index_path, config.index_path.with_suffix(".duckdb.wal"))
+        for p in (config.index_path, config.index_path.with_name(config.index_path.name + ".wal"))
         if p.exists()
     )
     return Status(
@@ -62,4 +62,5 @@ def status(config: Config) -> Status:
         index_bytes=size,
         outside_mapping=outside,
         outside_folders=outside_folders,
+        index_path=str(config.index_path),
     )

@@ -65,13 +65,30 @@ def _is_lock_error(error: BaseException) -> bool:
     return isinstance(error, duckdb.Error) and bool(_LOCK_MESSAGE.search(str(error)))
 
 
+SPILL_FOLDER = "spill"
+"""Beside the index: where its connections may spill a sort or join larger than memory.
+
+DuckDB's default is `<index>.tmp`, which was also the rebuild's temporary file's name: a
+leftover spill folder made every rebuild fail ("Is a directory"), and the SQL sandbox allows
+writes into its connection's temp folder (issue 27). The folder is private (0700) and named
+apart from the rebuild's file (`rebuild_path`); sandboxed connections get no spill folder at all.
+"""
+
+
+def rebuild_path(index: Path) -> Path:
+    """Where a build from nothing writes before it replaces the index (never the spill name)."""
+    return index.with_name(f"{index.stem}.rebuild{index.suffix}")
+
+
 def connect(
     path: Path, *, read_only: bool, timeout_s: float = 15.0, sandboxed: bool = False
 ) -> Connection:
     """Open the index, retrying while another process holds DuckDB's file lock.
 
-    `sandboxed` turns off DuckDB's file system access (COPY TO, read_csv, ATTACH), for
-    connections that run SQL written by a user or an agent.
+    `sandboxed` turns off DuckDB's file system access (COPY TO, read_csv, ATTACH) and its
+    spill folder, for connections that run SQL written by a user or an agent: DuckDB lets even
+    a sandboxed connection write into its temp folder, so it gets none, and every write to a
+    file is refused. Other connections spill into the private SPILL_FOLDER beside the index.
     """
     if not read_only or sandboxed:
         # DuckDB refuses a second connection to a file with another configuration inside one
@@ -80,11 +97,19 @@ def connect(
     deadline = time.monotonic() + timeout_s
     delay = 0.005
     config: dict[str, str | bool | int | float | list[str]] = (
-        {"enable_external_access": False} if sandboxed else {}
+        {"enable_external_access": False, "temp_directory": ""} if sandboxed else {}
     )
     while True:
         try:
-            return duckdb.connect(str(path), read_only=read_only, config=config)
+            con = duckdb.connect(str(path), read_only=read_only, config=config)
+            if not sandboxed:
+                # Set, not configured: a connection opened with a config differs from every
+                # plain one, and DuckDB refuses to mix the two on one file in one process.
+                spill = path.parent / SPILL_FOLDER
+                if not spill.is_dir():
+                    spill.mkdir(mode=0o700, parents=True, exist_ok=True)
+                con.execute("SET temp_directory = $1", [str(spill)])
+            return con
         except duckdb.Error as error:
             if _PERMISSION.search(str(error)):
                 raise IndexUnavailableError(

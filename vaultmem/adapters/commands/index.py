@@ -72,6 +72,7 @@ def _status_text(result: Any, args: dict[str, Any]) -> None:
         f"{P(result.notes, 'note')}, {P(result.links, 'link')} ({result.unresolved_links} "
         f"unresolved), {P(result.problems, 'problem')}; index {result.index_bytes / 1e6:.1f} MB"
     )
+    output.line(f"Index: {result.index_path}")
     run = result.last_run
     if run:
         output.line(

@@ -15,7 +15,7 @@ from vaultmem.vault import Vault
 P = output.plural
 FORMATS: tuple[ExportFormat, ...] = get_args(ExportFormat)
 GROUPS = {
-    "export": "Export memory from the vault (OKF bundles).",
+    "export": "Export memory from the vault (OKF bundles, Parquet tables).",
     "import": "Import memory into the vault (OKF bundles).",
     "validate": "Validate files vaultmem reads or writes.",
 }
@@ -58,6 +58,14 @@ def _import_text(report: Any, args: dict[str, Any]) -> None:
     )
     for item in report.rejected:
         output.line(f"rejected {item['path']}: {item['reason']}")
+
+
+def _export_parquet_text(report: Any, args: dict[str, Any]) -> None:
+    rows = sum(report.tables.values())
+    output.line(
+        f"{P(len(report.tables), 'table')}, {P(rows, 'row')} → {report.out} "
+        f"({report.bytes / 1e6:.1f} MB; vault {report.vault_id}, schema {report.schema_version})"
+    )
 
 
 def _validate_text(report: Any, args: dict[str, Any]) -> None:
@@ -110,6 +118,27 @@ OPERATIONS: tuple[Operation, ...] = (
         examples=("vaultmem export okf /tmp/atlas-memory --scope project --scope-id atlas",),
         read_only=False,
         render=_export_text,
+    ),
+    Operation(
+        "export parquet",
+        "Write the index's tables as Parquet files, with the vault's id, for querying many "
+        "vaults at once.",
+        "OKF",
+        (
+            Param(
+                "out",
+                "path",
+                "Folder outside the vault: new, empty, or an earlier Parquet export.",
+                required=True,
+                positional=True,
+                metavar="DIR",
+            ),
+            VAULT,
+        ),
+        lambda call: call.v.export_parquet(call.args["out"]),
+        examples=("vaultmem export parquet /srv/exports/atlas",),
+        read_only=False,
+        render=_export_parquet_text,
     ),
     Operation(
         "import okf",
