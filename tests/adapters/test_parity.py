@@ -136,11 +136,13 @@ def _cli(capsys: pytest.CaptureFixture[str], argv: list[str], vault: Path) -> tu
     return (False, envelope["data"]) if envelope["ok"] else (True, envelope["error"])
 
 
-def _mcp(vault: Path, calls: list[tuple[str, dict[str, Any]]]) -> list[tuple[bool, Any]]:
+def _mcp(
+    vault: Path, calls: list[tuple[str, dict[str, Any]]], cwd: Path
+) -> list[tuple[bool, Any]]:
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "vaultmem", "mcp", "--vault", str(vault)],
-        cwd=str(vault.parent),
+        cwd=str(cwd),
     )
     answers: list[tuple[bool, Any]] = []
 
@@ -163,16 +165,23 @@ def test_every_tool_has_a_sample() -> None:
 
 
 def test_cli_json_and_mcp_tools_return_the_same_data(
-    twins: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+    twins: tuple[Path, Path],
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     cli_vault, mcp_vault = twins
+    # Both adapters work from one folder: a write or context without a scope id belongs to it.
+    project = tmp_path / "project"
+    project.mkdir()
+    monkeypatch.chdir(project)
     order = ["memory_status", "memory_search", "memory_recall", "memory_read", "memory_recent",
              "memory_used", "memory_links", "memory_context", "memory_store", "memory_get",
              "memory_forget"]  # fmt: skip
     calls = [(tool, argv, args) for tool in order for argv, args in SAMPLES[tool]]
     calls += ERRORS
     via_cli = [_cli(capsys, argv, cli_vault) for _, argv, _ in calls]
-    via_mcp = _mcp(mcp_vault, [(tool, args) for tool, _, args in calls])
+    via_mcp = _mcp(mcp_vault, [(tool, args) for tool, _, args in calls], project)
     for (tool, argv, _), by_cli, by_mcp in zip(calls, via_cli, via_mcp, strict=True):
         if by_cli[0] and by_cli[1]["code"] == "invalid_argument":
             # The same check and words; only the name differs: `--limit` here, `limit` there.

@@ -300,6 +300,12 @@ def _status_text(result: Any, args: dict[str, Any]) -> None:
             f"Last reconcile {run['started']} ({run['mode']}, {run['duration_ms']:.0f} ms); "
             f"{P(result.changed_since_last_run, 'file')} changed since"
         )
+    if result.project:
+        rule = {"mapping": "its mapped folder", "remote": "its git remote", "path": "its path"}
+        output.line(
+            f"A project write from here goes to project:{result.project['scope_id']} "
+            f"(named by {rule.get(result.project['source'], result.project['source'])})"
+        )
 
 
 @text_renderer("problems")

@@ -79,9 +79,9 @@ SCOPE = Param("scope", "str", "The scope.", choices=SCOPES, metavar="SCOPE")
 SCOPE_ID = Param(
     "scope_id",
     "str",
-    "Which session, project or agent (default: the scope id of the managed folder's mapping "
-    "when it has this scope; for a project, else the git remote of the working directory, "
-    "else a digest of its path).",
+    "Which session, project or agent (a project's default: the repository it comes from, the "
+    "working directory or the MCP client's root: its mapped folder in the vault, else its git "
+    "remote, else a digest of its path).",
     metavar="ID",
     max_length=MAX_ID,
 )
@@ -239,10 +239,11 @@ def _context(call: Call) -> Any:
     a = call.args
     scopes = a["scopes"] or DEFAULT_CONTEXT_SCOPES
     size = {"per_scope": a["per_scope"], "budget_chars": a["budget_chars"]}
+    where = {"project_dir": a["project"], "session": a["session"]}
     if a.get("write") is None:
-        return call.v.context(scopes=scopes, **size)
+        return call.v.context(scopes=scopes, **where, **size)
     target: ContextTarget = a["write"]
-    return call.v.write_context(target, project_dir=a["project"], scopes=scopes, **size)
+    return call.v.write_context(target, scopes=scopes, **where, **size)
 
 
 def _store(call: Call) -> Any:
@@ -1037,9 +1038,18 @@ OPERATIONS: tuple[Operation, ...] = (
             Param(
                 "project",
                 "path",
-                "Project folder for --write (default: the working directory).",
+                "The project folder: whose project memories the block holds and, with "
+                "--write, where the file goes (default: the working directory).",
                 metavar="DIR",
                 mcp=False,
+            ),
+            Param(
+                "session",
+                "str",
+                "The session whose memories come first (a bare `session` scope is left out "
+                "without it).",
+                metavar="ID",
+                max_length=MAX_ID,
             ),
         ),
         _context,
@@ -1050,7 +1060,8 @@ OPERATIONS: tuple[Operation, ...] = (
         tool="memory_context",
         tool_title="Memory context block",
         tool_description="A compact `<vaultmem-memory>` block of the most useful memories, "
-        "scope by scope (default session, project, global), for the start of a task. Each line "
+        "scope by scope (default: this project's, the client's root deciding which; then "
+        "global; a session's first when `session` names it), for the start of a task. Each line "
         "is `- [scope] key: latest content`; `[related]` marks notes linked from a chosen "
         "topic. Secrets are redacted; the block never exceeds budget_chars.",
     ),

@@ -115,6 +115,25 @@ class ContextWrite:
     block: ContextBlock
 
 
+def bind_scopes(
+    specs: Sequence[ScopeSpec], *, project: str | None, session: str | None
+) -> tuple[ScopeSpec, ...]:
+    """The scopes a block reads, bound to one project and session: a bare `project` is the
+    current project only (never every project), a bare `session` the named session, and is
+    left out when none is named; `SCOPE:ID` and the other scopes stay as given."""
+    out: list[ScopeSpec] = []
+    for spec in specs:
+        if spec.scope_id is None and spec.scope == "project":
+            spec = ScopeSpec("project", project) if project else spec
+        elif spec.scope_id is None and spec.scope == "session":
+            if not session:
+                continue
+            spec = ScopeSpec("session", session)
+        if spec not in out:
+            out.append(spec)
+    return tuple(out)
+
+
 def build_context(
     con: Connection,
     *,

@@ -214,7 +214,7 @@ def _write(
     # Names become files, folders and frontmatter: one holding a secret is refused before any
     # check can echo it in an error message.
     _refuse_secret_names(key, scope_id, tags, extra)
-    resolved_id = resolve_scope_id(scope, scope_id, cwd or Path.cwd())
+    resolved_id = resolve_scope_id(scope, scope_id, cwd or Path.cwd(), config)
     if key is not None:
         check_key(key)
     tag_list = check_tags(tags)

@@ -51,6 +51,9 @@ class Status:
     last_run: dict[str, Any] | None
     changed_since_last_run: int
     index_bytes: int
+    project: dict[str, str] | None = None
+    """Where a project write without a scope id from here goes: scope_id, source (mapping,
+    remote or path) and folder (`memory/identity.py`)."""
 
 
 def problems(con: Connection, *, code: str | None = None) -> list[dict[str, Any]]:
