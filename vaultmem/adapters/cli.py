@@ -457,6 +457,9 @@ def _sql_text(result: Any, args: dict[str, Any]) -> None:
 @text_renderer("store")
 @text_renderer("correct")
 def _store_text(result: Any, args: dict[str, Any]) -> None:
+    if result.duplicate_of:
+        output.line("Already stored, nothing appended: " + _topic_line(result))
+        return
     verb = "Corrected " if result.corrected else "Created " if result.created else "Appended to "
     output.line(verb + _topic_line(result))
     if result.redacted:

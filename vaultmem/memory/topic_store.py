@@ -16,7 +16,9 @@ The vault file and the index are two durability domains with no common commit. O
 published the file the observation is saved; if step 6 fails, `PartialWriteError` lists the
 phases done and names `vaultmem reconcile` as the repair. The caller must not retry: a retry
 appends the observation a second time. Same key, scope and scope id means the same file, so a
-second store appends a section; it never makes a second topic.
+second store appends a section; it never makes a second topic. A store whose text repeats a
+live observation of the topic (`duplicates.is_duplicate`) appends nothing and returns that
+observation's stamp as `duplicate_of`.
 
 Retention (`topics.is_expired`) hides expired topics from `get`; `prune` lists them and with
 `apply` moves them to `<managed>/.trash/`. Only topic files are ever pruned, never human notes.
@@ -43,7 +45,7 @@ from vaultmem.core.errors import (
 )
 from vaultmem.core.models import SCOPES
 from vaultmem.files import managed
-from vaultmem.memory import usage
+from vaultmem.memory import duplicates, usage
 from vaultmem.memory.identity import check_scope_id, resolve_scope_id
 from vaultmem.memory.usage import Usage
 from vaultmem.note.topics import (
@@ -98,6 +100,8 @@ class StoreResult:
     redacted: tuple[str, ...]
     phases: tuple[str, ...]
     corrected: bool = False
+    duplicate_of: str | None = None
+    """The stamp of the live observation this store repeated; then nothing was appended."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,7 +243,19 @@ def _write(
         # surrogateescape: bytes of a person's file that are not UTF-8 are written back as is.
         current = managed.read_text(config, rel, errors="surrogateescape")
         phases.append("read")
-        taken = [o.timestamp for o in read_topic(rel, current).observations] if current else []
+        existing = read_topic(rel, current) if current else None
+        if existing is not None and not correcting:
+            live = [(o.timestamp, o.text) for o in existing.observations if not o.superseded_by]
+            repeated = duplicates.duplicate_of(cleaned.text, live)
+            if repeated is not None:
+                # The fact is already there: appending it again is the duplicate recall and
+                # context would have to collapse. Nothing is written, so nothing to index.
+                return StoreResult(
+                    id=existing.id, key=key, path=rel, scope=scope, scope_id=resolved_id,
+                    timestamp=repeated, created=False, redacted=found, phases=tuple(phases),
+                    duplicate_of=repeated,
+                )  # fmt: skip
+        taken = [o.timestamp for o in existing.observations] if existing else []
         timestamp = observation_stamp(now or datetime.now(UTC), taken)
         if current is None:
             if correcting:
