@@ -556,10 +556,15 @@ class Vault:
 
         return memory.prune(self.config, apply=apply)
 
-    def relate(self, a: str, b: str, *, type: str = "relates_to") -> relations.Edge:
-        """Record a person's edge A -[type]-> B in the decisions note."""
+    def relate(
+        self, a: str, b: str, *, type: str = "relates_to", propose: bool = False
+    ) -> relations.Edge:
+        """Record a person's edge A -[type]-> B in the decisions note; `propose`: an agent's
+        proposal (status proposed) that a person accepts or rejects."""
         from vaultmem.memory import relations
 
+        if propose:
+            return relations.propose(self.config, a, b, type)
         return relations.relate(self.config, a, b, type)
 
     def edges(self, *, status: str | None = None, stale: bool = False) -> list[relations.Edge]:

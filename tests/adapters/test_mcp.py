@@ -33,6 +33,9 @@ TOOLS = {
     "memory_read",
     "memory_recent",
     "memory_used",
+    "memory_correct",
+    "memory_relate",
+    "memory_reconcile",
 }
 
 

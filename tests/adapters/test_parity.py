@@ -83,6 +83,16 @@ SAMPLES: dict[str, list[tuple[list[str], dict[str, Any]]]] = {
              "type": "reference", "source": "tester"},
         ),
     ],
+    "memory_correct": [
+        (["correct", "parity-topic", "Parity holds, checked by a test.", *ATLAS],
+         {"key": "parity-topic", "content": "Parity holds, checked by a test.",
+          "scope": "project", "scope_id": "atlas"}),
+    ],
+    "memory_relate": [
+        (["relate", "parity-topic", "release-process", "--type", "supersedes", "--propose"],
+         {"a": "parity-topic", "b": "release-process", "type": "supersedes"}),
+    ],
+    "memory_reconcile": [(["reconcile"], {})],
     "memory_get": [
         (["get", "parity-topic", *ATLAS], {"key": "parity-topic", "scope": "project",
                                            "scope_id": "atlas"}),
@@ -105,7 +115,8 @@ ERRORS: list[tuple[str, list[str], dict[str, Any]]] = [
 ]  # fmt: skip
 
 CLOCK = {"timestamp", "id", "created", "updated", "last_access", "started", "duration_ms",
-         "index_bytes", "source_id", "expires"}  # fmt: skip
+         "index_bytes", "source_id", "expires", "duration_s", "decided", "superseded_by",
+         "source_version"}  # fmt: skip
 
 
 def masked(value: Any) -> Any:
@@ -176,8 +187,8 @@ def test_cli_json_and_mcp_tools_return_the_same_data(
     project.mkdir()
     monkeypatch.chdir(project)
     order = ["memory_status", "memory_search", "memory_recall", "memory_read", "memory_recent",
-             "memory_used", "memory_links", "memory_context", "memory_store", "memory_get",
-             "memory_forget"]  # fmt: skip
+             "memory_used", "memory_links", "memory_context", "memory_store", "memory_correct",
+             "memory_relate", "memory_get", "memory_forget", "memory_reconcile"]  # fmt: skip
     calls = [(tool, argv, args) for tool in order for argv, args in SAMPLES[tool]]
     calls += ERRORS
     via_cli = [_cli(capsys, argv, cli_vault) for _, argv, _ in calls]

@@ -129,6 +129,7 @@ class Operation(NamedTuple):
     tool_description: str = ""
     read_only: bool = True
     destructive: bool = False
+    idempotent: bool | None = None  # MCP's idempotentHint; None: the same as read_only
     needs_vault: bool = True
     exit_code: Callable[[Any], int] | None = None  # a non-zero exit for some results
 

@@ -54,6 +54,10 @@ memory_read reads any note (or one heading of it) in full, memory_get one topic'
 memory_recent lists what changed lately, memory_used marks a note that helped,
 memory_search searches every note of the vault,
 memory_links walks the link graph, memory_context returns a compact startup summary.
+memory_correct supersedes a topic's wrong latest observation, memory_relate proposes an edge
+between two notes for a person to accept, memory_reconcile re-reads what changed in the vault.
+A project write without scope_id goes to this client's project (its first root). Storing a
+fact already stored appends nothing and answers `duplicate_of`.
 Errors carry a stable `code`; after a `partial_write` error do NOT retry the store."""
 
 TOOLS: tuple[Operation, ...] = tuple(op for op in operations.OPERATIONS if op.tool)
@@ -73,7 +77,7 @@ def _tool(op: Operation) -> types.Tool:
             title=op.tool_title,
             read_only_hint=op.read_only,
             destructive_hint=op.destructive,
-            idempotent_hint=op.read_only,
+            idempotent_hint=op.read_only if op.idempotent is None else op.idempotent,
             open_world_hint=False,
         ),
     )

@@ -179,9 +179,18 @@ def _mapping(text: str) -> Any:
     return FolderMapping(folder.strip("/"), scope, scope_id or None)
 
 
+RECONCILE_LOCK_S = 10.0
+"""How long an MCP reconcile waits for another writer's lock (then `locked`); the CLI waits
+30 s like every writer."""
+
+
 def _reconcile(call: Call) -> Any:
     check_is_a_vault(call.v)
-    return call.v.reconcile(rebuild=call.args.get("rebuild", False), progress=call.progress)
+    return call.v.reconcile(
+        rebuild=call.args.get("rebuild", False),
+        progress=call.progress,
+        lock_timeout_s=call.args.get("lock_timeout_s") or 30.0,
+    )
 
 
 def check_is_a_vault(vault: Vault) -> None:
@@ -352,10 +361,22 @@ OPERATIONS: tuple[Operation, ...] = (
         "reconcile",
         "Bring the index up to date with the vault (only what changed is re-read).",
         "Index",
-        (VAULT,),
+        (
+            VAULT,
+            # Not an option: a tool call waits a bounded time for another writer.
+            Param("lock_timeout_s", "float", "", None, cli=False, mcp=False,
+                  mcp_default=RECONCILE_LOCK_S),
+        ),  # fmt: skip
         _reconcile,
         examples=("vaultmem reconcile --vault ~/Notes",),
+        tool="memory_reconcile",
+        tool_title="Bring the index up to date",
+        tool_description="Re-read what changed in the vault since the last run (people's edits, "
+        "another machine's stores, sync-conflict copies of topics) and update the index, under "
+        "the index's write lock (waits at most 10 s for another writer). Run it when a result "
+        "says it is stale or after `partial_write`; a second run is a no-op.",
         read_only=False,
+        idempotent=True,
     ),
     Operation(
         "rebuild",
@@ -674,6 +695,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "`secret_detected`). On a `partial_write` error the note is saved but the index is "
         "stale: do not retry.",
         read_only=False,
+        idempotent=True,  # the same text again appends nothing (duplicate_of)
     ),
     Operation(
         "correct",
@@ -705,6 +727,12 @@ OPERATIONS: tuple[Operation, ...] = (
             source=call.args["source"],
         ),
         examples=('vaultmem correct ci-cache "Cache key is the uv.lock hash."',),
+        tool="memory_correct",
+        tool_title="Correct a memory",
+        tool_description="Correct a topic whose latest observation is wrong: the old one stays "
+        "in the file marked `Superseded by`, the correction is appended and becomes what recall "
+        "and memory_get return as latest. Name the topic by key (with scope/scope_id when the "
+        "key exists in several scopes) or id. On `partial_write` do not retry.",
         read_only=False,
     ),
     Operation(
@@ -730,6 +758,7 @@ OPERATIONS: tuple[Operation, ...] = (
         tool_description="Read one memory topic in full: metadata and every observation, "
         "newest last, with corrections marked. Name it by key (with scope/scope_id when the "
         "key exists in several scopes) or by id.",
+        read_only=False,  # it records a use (.vaultmem/usage.jsonl)
     ),
     Operation(
         "forget",
@@ -747,6 +776,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "it again.",
         read_only=False,
         destructive=True,
+        idempotent=True,
     ),
     Operation(
         "prune",
@@ -787,11 +817,33 @@ OPERATIONS: tuple[Operation, ...] = (
                 default="relates_to",
                 metavar="TYPE",
                 pattern=r"^[a-z][a-z0-9_-]{0,39}$",
+                max_length=40,
+            ),
+            Param(
+                "propose",
+                "bool",
+                "Only propose it (status proposed) for a person to accept; an MCP call always "
+                "proposes.",
+                False,
+                mcp=False,
+                mcp_default=True,
             ),
         ),
-        lambda call: call.v.relate(call.args["a"], call.args["b"], type=call.args["type"]),
-        examples=("vaultmem relate duckdb-index-decision Architecture",),
+        lambda call: call.v.relate(
+            call.args["a"], call.args["b"], type=call.args["type"], propose=call.args["propose"]
+        ),
+        examples=(
+            "vaultmem relate duckdb-index-decision Architecture",
+            "vaultmem relate writer-rule duckdb-index-decision --type supersedes --propose",
+        ),
+        tool="memory_relate",
+        tool_title="Propose a relationship",
+        tool_description="Propose a typed edge from A to B (relates_to, supersedes, contradicts "
+        "or another name) between topics or notes. It is recorded as `proposed` in the vault's "
+        "decisions note; a person accepts or rejects it (`vaultmem accept EDGE`), and only then "
+        "does it join A's See Also. A pair a person already decided keeps that decision.",
         read_only=False,
+        idempotent=True,
     ),
     Operation(
         "edges",
@@ -941,6 +993,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "Frontmatter comes back apart; secrets are redacted. A long text comes in pieces of "
         "max_bytes: when `next_offset` is not null, call again with offset=next_offset. Counts "
         "as a use.",
+        read_only=False,  # it records a use (.vaultmem/usage.jsonl)
     ),
     Operation(
         "recent",
@@ -988,6 +1041,7 @@ OPERATIONS: tuple[Operation, ...] = (
         tool_title="Mark a note as used",
         tool_description="Record that a note or topic helped answer (one use). Uses decay over "
         "30 days and reorder only near-ties in memory_recall.",
+        read_only=False,  # it records a use (.vaultmem/usage.jsonl)
     ),
     Operation(
         "context",
