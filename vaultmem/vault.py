@@ -509,6 +509,13 @@ class Vault:
 
         return identity.identify_project(cwd or self.working_dir or Path.cwd(), self.config)
 
+    def write_generated(self, *, git: bool = False) -> list[str]:
+        """The managed folder's generated files (the Bases view; with `git`, .gitattributes and
+        .vaultmem/.gitignore), each written only when its bytes change."""
+        from vaultmem.memory import topic_store as memory
+
+        return memory.write_generated(self.config, git=git)
+
     def correct(
         self,
         key: str,

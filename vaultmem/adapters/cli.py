@@ -267,6 +267,8 @@ def _init_text(result: contract.Initialised, args: dict[str, Any]) -> None:
     for m in result.mappings:
         where = f"{m.scope}:{m.scope_id}" if m.scope_id else m.scope
         output.line(f"  {m.folder or '(whole vault)'} → {where}")
+    for path in result.written:
+        output.line(f"Wrote {path}")
     output.line(f"Next: vaultmem reconcile --vault {result.vault}")
 
 

@@ -168,6 +168,7 @@ class Initialised(NamedTuple):
     managed_folder: str
     mappings: Sequence[Any]
     warnings: Sequence[str] = ()
+    written: Sequence[str] = ()
 
 
 def data(result: Any) -> Any:

@@ -156,13 +156,19 @@ def init_vault(a: Mapping[str, Any]) -> Initialised:
     for m in mappings:
         if m.folder and m.folder != managed and not (root / m.folder).is_dir():
             warnings.append(f"The mapped folder {m.folder}/ does not exist in {root.resolve()}.")
-    vault = Vault.init(root, managed_folder=managed, mappings=mappings, force=a["force"])
+    existing = (root / ".vaultmem" / "config.toml").is_file()
+    if a["git"] and existing and not a["force"] and not mappings:
+        vault = Vault(root)  # an existing vault: only the git files are added
+    else:
+        vault = Vault.init(root, managed_folder=managed, mappings=mappings, force=a["force"])
+    written = vault.write_generated(git=a["git"])
     return Initialised(
         vault.root,
         vault.config.config_path,
         vault.config.managed_folder,
         vault.config.mappings,
         tuple(warnings),
+        tuple(written),
     )
 
 
@@ -348,11 +354,21 @@ OPERATIONS: tuple[Operation, ...] = (
                 mcp=False,
             ),
             Param("force", "bool", "Overwrite an existing config.", False, mcp=False),
+            Param(
+                "git",
+                "bool",
+                "The vault is a git repository: topics merge with git's union driver "
+                "(.gitattributes in the managed folder) and .vaultmem/ keeps only the config "
+                "(its .gitignore). On an existing vault, adds just these.",
+                False,
+                mcp=False,
+            ),
         ),
         _init,
         examples=(
             "vaultmem init ~/Notes --map Projects=project:work --map Knowledge=global",
             "vaultmem init .",
+            "vaultmem init ~/Notes --git",
         ),
         needs_vault=False,
         read_only=False,

@@ -49,6 +49,8 @@ from vaultmem.memory import duplicates, usage
 from vaultmem.memory.identity import check_scope_id, resolve_scope_id
 from vaultmem.memory.usage import Usage
 from vaultmem.note.topics import (
+    GIT_ATTRIBUTES,
+    STATE_GITIGNORE,
     TOPIC_TYPES,
     Topic,
     append_observation,
@@ -62,6 +64,7 @@ from vaultmem.note.topics import (
     read_topic,
     render_topic,
     supersede,
+    topics_base,
 )
 from vaultmem.storage import store as db
 from vaultmem.storage import topic_queries
@@ -281,6 +284,8 @@ def _write(
             )
         managed.write_text(config, rel, new_text)
         phases += ["written", "published"]
+    if current is None:
+        write_generated(config)
     _index(config, [rel], phases, f"key {key!r}, scope {_where(scope, resolved_id)}, file {rel}")
     phases.append("indexed")
     return StoreResult(
@@ -295,6 +300,26 @@ def _write(
         phases=tuple(phases),
         corrected=correcting,
     )
+
+
+def write_generated(config: Config, *, git: bool = False) -> list[str]:
+    """The managed folder's generated files, each written only when its bytes change: the
+    Bases view of the topics and, with `git`, `.gitattributes` (union merge of topics) and
+    `.vaultmem/.gitignore` (machine-local state). Returns the paths written."""
+    from vaultmem.core.atomic import replace_file
+
+    folder = config.managed_folder
+    wanted = {f"{folder}/{managed.TOPICS_BASE}": topics_base(folder)}
+    if git:
+        wanted[f"{folder}/{managed.GITATTRIBUTES}"] = GIT_ATTRIBUTES
+    written = [rel for rel, text in wanted.items() if managed.ensure_text(config, rel, text)]
+    if git:
+        ignore = config.state_dir / ".gitignore"
+        if not ignore.is_file() or ignore.read_text(encoding="utf-8") != STATE_GITIGNORE:
+            ignore.parent.mkdir(parents=True, exist_ok=True)
+            replace_file(ignore, STATE_GITIGNORE.encode("utf-8"))
+            written.append(f"{ignore.parent.name}/{ignore.name}")
+    return written
 
 
 def _refuse_secret_names(
