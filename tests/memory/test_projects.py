@@ -170,3 +170,49 @@ def test_a_real_git_merge_of_two_clones_keeps_both_appends(tmp_path: Path) -> No
     assert parsed.id and parsed.key == "shared"
     got = ok(run_cli("get", "shared", "--vault", str(one), "--json", cwd=one))
     assert got["latest"] == "CI box: runners have 4 cores."
+
+
+@pytest.mark.parametrize(
+    "copy_name",
+    [
+        "shared.sync-conflict-20261201-123456-ABCDEFG.md",
+        "shared (conflicted copy 2026-12-01).md",
+        "shared 2.md",
+    ],
+)
+def test_reconcile_unites_a_sync_conflict_copy_and_trashes_it(
+    vault: Path, copy_name: str
+) -> None:
+    v = ("--vault", str(vault), "--json")
+    stored = ok(run_cli("store", "shared", "Fact from this machine.", *v, cwd=vault))
+    topic = vault / str(stored["path"])
+    original = topic.read_text()
+    # The other machine's version: the same topic plus its own observation.
+    other = original.rstrip("\n") + "\n\n## 2026-11-30T10:00:00.000Z\nFact from the other one.\n"
+    (topic.parent / copy_name).write_text(other)
+    outside = vault / "Notes 2.md"  # a person's conflict copy outside the managed folder
+    outside.write_text("mine")
+    ok(run_cli("reconcile", *v, cwd=vault))
+    assert not (topic.parent / copy_name).exists()
+    assert (vault / "agent-memory/.trash/project/notes" / copy_name).exists()
+    texts = [o.text for o in read_topic("x", topic.read_text()).observations]
+    assert texts == ["Fact from the other one.", "Fact from this machine."]
+    assert outside.read_text() == "mine"
+    ok(run_cli("reconcile", *v, cwd=vault))  # a second run changes nothing
+    assert [o.text for o in read_topic("x", topic.read_text()).observations] == texts
+
+
+def test_reconcile_unites_a_topic_left_with_git_conflict_markers(vault: Path) -> None:
+    v = ("--vault", str(vault), "--json")
+    stored = ok(run_cli("store", "shared", "Base fact.", *v, cwd=vault))
+    topic = vault / str(stored["path"])
+    base = topic.read_text().rstrip("\n")
+    topic.write_text(
+        base + "\n\n<<<<<<< HEAD\n## 2026-11-01T10:00:00.000Z\nOurs.\n=======\n"
+        "## 2026-11-01T09:00:00.000Z\nTheirs.\n>>>>>>> other\n"
+    )
+    ok(run_cli("reconcile", *v, cwd=vault))
+    text = topic.read_text()
+    assert "<<<<<<<" not in text and "=======" not in text
+    parsed = read_topic("x", text)
+    assert [o.text for o in parsed.observations] == ["Theirs.", "Ours.", "Base fact."]

@@ -167,6 +167,12 @@ def reconcile(
     limits the work to those paths instead of walking the vault. The writer lock is held only
     for the write, not while notes parse.
     """
+    if paths is None:
+        # A sync tool's conflict copy of a topic is united into it first, so the walk below
+        # indexes one topic holding both sides (`conflicts.py`).
+        from vaultmem.index.conflicts import unite_conflicts
+
+        unite_conflicts(config)
     run = _Run(config, progress, lock_timeout_s)
     return run.run(rebuild=rebuild, paths=None if paths is None else list(paths))
 

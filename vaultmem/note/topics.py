@@ -684,3 +684,57 @@ STATE_GITIGNORE = (
     "!config.toml\n"
 )
 """`.vaultmem/.gitignore`: machine-local state stays out of the repository."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Uniting two versions of one topic (a sync tool's conflict copy, git's conflict markers)
+
+_CONFLICT_START = re.compile(r"^<{7}(?: |$)")
+_CONFLICT_MIDDLE = re.compile(r"^={7}$")
+_CONFLICT_END = re.compile(r"^>{7}(?: |$)")
+
+
+def has_conflict_markers(text: str) -> bool:
+    """Does the text hold a git conflict block (`<<<<<<<`, `=======`, `>>>>>>>` lines)?"""
+    lines = text.split("\n")
+    return any(_CONFLICT_START.match(line) for line in lines) and any(
+        _CONFLICT_END.match(line) for line in lines
+    )
+
+
+def conflict_sides(text: str) -> tuple[str, str]:
+    """The two versions a conflicted file holds: the lines outside every block plus each
+    block's first side, and the same with each block's second side."""
+    ours: list[str] = []
+    theirs: list[str] = []
+    side = 0  # 0 outside, 1 first side, 2 second side
+    for line in text.split("\n"):
+        if side == 0 and _CONFLICT_START.match(line):
+            side = 1
+        elif side == 1 and _CONFLICT_MIDDLE.match(line):
+            side = 2
+        elif side == 2 and _CONFLICT_END.match(line):
+            side = 0
+        else:
+            if side in (0, 1):
+                ours.append(line)
+            if side in (0, 2):
+                theirs.append(line)
+    return "\n".join(ours), "\n".join(theirs)
+
+
+def unite(base: str, other: str) -> str:
+    """`base` with every observation of `other` whose stamp it lacks appended (each once, the
+    reader orders them by stamp); `base` itself is kept byte for byte before the insertions."""
+    have = {o.timestamp for o in read_topic("", base).observations}
+    topic = read_topic("", base)
+    mark = "#" * _observation_level(topic.form)
+    out = base
+    for observation in read_topic("", other).observations:
+        if observation.timestamp in have:
+            continue
+        marker = f"> Superseded by {observation.superseded_by}\n" if observation.superseded_by else ""
+        section = f"{mark} {observation.timestamp}\n{marker}{_body(observation.text)}\n"
+        out = _insert_section(out, section)
+        have.add(observation.timestamp)
+    return out
