@@ -38,9 +38,8 @@ if TYPE_CHECKING:  # imported where used: a cold CLI command loads only what it 
     from vaultmem.index.reconcile import Progress, ReconcileReport
     from vaultmem.index.watch import Emit
     from vaultmem.memory import context as context_block
-    from vaultmem.memory import identity
+    from vaultmem.memory import identity, relations
     from vaultmem.memory import recall as recall_op
-    from vaultmem.memory import relations
     from vaultmem.memory import topic_store as memory
     from vaultmem.okf import export as okf_export
     from vaultmem.okf import ingest as okf_ingest

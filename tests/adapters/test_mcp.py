@@ -350,7 +350,9 @@ def test_a_store_without_scope_id_goes_to_the_client_roots_project(
 
     project = tmp_path / "client-repo"
     (project / ".git").mkdir(parents=True)
-    (project / ".git" / "config").write_text('[remote "origin"]\n\turl = git@github.com:Org/Client.git\n')
+    (project / ".git" / "config").write_text(
+        '[remote "origin"]\n\turl = git@github.com:Org/Client.git\n'
+    )
 
     async def roots(context: Any) -> types.ListRootsResult:
         return types.ListRootsResult(roots=[types.Root(uri=project.as_uri(), name="repo")])
@@ -363,11 +365,13 @@ def test_a_store_without_scope_id_goes_to_the_client_roots_project(
     answers: list[Any] = []
 
     async def main() -> None:
-        async with stdio_client(params) as (read, write):
-            async with ClientSession(read, write, list_roots_callback=roots) as session:
-                await session.initialize()
-                answers.append(await call(session, "memory_store", key="k", content="A fact."))
-                answers.append(await call(session, "memory_status"))
+        async with (
+            stdio_client(params) as (read, write),
+            ClientSession(read, write, list_roots_callback=roots) as session,
+        ):
+            await session.initialize()
+            answers.append(await call(session, "memory_store", key="k", content="A fact."))
+            answers.append(await call(session, "memory_status"))
 
     anyio.run(main)
     (error, stored), (_, status) = answers

@@ -147,9 +147,7 @@ def _cli(capsys: pytest.CaptureFixture[str], argv: list[str], vault: Path) -> tu
     return (False, envelope["data"]) if envelope["ok"] else (True, envelope["error"])
 
 
-def _mcp(
-    vault: Path, calls: list[tuple[str, dict[str, Any]]], cwd: Path
-) -> list[tuple[bool, Any]]:
+def _mcp(vault: Path, calls: list[tuple[str, dict[str, Any]]], cwd: Path) -> list[tuple[bool, Any]]:
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "vaultmem", "mcp", "--vault", str(vault)],

@@ -180,9 +180,7 @@ def test_a_real_git_merge_of_two_clones_keeps_both_appends(tmp_path: Path) -> No
         "shared 2.md",
     ],
 )
-def test_reconcile_unites_a_sync_conflict_copy_and_trashes_it(
-    vault: Path, copy_name: str
-) -> None:
+def test_reconcile_unites_a_sync_conflict_copy_and_trashes_it(vault: Path, copy_name: str) -> None:
     v = ("--vault", str(vault), "--json")
     stored = ok(run_cli("store", "shared", "Fact from this machine.", *v, cwd=vault))
     topic = vault / str(stored["path"])

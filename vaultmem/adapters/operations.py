@@ -380,9 +380,16 @@ OPERATIONS: tuple[Operation, ...] = (
         (
             VAULT,
             # Not an option: a tool call waits a bounded time for another writer.
-            Param("lock_timeout_s", "float", "", None, cli=False, mcp=False,
-                  mcp_default=RECONCILE_LOCK_S),
-        ),  # fmt: skip
+            Param(
+                "lock_timeout_s",
+                "float",
+                "",
+                None,
+                cli=False,
+                mcp=False,
+                mcp_default=RECONCILE_LOCK_S,
+            ),
+        ),
         _reconcile,
         examples=("vaultmem reconcile --vault ~/Notes",),
         tool="memory_reconcile",

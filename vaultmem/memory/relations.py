@@ -254,7 +254,11 @@ def _decided(config: Config, notes: dict[str, _NoteRow]) -> dict[str, Edge]:
         if source is None or target is None:
             continue  # a note of the pair is gone (forgotten, pruned): nothing to show
         status: Status = (
-            "rejected" if d.decision == "reject" else "proposed" if d.decision == "propose" else "active"
+            "rejected"
+            if d.decision == "reject"
+            else "proposed"
+            if d.decision == "propose"
+            else "active"
         )
         if status == "active" and _newer(_version(config, source), d.source_version):
             status = "stale"

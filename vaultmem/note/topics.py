@@ -733,7 +733,9 @@ def unite(base: str, other: str) -> str:
     for observation in read_topic("", other).observations:
         if observation.timestamp in have:
             continue
-        marker = f"> Superseded by {observation.superseded_by}\n" if observation.superseded_by else ""
+        marker = (
+            f"> Superseded by {observation.superseded_by}\n" if observation.superseded_by else ""
+        )
         section = f"{mark} {observation.timestamp}\n{marker}{_body(observation.text)}\n"
         out = _insert_section(out, section)
         have.add(observation.timestamp)
