@@ -20,7 +20,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from vaultmem.core.config import Config, FolderMapping, find_vault, init_vault, load_config
+from vaultmem.core.config import (
+    DEFAULT_MANAGED_FOLDER,
+    STATE_DIR_NAME,
+    Config,
+    FolderMapping,
+    complete_mappings,
+    find_vault,
+    init_vault,
+    load_config,
+)
 from vaultmem.core.errors import InvalidArgumentError, NotFoundError, VaultNotFoundError
 from vaultmem.core.models import (
     CONTEXT_BUDGET_CHARS,
@@ -72,6 +81,8 @@ class Vault:
         self.working_dir: Path | None = None
         """The folder whose project a write or context without a scope id belongs to (the MCP
         server sets it from the client's roots); None: the process's working directory."""
+        self.init_warnings: tuple[str, ...] = ()
+        """What `init` wants a person to know about the mappings it wrote."""
         self.resident_max_postings: int | None = None
         """The largest index (in postings) `search` holds in memory (`search/resident.py`);
         None: its MAX_POSTINGS; 0: never."""
@@ -100,15 +111,32 @@ class Vault:
         cls,
         path: str | Path,
         *,
-        managed_folder: str = "agent-memory",
+        managed_folder: str = DEFAULT_MANAGED_FOLDER,
         mappings: Sequence[FolderMapping] = (),
         force: bool = False,
     ) -> Vault:
-        root = Path(path).resolve()
+        """Write the config and create the managed folder (`config.init_vault`); the managed
+        folder is mapped when no mapping covers it, and what a person should know about the
+        mappings is in the returned vault's `init_warnings` (`config.complete_mappings`)."""
+        root = Path(path).expanduser().resolve()
         if not root.is_dir():
-            raise VaultNotFoundError(f"{root} is not a folder.", hint="Create it or pass another.")
-        init_vault(root, managed_folder=managed_folder, mappings=mappings, force=force)
-        return cls(root)
+            raise VaultNotFoundError(f"{root} is not a folder.", hint="Create it, or pass another.")
+        managed = managed_folder.strip("/")
+        complete, warnings = complete_mappings(root, managed, mappings)
+        init_vault(root, managed_folder=managed, mappings=complete, force=force)
+        vault = cls(root)
+        vault.init_warnings = tuple(warnings)
+        return vault
+
+    def check_is_a_vault(self) -> None:
+        """Refuse to index a folder that is neither a vaultmem vault nor an Obsidian vault: a
+        typo in --vault would otherwise leave a `.vaultmem/` folder in some random directory."""
+        if not (self.root / STATE_DIR_NAME).is_dir() and not (self.root / ".obsidian").is_dir():
+            raise VaultNotFoundError(
+                f"{self.root} is neither a vaultmem vault (no {STATE_DIR_NAME}/) nor an Obsidian "
+                "vault (no .obsidian/).",
+                hint=f"Run `vaultmem init {self.root}` first, or pass the right --vault.",
+            )
 
     @property
     def root(self) -> Path:

@@ -9,10 +9,10 @@ from typing import Any
 import jsonschema  # type: ignore[import-untyped]
 import pytest
 
-from vaultmem.adapters import contract, operations
+from vaultmem.adapters import commands, contract
 from vaultmem.core.errors import ConfigError, InvalidArgumentError
 
-TOOLS = [op for op in operations.OPERATIONS if op.tool]
+TOOLS = [op for op in commands.OPERATIONS if op.tool]
 
 
 @pytest.mark.parametrize("op", TOOLS, ids=lambda op: op.tool)
@@ -42,7 +42,7 @@ def test_schema_defaults_pass_bind(op: contract.Operation) -> None:
 
 
 def test_context_budget_has_one_minimum_for_both_adapters() -> None:
-    op = operations.BY_NAME["context"]
+    op = commands.BY_NAME["context"]
     for adapter, label in (("cli", "--budget-chars"), ("mcp", "budget_chars")):
         with pytest.raises(InvalidArgumentError, match=f"^{label}: 199 is below the minimum 200"):
             contract.bind(op, {"budget_chars": 199}, adapter=adapter)  # type: ignore[arg-type]
@@ -67,21 +67,20 @@ def test_context_budget_has_one_minimum_for_both_adapters() -> None:
 )
 def test_bind_refuses_with_invalid_argument(name: str, raw: dict[str, Any], message: str) -> None:
     with pytest.raises(InvalidArgumentError, match=message) as info:
-        contract.bind(operations.BY_NAME[name], raw, adapter="mcp")
+        contract.bind(commands.BY_NAME[name], raw, adapter="mcp")
     assert info.value.code == "invalid_argument" and isinstance(info.value, ConfigError)
 
 
 def test_bind_fills_defaults_and_parses_dates() -> None:
     bound = contract.bind(
-        operations.BY_NAME["search"], {"query": "x", "since": "2026-11-01"}, adapter="mcp"
+        commands.BY_NAME["search"], {"query": "x", "since": "2026-11-01"}, adapter="mcp"
     )
     assert bound["since"] == datetime(2026, 11, 1) and bound["limit"] == 10
     assert bound["scope"] is None
-    store = contract.bind(operations.BY_NAME["store"], {"content": "x"}, adapter="mcp")
+    store = contract.bind(commands.BY_NAME["store"], {"content": "x"}, adapter="mcp")
     assert store["source"] == "mcp" and store["scope"] == "project" and store["tags"] == ()
     assert (
-        contract.bind(operations.BY_NAME["store"], {"content": "x"}, adapter="cli")["source"]
-        is None
+        contract.bind(commands.BY_NAME["store"], {"content": "x"}, adapter="cli")["source"] is None
     )
 
 

@@ -18,7 +18,7 @@ import anyio
 import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
-from vaultmem.adapters import operations
+from vaultmem.adapters import commands
 from vaultmem.adapters.cli import main
 from vaultmem.vault import Vault
 
@@ -169,7 +169,7 @@ def _mcp(vault: Path, calls: list[tuple[str, dict[str, Any]]], cwd: Path) -> lis
 
 
 def test_every_tool_has_a_sample() -> None:
-    tools = {op.tool for op in operations.OPERATIONS if op.tool}
+    tools = {op.tool for op in commands.OPERATIONS if op.tool}
     assert tools == set(SAMPLES)
 
 

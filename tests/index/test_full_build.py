@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from helpers import dump_index
-
+from tests.helpers import dump_index
 from vaultmem.core.documents import BOILERPLATE_NOTES
 from vaultmem.storage import search_rows, store
 from vaultmem.vault import Vault

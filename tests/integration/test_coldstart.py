@@ -48,7 +48,7 @@ NOT_FOR_SEARCH = (
     "vaultmem.memory.recall",
     "vaultmem.memory.topic_store",
     "vaultmem.index.reconcile",
-    "pydantic",  # typer's coercion: not needed for values already of their type
+    "pydantic",  # the MCP SDK's models: a CLI command never needs them
     "duckdb",  # the Python package around `_duckdb`: its relational API and version lookup
     "rich",  # a --json search draws nothing
     "secrets",  # see NOT_FOR_AN_EDIT
@@ -135,25 +135,32 @@ def test_a_one_note_edit_loads_only_what_it_needs(tmp_path: Path) -> None:
     assert Vault(root).search("edit")[0].path == "note 1.md"
 
 
-def test_a_command_builds_only_its_own_typer_command() -> None:
-    """`main` turns only the command it runs into a click command; the full app (help,
-    completion, an unknown command) still has every one."""
-    import typer
+def test_a_command_builds_only_its_own_click_command(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`main` turns only the command it runs into a click command; the full help (and
+    completion, an unknown command) has every one."""
+    from vaultmem.adapters import cli
 
-    from vaultmem.adapters import cli, operations
+    built: list[str] = []
+    real = cli._Command.__init__
 
-    def commands(app: typer.Typer) -> set[str]:
-        group: Any = typer.main.get_command(app)
-        return {
-            f"{name} {sub}" if hasattr(command, "commands") else name
-            for name, command in group.commands.items()
-            for sub in getattr(command, "commands", [""])
-        }
+    def record(self: Any, name: str, op: Any) -> None:
+        built.append(op.name)
+        real(self, name, op)
 
-    assert commands(cli.build_app("search")) == {"search"}
-    assert commands(cli.build_app("export okf")) == {"export okf"}
-    everything = {op.name for op in operations.OPERATIONS} | {"watch", "mcp", "version"}
-    assert commands(cli.build_app()) == everything
+    monkeypatch.setattr(cli._Command, "__init__", record)
+    for argv, expected in (
+        (["search", "-h"], ["search"]),
+        (["export", "okf", "-h"], ["export okf"]),
+    ):
+        built.clear()
+        assert cli.main(argv) == 0
+        assert built == expected
+    built.clear()
+    assert cli.main(["--help"]) == 0
+    assert sorted(built) == sorted(op.name for op in cli.OPERATIONS if " " not in op.name)
+    capsys.readouterr()
 
 
 @pytest.mark.parametrize(

@@ -17,6 +17,7 @@ from vaultmem.core.models import Block, Heading, Link
 from vaultmem.note.links import (
     LazyLinkResolver,
     LinkResolver,
+    SubpathIndex,
     _heading_key,
     file_name_key,
     fold_name,
@@ -356,10 +357,10 @@ def test_chain_needs_no_section_nesting() -> None:
 # --- resolve_link ---------------------------------------------------------------------------
 
 
-def _headings_of(path: str) -> tuple[list[Heading], list[Block]] | None:
+def _headings_of(path: str) -> SubpathIndex | None:
     if path == "Unknown.md":
         return None
-    return HEADINGS, BLOCKS
+    return SubpathIndex(HEADINGS, BLOCKS)
 
 
 @pytest.fixture

@@ -1,1 +1,2 @@
-"""The two ways in: the typer CLI and the MCP server, and how results are rendered."""
+"""The two ways in: the click CLI and the MCP server, both generated from one operation table
+(`commands/`), and how results are rendered."""

@@ -1,31 +1,18 @@
 """The one contract behind both adapters: every operation's parameters, bounds and result.
 
-The CLI (`cli.py`) and the MCP server (`mcp_server.py`) restate nothing: each typer command
-and each MCP tool is generated from an `Operation` of the table in `operations.py`. A `Param`
-declares a name, a type, a default, bounds (range, length, item count, pattern, choices), help
-text and, for dates, ISO parsing; `bind` checks a call's arguments against it the same way for
-both adapters (a failure is `InvalidArgumentError`, code `invalid_argument`: exit 2 in the CLI,
-a tool error over MCP),
-and `json_schema` renders the MCP tool's input schema from the same table, so the limits a
-client sees are the limits the server enforces. `data` renders a result as the JSON both
-adapters return: the CLI's `--json` envelope carries exactly the object the MCP tool returns.
-An operation shared with MCP returns a JSON object (MCP's structured content must be one), so
-hit lists come wrapped: `{"hits": [...]}` for `recall` and `search` alike.
+The CLI (`cli.py`) and the MCP server (`mcp_server.py`) restate nothing: each click command
+and each MCP tool is generated from an `Operation` of the table the registry
+(`adapters/commands/__init__.py`) gathers from the command modules. A `Param` declares a
+name, a type, a default, bounds (range, length, item count, pattern, choices), help text and,
+for dates, ISO parsing; `bind` checks a call's arguments against it the same way for both
+adapters (a failure is `InvalidArgumentError`, code `invalid_argument`: exit 2 in the CLI, a
+tool error over MCP), and `json_schema` renders the MCP tool's input schema from the same
+table, so the limits a client sees are the limits the server enforces. `data` renders a result
+as the JSON both adapters return: the CLI's `--json` envelope carries exactly the object the
+MCP tool returns. An operation shared with MCP returns a JSON object (MCP's structured content
+must be one), so hit lists come wrapped: `{"hits": [...]}` for `recall` and `search` alike.
 
-How to add an operation (e.g. `read`):
-1. Add the `Vault` method (vault.py): the one hop to the capability.
-2. Declare it in operations.py: `Operation(name="read", summary=..., panel=..., params=(...),
-   run=...)`,
-   reusing the shared params (`VAULT`, `NOTE`, `SCOPE`, `LIMIT(...)` …). `run(call)` gets the
-   bound arguments in `call.args` and the opened vault in `call.vault`; it returns a
-   named tuple, a frozen dataclass or a dict (give it a `to_dict()` when its JSON differs from its
-   fields).
-   Set `tool="memory_read"` (with `tool_title`/`tool_description`) to serve it over MCP too;
-   mark a param `mcp=False` or `cli=False` when one adapter must not offer it. Append the
-   operation to `OPERATIONS` there; `BY_NAME`/`BY_TOOL` pick it up.
-3. Give it a text renderer in cli.py (`@text_renderer("read")`): tables or lines for people.
-4. tests/adapters/test_parity.py drives every operation with a tool through both adapters: add
-   a sample call to its `SAMPLES`, and document the command in docs/cli.md (a test checks that).
+How to add an operation is told once, in `adapters/commands/__init__.py`.
 """
 
 from __future__ import annotations
@@ -45,6 +32,9 @@ if TYPE_CHECKING:  # a type only: a CLI search need not import reconcile
 
 Kind = Literal["str", "int", "float", "bool", "strs", "path", "pairs"]
 UNSET: Any = object()
+JSON_HELP = "Print one JSON envelope (agents)."
+Renderer = Callable[[Any, dict[str, Any]], None]
+"""How a result prints without --json: `render(result, bound_args)`."""
 
 
 # The table's values and results are named tuples, not dataclasses: every command imports this
@@ -75,6 +65,7 @@ class Param(NamedTuple):
     mcp_default: Any = UNSET  # when the MCP tool's default differs (store's source `mcp`)
     stdin_dash: bool = False  # CLI: `-` reads the value from stdin
     comma_lists: bool = False  # CLI: items may also be comma-separated (`--tags a,b`)
+    # A "pairs" param's first flag takes `NAME VALUE` (two words), any other `NAME=VALUE`.
 
     @property
     def cli_flags(self) -> tuple[str, ...]:
@@ -107,6 +98,7 @@ class Call(NamedTuple):
     vault: Vault | None
     args: dict[str, Any]
     progress: Progress | None = None
+    as_json: bool = False  # the CLI's --json (an operation that prints as it goes reads it)
 
     @property
     def v(self) -> Vault:
@@ -132,6 +124,10 @@ class Operation(NamedTuple):
     idempotent: bool | None = None  # MCP's idempotentHint; None: the same as read_only
     needs_vault: bool = True
     exit_code: Callable[[Any], int] | None = None  # a non-zero exit for some results
+    render: Renderer | None = None  # the CLI's text output; None prints the JSON indented
+    json_help: str | None = JSON_HELP  # the CLI's --json option; None: the command has none
+    progress: bool = False  # the CLI draws a progress bar on a terminal (reconcile)
+    streams: bool = False  # the run prints as it goes (watch, mcp): no envelope or text after it
 
     def param(self, name: str) -> Param:
         return next(p for p in self.params if p.name == name)

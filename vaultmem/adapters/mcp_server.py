@@ -1,11 +1,12 @@
 """`vaultmem mcp`: the vault's memory as MCP tools over stdio (the official `mcp` SDK).
 
-An adapter like the CLI, generated from the same contract (`adapters/contract.py`): every
-`Operation` with a `tool` name is a tool whose input schema, bounds and defaults come from the
-operation's params. A call is bound by `contract.bind` (the CLI's checks, word for word), runs
-the operation in a worker thread and returns `contract.data(result)`: exactly the `data` of
-the CLI's `--json` envelope for the same call (tests/adapters/test_parity.py compares the
-two), as JSON text and as structured content. A `VaultmemError` comes back as a tool error
+An adapter like the CLI, generated from the same table (`adapters/commands/`, checked and
+rendered by `adapters/contract.py`): every `Operation` with a `tool` name is a tool whose
+input schema, bounds and defaults come from the operation's params. A call is bound by
+`contract.bind` (the CLI's checks, word for word), runs the operation in a worker thread and
+returns `contract.data(result)`: exactly the `data` of the CLI's `--json` envelope for the
+same call (tests/adapters/test_parity.py compares the two), as JSON text and as structured
+content. A `VaultmemError` comes back as a tool error
 (`isError: true`) whose body is the envelope's `error` object: `code`, `message`, `hint`
 (and `phases_done` with `retry: false` for a partial write).
 
@@ -40,7 +41,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp.shared.message import SessionMessage
 
 from vaultmem import __version__
-from vaultmem.adapters import contract, operations
+from vaultmem.adapters import commands, contract
 from vaultmem.adapters.contract import Call, Operation
 from vaultmem.core.errors import FileAccessError, InternalError, InvalidArgumentError, VaultmemError
 from vaultmem.vault import Vault
@@ -60,7 +61,7 @@ A project write without scope_id goes to this client's project (its first root).
 fact already stored appends nothing and answers `duplicate_of`.
 Errors carry a stable `code`; after a `partial_write` error do NOT retry the store."""
 
-TOOLS: tuple[Operation, ...] = tuple(op for op in operations.OPERATIONS if op.tool)
+TOOLS: tuple[Operation, ...] = tuple(op for op in commands.OPERATIONS if op.tool)
 ROOTS_TIMEOUT_S = 5.0
 """How long a call waits for the client's `roots/list` answer before using the server's
 working directory."""
@@ -93,10 +94,10 @@ def _result(body: Mapping[str, Any], *, error: bool) -> types.CallToolResult:
 def call(vault: Vault, name: str, arguments: Mapping[str, Any] | None) -> types.CallToolResult:
     """Run one tool call synchronously (the server runs this in a worker thread)."""
     try:
-        op = operations.BY_TOOL.get(name)
+        op = commands.BY_TOOL.get(name)
         if op is None:
             raise InvalidArgumentError(
-                f"No tool named {name!r}.", hint=f"Use one of {', '.join(operations.BY_TOOL)}."
+                f"No tool named {name!r}.", hint=f"Use one of {', '.join(commands.BY_TOOL)}."
             )
         args = contract.bind(op, dict(arguments or {}), adapter="mcp")
         data = contract.data(op.run(Call(vault, args)))
@@ -171,6 +172,26 @@ async def client_root(ctx: ServerRequestContext[Any]) -> Path | None:
 _LEADING_ID = re.compile(r'^\s*\{[^{}\[\]]*?"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")')
 
 
+MAX_REQUEST_CHARS = 4_000_000
+"""The longest request line read: a store's text may hold 1,000,000 characters, which JSON
+escaping can at most quadruple (`\\u0001`). A longer line is refused, never held whole."""
+
+
+def oversized(head: str) -> types.JSONRPCError:
+    """The JSON-RPC error answering a request line over `MAX_REQUEST_CHARS`."""
+    found = _LEADING_ID.match(head)
+    request_id = json.loads(found.group(1)) if found else None
+    return types.JSONRPCError(
+        jsonrpc="2.0",
+        id=request_id if isinstance(request_id, int | str) else None,
+        error=types.ErrorData(
+            code=types.INVALID_REQUEST,
+            message=f"The request was refused: over {MAX_REQUEST_CHARS:,} characters.",
+            data={"code": "invalid_argument", "hint": "Send a smaller request."},
+        ),
+    )
+
+
 def rejection(line: str) -> types.JSONRPCError | None:
     """The JSON-RPC error answering a line the SDK cannot decode; None when it decodes (or
     when it is a notification, which gets no answer)."""
@@ -218,17 +239,27 @@ class _CheckedLines:
         self.replies: anyio.abc.ObjectSendStream[SessionMessage] | None = None
         self.ready = anyio.Event()
 
+    async def _readline(self) -> str:
+        """One line of at most `MAX_REQUEST_CHARS + 1` characters (AsyncFile's readline
+        takes no size, so the bounded read runs in a worker thread as AsyncFile's does)."""
+        return await anyio.to_thread.run_sync(self.source.wrapped.readline, MAX_REQUEST_CHARS + 1)
+
     def __aiter__(self) -> _CheckedLines:
         return self
 
     async def __anext__(self) -> str:
         while True:
-            line = await self.source.readline()
+            line = await self._readline()
             if not line:
                 raise StopAsyncIteration
-            if not line.strip():
+            if len(line) > MAX_REQUEST_CHARS and not line.endswith("\n"):
+                refused: types.JSONRPCError | None = oversized(line[:200])
+                while (rest := await self._readline()) and not (rest.endswith("\n")):
+                    pass  # the rest of the line is read and dropped, a chunk at a time
+            elif not line.strip():
                 continue
-            refused = rejection(line)
+            else:
+                refused = rejection(line)
             if refused is None:
                 return line
             await self.ready.wait()

@@ -24,7 +24,7 @@ from re import _parser as sre_parser  # type: ignore[attr-defined]
 from typing import Any, cast
 
 from vaultmem.core.atomic import replace_file
-from vaultmem.core.errors import ConfigError, VaultNotFoundError
+from vaultmem.core.errors import ConfigError, InvalidArgumentError, VaultNotFoundError
 from vaultmem.core.models import SCOPES, Scope
 
 STATE_DIR_NAME = ".vaultmem"
@@ -572,6 +572,40 @@ def _toml_float(value: float) -> str:
     text = repr(float(value))
     # TOML floats need a fraction or an exponent; repr gives both forms ("1.0", "1e-05").
     return text if any(c in text for c in ".en") else text + ".0"
+
+
+def parse_mapping(spec: str) -> FolderMapping:
+    """`FOLDER=SCOPE[:SCOPE_ID]` (init's `--map`) as a mapping; `=project` maps the whole vault."""
+    folder, sep, rest = spec.partition("=")
+    scope, _, scope_id = rest.partition(":")
+    if not sep or scope not in SCOPES or (not folder.strip("/") and folder != ""):
+        raise InvalidArgumentError(
+            f"--map {spec!r} is not FOLDER=SCOPE[:SCOPE_ID].",
+            hint=f"SCOPE is one of {', '.join(SCOPES)}; e.g. --map Projects=project:atlas",
+        )
+    return FolderMapping(folder.strip("/"), scope, scope_id or None)
+
+
+def complete_mappings(
+    root: Path, managed_folder: str, mappings: Sequence[FolderMapping]
+) -> tuple[list[FolderMapping], list[str]]:
+    """The mappings `init` writes, and the warnings a person should read: the managed folder is
+    mapped as a project when no mapping covers it (else its topics would be in no scope), and a
+    mapped folder that does not exist is a warning, not a silent no-op."""
+    managed = managed_folder.strip("/")
+    complete = list(mappings)
+    warnings = []
+    covered = any(m.folder == "" or (managed + "/").startswith(m.folder + "/") for m in complete)
+    if complete and not covered:
+        complete.append(FolderMapping(managed, "project", None))
+        warnings.append(
+            f"The managed folder {managed}/ is in no mapped folder: mapped it as project "
+            f"(to choose: --map {managed}=SCOPE[:SCOPE_ID])."
+        )
+    for m in complete:
+        if m.folder and m.folder != managed and not (root / m.folder).is_dir():
+            warnings.append(f"The mapped folder {m.folder}/ does not exist in {root.resolve()}.")
+    return complete, warnings
 
 
 def init_vault(

@@ -34,6 +34,7 @@ ProblemCode = Literal[
     "canvas_invalid",
     "encoding_invalid",
     "file_too_large",
+    "tag_too_large",
     "file_binary",
     "file_unreadable",
     "file_vanished",
@@ -131,7 +132,7 @@ class Problem:
 
 
 _WARNING_CODES: frozenset[str] = frozenset(
-    {"property_invalid", "file_too_large", "file_unstable", "encoding_invalid"}
+    {"property_invalid", "file_too_large", "file_unstable", "encoding_invalid", "tag_too_large"}
 )
 
 
@@ -177,7 +178,7 @@ SearchMode = Literal["words", "vectors", "hybrid"]  # search.vectors
 SEARCH_MODES: tuple[SearchMode, ...] = ("words", "vectors", "hybrid")
 SEARCH_MODE_WHEN_ON: SearchMode = "words"  # search.vectors: the mode when semantic recall is on
 
-PARSER_VERSION = 2
+PARSER_VERSION = 3
 """Bump whenever `note.parse.parse_note`'s output changes: the index records it and rebuilds on
 a mismatch. Kept here (re-exported by `note.parse`) so that a no-op reconcile, which compares it,
 need not import the parser (mistune)."""

@@ -36,9 +36,9 @@ from typing import Literal, NamedTuple
 
 from vaultmem.core.config import Config
 from vaultmem.core.documents import SearchDocument, note_documents, postings_lines
-from vaultmem.core.models import Block, Heading, Problem, Resolution
+from vaultmem.core.models import Problem, Resolution
 from vaultmem.files.scan import content_hash, read_note_fingerprinted
-from vaultmem.note.links import LinkResolver, resolve_link
+from vaultmem.note.links import LinkResolver, SubpathIndex, resolve_link
 from vaultmem.note.parse import parse_note
 from vaultmem.storage.rows import NoteRecord, StagedRows
 
@@ -166,10 +166,14 @@ class _Worker:
 
             topic = read_topic(path, data.decode("utf-8", "replace"))
         del data
-        own: tuple[Sequence[Heading], Sequence[Block]] = (note.headings, note.blocks)
+        own: list[SubpathIndex] = []  # built on the first self-link with a subpath
 
-        def headings_of(target: str) -> tuple[Sequence[Heading], Sequence[Block]] | None:
-            return own if target == path else None
+        def headings_of(target: str) -> SubpathIndex | None:
+            if target != path:
+                return None
+            if not own:
+                own.append(SubpathIndex(note.headings, note.blocks))
+            return own[0]
 
         resolutions: list[Resolution] = []
         subpaths: list[tuple[int, str, str]] = []

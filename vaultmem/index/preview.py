@@ -10,9 +10,9 @@ from typing import Any
 
 from vaultmem.core.config import Config
 from vaultmem.core.errors import NotFoundError
-from vaultmem.core.models import Block, Heading, ParsedNote, Problem, Resolution
+from vaultmem.core.models import ParsedNote, Problem, Resolution
 from vaultmem.files.scan import read_note, scan_vault
-from vaultmem.note.links import LinkResolver, resolve_link
+from vaultmem.note.links import LinkResolver, SubpathIndex, resolve_link
 from vaultmem.note.parse import parse_note
 
 
@@ -40,18 +40,20 @@ def preview(config: Config, rel: str) -> ParsedView:
         raise NotFoundError(f"Cannot read {rel}: {data.message}")
     parsed = parse_note(rel, data, max_bytes=config.max_note_bytes)
     resolver = LinkResolver(scan_vault(config).files)
-    cache: dict[str, ParsedNote | None] = {rel: parsed}
+    cache: dict[str, SubpathIndex | None] = {
+        rel: SubpathIndex(parsed.note.headings, parsed.note.blocks)
+    }
 
-    def headings_of(path: str) -> tuple[tuple[Heading, ...], tuple[Block, ...]] | None:
+    def headings_of(path: str) -> SubpathIndex | None:
         if path not in cache:
             raw = read_note(config, path) if path.lower().endswith(".md") else None
-            cache[path] = (
-                parse_note(path, raw, max_bytes=config.max_note_bytes)
+            found = (
+                parse_note(path, raw, max_bytes=config.max_note_bytes).note
                 if isinstance(raw, bytes)
                 else None
             )
-        found = cache[path]
-        return (found.note.headings, found.note.blocks) if found else None
+            cache[path] = SubpathIndex(found.headings, found.blocks) if found else None
+        return cache[path]
 
     resolutions = tuple(
         resolve_link(link, rel, resolver, headings_of) for link in parsed.note.links

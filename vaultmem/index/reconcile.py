@@ -829,7 +829,7 @@ class _Run:
     def _check_subpaths(self, con: Connection, out: Outcomes, ident: Identities) -> None:
         """Check the new links' heading and block subpaths into other notes, now that every
         note's headings are in the index."""
-        from vaultmem.note.links import subpath_matches
+        from vaultmem.note.links import SubpathIndex
         from vaultmem.storage import index_writes as writes
 
         by_target: dict[str, list[tuple[str, int, str]]] = {}
@@ -844,9 +844,10 @@ class _Run:
             batch = targets[start : start + _HEADINGS_BATCH]
             headings = writes.headings_by_path(con, batch)
             updates = [
-                (source, ord_, subpath_matches(subpath, *found))
+                (source, ord_, index.matches(subpath))
                 for target in batch
                 if (found := headings.get(target)) is not None
+                for index in (SubpathIndex(*found),)
                 for source, ord_, subpath in by_target[target]
             ]
             writes.set_subpaths_found(con, updates)
@@ -860,7 +861,7 @@ class _Run:
         links: LinkWork,
     ) -> None:
         """Re-resolve exactly the stored links whose answer can have changed."""
-        from vaultmem.note.links import resolve_link, subpath_matches
+        from vaultmem.note.links import SubpathIndex, resolve_link
         from vaultmem.storage import index_writes as writes
 
         if not (links.affected_keys or links.changed_targets):
@@ -877,12 +878,15 @@ class _Run:
         wanted = sorted(
             {r.path for row, r in resolved if row[3] and r.path and r.subpath_found is None}
         )
-        headings = writes.headings_by_path(con, wanted)
+        indexes = {
+            path: SubpathIndex(*found)
+            for path, found in writes.headings_by_path(con, wanted).items()
+        }
         updates = []
         for (source_id, ord_, _t, subpath, _s, old_path, old_id, old_found), res in resolved:
             found = res.subpath_found
-            if subpath and res.path is not None and found is None and res.path in headings:
-                found = subpath_matches(subpath, *headings[res.path])
+            if subpath and res.path is not None and found is None and res.path in indexes:
+                found = indexes[res.path].matches(subpath)
             target_id = ident.ids.get(res.path) if res.path else None
             if (res.path, target_id, found) != (old_path, old_id, old_found):
                 updates.append((source_id, ord_, res.path, target_id, found))

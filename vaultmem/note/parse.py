@@ -30,6 +30,11 @@ MAX_BYTES = 5_000_000
 """Default size above which a note is indexed by metadata only."""
 BINARY_SNIFF_BYTES = 8192
 """A NUL byte within this many leading bytes marks the file as binary (as git does)."""
+MAX_TAG_LEVELS = 32
+"""A nested tag with more `/` levels is dropped: each level is an index row of its own (every
+parent of `a/b/c` is a tag too), so a 30,000-level tag asked for 30,000 rows of up to 60 KB."""
+MAX_TAG_CHARS = 512
+"""A longer tag is dropped for the same reason: its parents' rows grow with its length."""
 
 
 def note_stem(path: str) -> str:
@@ -58,15 +63,29 @@ def _decode(path: str, data: bytes, problems: list[Problem]) -> str:
     return text
 
 
-def _dedupe_tags(tags: list[str]) -> tuple[str, ...]:
-    # tags are case-insensitive; the first spelling met wins (frontmatter before body)
+def _dedupe_tags(path: str, tags: list[str], problems: list[Problem]) -> tuple[str, ...]:
+    """Tags are case-insensitive; the first spelling met wins (frontmatter before body). A tag
+    past `MAX_TAG_LEVELS` or `MAX_TAG_CHARS` is dropped with one `tag_too_large` problem."""
     seen: set[str] = set()
     out: list[str] = []
+    dropped = 0
     for tag in tags:
+        if len(tag) > MAX_TAG_CHARS or tag.count("/") >= MAX_TAG_LEVELS:
+            dropped += 1
+            continue
         key = tag.casefold()
         if key not in seen:
             seen.add(key)
             out.append(tag)
+    if dropped:
+        problems.append(
+            Problem(
+                path,
+                "tag_too_large",
+                f"{dropped} tag(s) over {MAX_TAG_LEVELS} levels or {MAX_TAG_CHARS} characters "
+                "dropped; shorten them to index them",
+            )
+        )
     return tuple(out)
 
 
@@ -96,7 +115,7 @@ def parse_note(path: str, data: bytes, *, max_bytes: int = MAX_BYTES) -> ParsedN
             "none",
             note.title,
             (),
-            _dedupe_tags(list(note.tags)),
+            _dedupe_tags(path, list(note.tags), problems),
             (),
             (),
             (),
@@ -142,7 +161,7 @@ def parse_note(path: str, data: bytes, *, max_bytes: int = MAX_BYTES) -> ParsedN
         frontmatter_status=status,
         title=title or note_stem(path),
         aliases=aliases,
-        tags=_dedupe_tags([*fm_tags, *scan.tags]),
+        tags=_dedupe_tags(path, [*fm_tags, *scan.tags], problems),
         cssclasses=cssclasses,
         headings=tuple(scan.headings),
         blocks=tuple(scan.blocks),

@@ -1,0 +1,340 @@
+"""Commands for agents: `recall`, `read`, `recent`, `used`, `context` and the MCP server
+(`mcp`). Each operation holds its params, its run and its text renderer."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, get_args
+
+from vaultmem.adapters import output
+from vaultmem.adapters.commands.params import (
+    KIND,
+    LIMIT,
+    MAX_ID,
+    MAX_NAME,
+    MAX_QUERY,
+    SCOPE_SPEC,
+    SCOPES_PARAM,
+    VAULT,
+    text,
+)
+from vaultmem.adapters.commands.search import ranked_hit
+from vaultmem.adapters.contract import Call, Hits, Operation, Param
+from vaultmem.core.models import ContextTarget, RecallMode, RecallSort
+
+P = output.plural
+MODES: tuple[RecallMode, ...] = get_args(RecallMode)
+SORTS: tuple[RecallSort, ...] = get_args(RecallSort)
+TARGETS: tuple[ContextTarget, ...] = get_args(ContextTarget)
+DEFAULT_CONTEXT_SCOPES = ("session", "project", "global")
+
+
+def _recall(call: Call) -> Hits:
+    a = call.args
+    hits = call.v.recall(
+        a["query"],
+        scopes=a["scopes"] or (),
+        mode=a["mode"],
+        sort=a["sort"],
+        kind=a["kind"],
+        limit=a["limit"],
+        include_related=a["include_related"],
+    )
+    return Hits(hits)
+
+
+def _recall_text(result: Hits, args: dict[str, Any]) -> None:
+    if not result.hits:
+        return output.line("Nothing recalled.")
+    for i, hit in enumerate(result.hits, 1):
+        where = hit.scope + (f":{hit.scope_id}" if hit.scope_id else "")
+        flags = (" [related]" if hit.related else "") + ("" if hit.fresh else " [stale]")
+        ranked_hit(i, hit.key, flags, f"{hit.path} · {where} · {hit.score:.3f}", hit.snippet)
+
+
+def _read_text(result: Any, args: dict[str, Any]) -> None:
+    text = output.visible(result.text)
+    output.write(text + ("" if text.endswith("\n") else "\n"))
+    if result.next_offset is not None:
+        sys.stderr.write(
+            f"[{result.next_offset} of {result.total_bytes} bytes; "
+            f"continue with --offset {result.next_offset}]\n"
+        )
+
+
+def _recent(call: Call) -> dict[str, Any]:
+    a = call.args
+    return {"notes": call.v.recent(since=a["since"], kind=a["kind"], limit=a["limit"])}
+
+
+def _recent_text(result: dict[str, Any], args: dict[str, Any]) -> None:
+    notes = result["notes"]
+    output.table(
+        P(len(notes), "recently changed note"),
+        ["modified", "path", "scope"],
+        [(n.modified, n.path, n.scope + (f":{n.scope_id}" if n.scope_id else "")) for n in notes],
+    )
+
+
+def _context(call: Call) -> Any:
+    a = call.args
+    scopes = a["scopes"] or DEFAULT_CONTEXT_SCOPES
+    size = {"per_scope": a["per_scope"], "budget_chars": a["budget_chars"]}
+    where = {"project_dir": a["project"], "session": a["session"]}
+    if a.get("write") is None:
+        return call.v.context(scopes=scopes, **where, **size)
+    target: ContextTarget = a["write"]
+    return call.v.write_context(target, scopes=scopes, **where, **size)
+
+
+def _context_text(result: Any, args: dict[str, Any]) -> None:
+    if args["write"] is None:
+        return output.line(result.text)
+    verb = "Created" if result.created else "Updated" if result.changed else "Unchanged:"
+    output.line(f"{verb} {result.path} ({P(len(result.block.entries), 'entry', 'entries')})")
+
+
+OPERATIONS: tuple[Operation, ...] = (
+    Operation(
+        "recall",
+        "Recall memories for a question: topics and notes of the given scopes, never expired.",
+        "Agents",
+        (
+            text(
+                "query",
+                "The question or keywords, e.g. how do I run the tests.",
+                required=True,
+                positional=True,
+                metavar="QUERY",
+                min_length=1,
+                max_length=MAX_QUERY,
+            ),
+            VAULT,
+            SCOPES_PARAM,
+            Param(
+                "mode",
+                "str",
+                "blended: BM25 blended with name matches and the agent's own topics; metadata: "
+                "name matches only; words, vectors, hybrid: search's modes alone (vectors and "
+                "hybrid need semantic recall on).",
+                "blended",
+                choices=MODES,
+                metavar="MODE",
+            ),
+            KIND,
+            Param(
+                "sort",
+                "str",
+                "score blends relevance 90 %, recency 5 %, usage 5 %.",
+                "score",
+                choices=SORTS,
+                metavar="SORT",
+            ),
+            LIMIT(10, 100),
+            Param(
+                "include_related",
+                "bool",
+                "Also return up to 5 notes linked from the hits "
+                "(typed relations and See Also), one level deep.",
+                False,
+            ),
+        ),
+        _recall,
+        examples=(
+            'vaultmem recall "how do I run the tests" --scope project:atlas --scope global',
+            'vaultmem recall "release process" --include-related --json',
+        ),
+        tool="memory_recall",
+        tool_title="Recall memories",
+        tool_description="Find the memories (agent topics and people's notes) that answer a "
+        "question. Blended mode (the default) ranks BM25 full-text matches blended with name "
+        "matches (key, title, alias, tag) and weighs the agent's own topics: one holding "
+        "every word of the question ranks with the best note; words, vectors and hybrid are "
+        "memory_search's modes alone. Expired and forgotten topics are never returned. "
+        "Each hit has id, key, scope, scope_id, path, title, snippet, score, updated, `fresh` "
+        "(false when the file changed since it was indexed) and `related` (pulled in by a link "
+        "from another hit). Read a hit in full with memory_read. Not a use: the same question "
+        "gives the same order; call memory_used for a note that helped.",
+        render=_recall_text,
+    ),
+    Operation(
+        "read",
+        "A note's text from its file (frontmatter apart, secrets redacted); counts as a use.",
+        "Agents",
+        (
+            text(
+                "note",
+                "NOTE, NOTE#Heading, NOTE#Parent#Child or NOTE#^block: path, title, alias, "
+                "file name, topic key or id.",
+                required=True,
+                positional=True,
+                metavar="NOTE",
+                min_length=1,
+                max_length=MAX_NAME,
+            ),
+            VAULT,
+            Param(
+                "max_bytes",
+                "int",
+                "At most this many bytes of text; the rest comes with offset=next_offset.",
+                64_000,
+                minimum=1,
+                maximum=1_000_000,
+                metavar="N",
+            ),
+            Param(
+                "offset",
+                "int",
+                "Start here: the next_offset of a capped read.",
+                0,
+                minimum=0,
+                maximum=1_000_000_000,
+                metavar="N",
+            ),
+        ),
+        lambda call: call.v.read(
+            call.args["note"], max_bytes=call.args["max_bytes"], offset=call.args["offset"]
+        ),
+        examples=(
+            'vaultmem read "Runbook - Running tests#Quick run"',
+            "vaultmem read build-commands --json",
+        ),
+        tool="memory_read",
+        tool_title="Read a note",
+        tool_description="Read any note of the vault (a person's note or a memory topic) as "
+        "text, straight from its file: name it by path, title, alias, file name, topic key or "
+        "id, optionally with `#Heading` (`#Parent#Child`) or `#^block` for that part alone. "
+        "Frontmatter comes back apart; secrets are redacted. A long text comes in pieces of "
+        "max_bytes: when `next_offset` is not null, call again with offset=next_offset. Counts "
+        "as a use.",
+        read_only=False,  # it records a use (.vaultmem/usage.jsonl)
+        render=_read_text,
+    ),
+    Operation(
+        "recent",
+        "Notes changed most recently (file modification time), newest first.",
+        "Agents",
+        (
+            VAULT,
+            text(
+                "since",
+                "Changed at or after this ISO date or time (UTC).",
+                iso_date=True,
+                metavar="DATE",
+                max_length=64,
+            ),
+            KIND,
+            LIMIT(20, 500),
+        ),
+        _recent,
+        examples=("vaultmem recent --since 2026-11-01 --kind topics",),
+        tool="memory_recent",
+        tool_title="Recently changed notes",
+        tool_description="Notes by file modification time, newest first: what changed while "
+        "you were away. Each has id, path, title, scope, scope_id, managed (a memory topic), "
+        "updated, modified and size.",
+        render=_recent_text,
+    ),
+    Operation(
+        "used",
+        "Record that a note helped: one use, a bounded tie-breaker in recall.",
+        "Agents",
+        (
+            text(
+                "note",
+                "Topic key, or a note's id, path, title or alias.",
+                required=True,
+                positional=True,
+                metavar="NOTE",
+                min_length=1,
+                max_length=MAX_NAME,
+            ),
+            VAULT,
+        ),
+        lambda call: call.v.used(call.args["note"]),
+        examples=("vaultmem used build-commands",),
+        tool="memory_used",
+        tool_title="Mark a note as used",
+        tool_description="Record that a note or topic helped answer (one use). Uses decay over "
+        "30 days and reorder only near-ties in memory_recall.",
+        read_only=False,  # it records a use (.vaultmem/usage.jsonl)
+        render=lambda ref, args: output.line(f"Used {ref.path}"),
+    ),
+    Operation(
+        "context",
+        "Print the <vaultmem-memory> context block, or write it into an agent's file.",
+        "Agents",
+        (
+            VAULT,
+            Param(
+                "scopes",
+                "strs",
+                "Scopes in block order, SCOPE or SCOPE:SCOPE_ID.",
+                DEFAULT_CONTEXT_SCOPES,
+                flags=("--scopes", "--scope"),
+                metavar="SCOPE[:ID]",
+                pattern=SCOPE_SPEC,
+                max_length=MAX_ID + 12,
+                max_items=16,
+                comma_lists=True,
+            ),
+            Param(
+                "per_scope",
+                "int",
+                "At most this many entries per scope.",
+                10,
+                minimum=1,
+                maximum=50,
+                metavar="N",
+            ),
+            Param(
+                "budget_chars",
+                "int",
+                "Size limit of the whole block, in characters; each "
+                "scope gets an equal share that is not lent to another.",
+                3000,
+                minimum=200,
+                maximum=100_000,
+                metavar="N",
+            ),
+            Param(
+                "write",
+                "str",
+                "Write the block between markers into .claude/CLAUDE.md "
+                "(claude), AGENTS.md (codex) or .kiro/steering/vaultmem-memory.md (kiro).",
+                choices=TARGETS,
+                metavar="AGENT",
+                mcp=False,
+            ),
+            Param(
+                "project",
+                "path",
+                "The project folder: whose project memories the block holds and, with "
+                "--write, where the file goes (default: the working directory).",
+                metavar="DIR",
+                mcp=False,
+            ),
+            Param(
+                "session",
+                "str",
+                "The session whose memories come first (a bare `session` scope is left out "
+                "without it).",
+                metavar="ID",
+                max_length=MAX_ID,
+            ),
+        ),
+        _context,
+        examples=(
+            "vaultmem context --scopes session,project:atlas,global --budget-chars 1500",
+            "vaultmem context --write claude --project ~/code/atlas",
+        ),
+        tool="memory_context",
+        tool_title="Memory context block",
+        tool_description="A compact `<vaultmem-memory>` block of the most useful memories, "
+        "scope by scope (default: this project's, the client's root deciding which; then "
+        "global; a session's first when `session` names it), for the start of a task. Each line "
+        "is `- [scope] key: latest content`; `[related]` marks notes linked from a chosen "
+        "topic. Secrets are redacted; the block never exceeds budget_chars.",
+        render=_context_text,
+    ),
+)
