@@ -39,6 +39,7 @@ is rolled back by DuckDB's WAL on the next open.
 
 from __future__ import annotations
 
+import re
 import json
 import os
 import time
@@ -53,6 +54,7 @@ from vaultmem.core.config import Config
 from vaultmem.core.digest import blake2b
 from vaultmem.core.errors import IndexUnavailableError, LockedError
 from vaultmem.core.models import PARSER_VERSION, TOKENIZER_VERSION, Link, Problem
+from vaultmem.files import managed
 from vaultmem.files.lock import writer_lock
 from vaultmem.files.scan import Fingerprint, is_eligible_file, scan_paths, scan_vault
 from vaultmem.index.journal import append_renames, read_renames
@@ -167,14 +169,29 @@ def reconcile(
     limits the work to those paths instead of walking the vault. The writer lock is held only
     for the write, not while notes parse.
     """
-    if paths is None:
+    if paths is None and _conflicted(config):
         # A sync tool's conflict copy of a topic is united into it first, so the walk below
-        # indexes one topic holding both sides (`conflicts.py`).
+        # indexes one topic holding both sides (`conflicts.py`, imported only then).
         from vaultmem.index.conflicts import unite_conflicts
 
         unite_conflicts(config)
     run = _Run(config, progress, lock_timeout_s)
     return run.run(rebuild=rebuild, paths=None if paths is None else list(paths))
+
+
+_COPY_NAME = re.compile(r"\.sync-conflict-|conflicted copy| \d{1,3}\.md$")
+
+
+def _conflicted(config: Config) -> bool:
+    """Is there a conflict copy (by name) or a git conflict block among the topics? Names and
+    bytes only: the topic model is imported when there is something to unite."""
+    for rel in managed.list_topics(config):
+        if _COPY_NAME.search(rel.rsplit("/", 1)[-1]):
+            return True
+        data = managed.read_bytes(config, rel)
+        if data is not None and b"\n<<<<<<< " in data and b"\n>>>>>>> " in data:
+            return True
+    return False
 
 
 # -- the steps' values --------------------------------------------------------------------------
