@@ -39,9 +39,9 @@ is rolled back by DuckDB's WAL on the next open.
 
 from __future__ import annotations
 
-import re
 import json
 import os
+import re
 import time
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import ExitStack
@@ -53,8 +53,7 @@ from vaultmem import __version__
 from vaultmem.core.config import Config
 from vaultmem.core.digest import blake2b
 from vaultmem.core.errors import IndexUnavailableError, LockedError
-from vaultmem.core.models import PARSER_VERSION, TOKENIZER_VERSION, Link, Problem
-from vaultmem.files import managed
+from vaultmem.core.models import PARSER_VERSION, SCOPES, TOKENIZER_VERSION, Link, Problem
 from vaultmem.files.lock import writer_lock
 from vaultmem.files.scan import Fingerprint, is_eligible_file, scan_paths, scan_vault
 from vaultmem.index.journal import append_renames, read_renames
@@ -184,14 +183,28 @@ _COPY_NAME = re.compile(r"\.sync-conflict-|conflicted copy| \d{1,3}\.md$")
 
 def _conflicted(config: Config) -> bool:
     """Is there a conflict copy (by name) or a git conflict block among the topics? Names and
-    bytes only: the topic model is imported when there is something to unite."""
-    for rel in managed.list_topics(config):
-        if _COPY_NAME.search(rel.rsplit("/", 1)[-1]):
-            return True
-        data = managed.read_bytes(config, rel)
-        if data is not None and b"\n<<<<<<< " in data and b"\n>>>>>>> " in data:
-            return True
+    bytes only, read without following links: the topic model (and `files.managed`, with its
+    hashlib) load only when there is something to unite."""
+    base = config.root / config.managed_folder
+    for scope in SCOPES:
+        for folder, _, names in os.walk(base / scope):
+            for name in names:
+                if not name.endswith(".md") or name.startswith("."):
+                    continue
+                if _COPY_NAME.search(name):
+                    return True
+                try:
+                    with open(os.path.join(folder, name), "rb", opener=_no_follow) as file:
+                        data = file.read()
+                except OSError:
+                    continue
+                if b"\n<<<<<<< " in data and b"\n>>>>>>> " in data:
+                    return True
     return False
+
+
+def _no_follow(path: str, flags: int) -> int:
+    return os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK)
 
 
 # -- the steps' values --------------------------------------------------------------------------
