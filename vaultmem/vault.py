@@ -57,8 +57,8 @@ if TYPE_CHECKING:  # imported where used: a cold CLI command loads only what it 
     from vaultmem.index.reconcile import Progress, ReconcileReport
     from vaultmem.index.watch import Emit
     from vaultmem.memory import context as context_block
+    from vaultmem.memory import identity, relations
     from vaultmem.memory import recall as recall_op
-    from vaultmem.memory import relations
     from vaultmem.memory import topic_store as memory
     from vaultmem.okf import export as okf_export
     from vaultmem.okf import ingest as okf_ingest
@@ -93,6 +93,9 @@ class Vault:
         self._resident_miss: tuple[int, ...] = ()
         self._signature: tuple[int, ...] = ()
         self._loader: threading.Thread | None = None
+        self.working_dir: Path | None = None
+        """The folder whose project a write or context without a scope id belongs to (the MCP
+        server sets it from the client's roots); None: the process's working directory."""
         self.init_warnings: tuple[str, ...] = ()
         """What `init` wants a person to know about the mappings it wrote."""
         self.resident_max_postings: int | None = None
@@ -206,7 +209,8 @@ class Vault:
         """Index counts, per-folder scopes and how many notes changed since the last run."""
         from vaultmem.query import status as index_status
 
-        return index_status.status(self.config)
+        found = index_status.status(self.config)
+        return dataclasses.replace(found, project=self.project().to_dict())
 
     def problems(self, *, code: str | None = None) -> list[dict[str, Any]]:
         from vaultmem.query import catalog
@@ -470,22 +474,33 @@ class Vault:
     def context(
         self,
         *,
+        project_dir: Path | None = None,
+        session: str | None = None,
         scopes: Sequence[str] = CONTEXT_SCOPES,
         per_scope: int = CONTEXT_PER_SCOPE,
         budget_chars: int = CONTEXT_BUDGET_CHARS,
         now: datetime | None = None,
     ) -> context_block.ContextBlock:
-        """The `<vaultmem-memory>` block (docs/agents.md). Not counted as a use."""
+        """The `<vaultmem-memory>` block (docs/agents.md) for the project of `project_dir`
+        (default `working_dir`, else the process's working directory). Not counted as a use.
+
+        In `scopes`, a bare `project` means that project (never another's), a bare `session`
+        the session named by `session` (left out when none is), and `SCOPE:ID` exactly that
+        one. `block.text` never exceeds `budget_chars`."""
         from vaultmem.core.secrets import compile_patterns
         from vaultmem.memory import context as context_block
         from vaultmem.memory import recall as recall_op
         from vaultmem.memory import usage
 
         moment = now or datetime.now(UTC)
+        project = self.project(project_dir)
+        specs = context_block.bind_scopes(
+            recall_op.parse_scopes(scopes), project=project.scope_id, session=session
+        )
         with self._reading() as con:
             return context_block.build_context(
                 con,
-                scopes=recall_op.parse_scopes(scopes),
+                scopes=specs,
                 managed_folder=self.config.managed_folder,
                 root=self.root,
                 per_scope=per_scope,
@@ -500,18 +515,26 @@ class Vault:
         target: context_block.Target,
         *,
         project_dir: Path | None = None,
+        session: str | None = None,
         scopes: Sequence[str] = CONTEXT_SCOPES,
         per_scope: int = CONTEXT_PER_SCOPE,
         budget_chars: int = CONTEXT_BUDGET_CHARS,
         now: datetime | None = None,
     ) -> context_block.ContextWrite:
-        """Write the block between vaultmem's markers into a provider's file of a project
-        (outside the vault); the rest of the file is kept byte for byte."""
+        """Write the block of the project of `project_dir` between vaultmem's markers into a
+        provider's file of that project (outside the vault); the rest is kept byte for byte."""
         from vaultmem.memory import context as context_block
 
-        folder = context_block.check_project_dir(project_dir or Path.cwd())
+        folder = context_block.check_project_dir(project_dir or self.working_dir or Path.cwd())
         path = context_block.target_path(target, folder)
-        block = self.context(scopes=scopes, per_scope=per_scope, budget_chars=budget_chars, now=now)
+        block = self.context(
+            project_dir=folder,
+            session=session,
+            scopes=scopes,
+            per_scope=per_scope,
+            budget_chars=budget_chars,
+            now=now,
+        )
         return context_block.write_block_file(path, block, vault_root=self.root)
 
     # -- agent memory: topics in the managed folder (docs/memory.md) ------------------------
@@ -529,9 +552,9 @@ class Vault:
         cwd: Path | None = None,
         now: datetime | None = None,
     ) -> memory.StoreResult:
-        """Append an observation to a topic (created when new); see `memory.store`. Without a
-        scope id, the managed folder's mapping names it when it has this scope (`identity`)."""
-        from vaultmem.memory import identity
+        """Append an observation to a topic (created when new); see `memory.store`. A project
+        write without a scope id belongs to the project of `cwd` (default `working_dir`, else
+        the process's working directory): `identity.identify_project`."""
         from vaultmem.memory import topic_store as memory
 
         result, published = memory.store(
@@ -539,15 +562,29 @@ class Vault:
             key,
             text,
             scope=scope,
-            scope_id=scope_id or identity.mapped_scope_id(self.config, scope),
+            scope_id=scope_id,
             type=type,
             tags=tags,
             source=source,
-            cwd=cwd,
+            cwd=cwd or self.working_dir,
             now=now,
         )
         self._publish(published)
         return dataclasses.replace(result, phases=(*result.phases, "indexed"))
+
+    def project(self, cwd: Path | None = None) -> identity.ProjectIdentity:
+        """The project a write without a scope id from `cwd` (default `working_dir`, else the
+        process's working directory) goes to, and the rule that named it."""
+        from vaultmem.memory import identity
+
+        return identity.identify_project(cwd or self.working_dir or Path.cwd(), self.config)
+
+    def write_generated(self, *, git: bool = False) -> list[str]:
+        """The managed folder's generated files (the Bases view; with `git`, .gitattributes and
+        .vaultmem/.gitignore), each written only when its bytes change."""
+        from vaultmem.memory import topic_store as memory
+
+        return memory.write_generated(self.config, git=git)
 
     def correct(
         self,
@@ -612,10 +649,18 @@ class Vault:
         self._publish(published)
         return result
 
-    def relate(self, a: str, b: str, *, type: str = "relates_to") -> relations.Edge:
-        """Record a person's edge A -[type]-> B in the decisions note."""
+    def relate(
+        self, a: str, b: str, *, type: str = "relates_to", propose: bool = False
+    ) -> relations.Edge:
+        """Record a person's edge A -[type]-> B in the decisions note; `propose`: an agent's
+        proposal (status proposed) that a person accepts or rejects."""
         from vaultmem.memory import relations
 
+        if propose:
+            edge, proposed = relations.propose(self.config, a, b, type)
+            if proposed is not None:
+                self._publish(proposed)
+            return edge
         edge, published = relations.relate(self.config, a, b, type)
         self._publish(published)
         return edge

@@ -35,6 +35,9 @@ TOOLS = {
     "memory_read",
     "memory_recent",
     "memory_used",
+    "memory_correct",
+    "memory_relate",
+    "memory_reconcile",
 }
 
 
@@ -341,6 +344,72 @@ def test_undecodable_requests_get_an_error_reply(vault: Path) -> None:
         assert by_id[request_id]["error"]["data"]["code"] == "invalid_argument"
     assert by_id[4]["error"]["code"] == -32700
     assert by_id[5]["result"]["isError"] is False  # the server carried on
+
+
+def test_a_store_without_scope_id_goes_to_the_client_roots_project(
+    vault: Path, tmp_path: Path
+) -> None:
+    """The client declares roots: its first root's git remote names the project, not the
+    server's working directory; a client without roots gets the server's."""
+    import mcp_types as types
+
+    project = tmp_path / "client-repo"
+    (project / ".git").mkdir(parents=True)
+    (project / ".git" / "config").write_text(
+        '[remote "origin"]\n\turl = git@github.com:Org/Client.git\n'
+    )
+
+    async def roots(context: Any) -> types.ListRootsResult:
+        return types.ListRootsResult(roots=[types.Root(uri=project.as_uri(), name="repo")])
+
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "vaultmem", "mcp", "--vault", str(vault)],
+        cwd=str(vault.parent),
+    )
+    answers: list[Any] = []
+
+    async def main() -> None:
+        async with (
+            stdio_client(params) as (read, write),
+            ClientSession(read, write, list_roots_callback=roots) as session,
+        ):
+            await session.initialize()
+            answers.append(await call(session, "memory_store", key="k", content="A fact."))
+            answers.append(await call(session, "memory_status"))
+
+    anyio.run(main)
+    (error, stored), (_, status) = answers
+    assert not error, stored
+    assert stored["scope_id"] == "github.com-org-client"
+    assert status["project"]["scope_id"] == "github.com-org-client"
+    assert status["project"]["folder"] == str(project.resolve())
+
+
+def test_correct_relate_and_reconcile_through_the_client(vault: Path) -> None:
+    async def body(session: ClientSession) -> None:
+        listed = {t.name: t.annotations for t in (await session.list_tools()).tools}
+        assert listed["memory_used"].read_only_hint is False  # type: ignore[union-attr]
+        assert listed["memory_recall"].read_only_hint is True  # type: ignore[union-attr]
+        assert listed["memory_relate"].destructive_hint is False  # type: ignore[union-attr]
+        error, _ = await call(session, "memory_store", key="cache-rule", content="Cache for 1 h.",
+                              scope="project", scope_id="atlas")  # fmt: skip
+        assert not error
+        error, fixed = await call(session, "memory_correct", key="cache-rule",
+                                  content="Cache for 2 h.")  # fmt: skip
+        assert not error and fixed["corrected"] is True
+        error, edge = await call(session, "memory_relate", a="cache-rule", b="release-process")
+        assert not error and edge["status"] == "proposed"  # a person accepts, not the agent
+        error, report = await call(session, "memory_reconcile")
+        assert not error and report["mode"]
+        error, got = await call(session, "memory_get", key="cache-rule")
+        assert got["latest"] == "Cache for 2 h."
+
+    session_run(vault, body)
+    edges = json.loads(cli("edges", "--vault", str(vault), "--json").stdout)["data"]
+    assert [e["status"] for e in edges if e["source_path"].endswith("cache-rule.md")] == [
+        "proposed"
+    ]
 
 
 @pytest.mark.slow

@@ -84,6 +84,16 @@ SAMPLES: dict[str, list[tuple[list[str], dict[str, Any]]]] = {
              "type": "reference", "source": "tester"},
         ),
     ],
+    "memory_correct": [
+        (["correct", "parity-topic", "Parity holds, checked by a test.", *ATLAS],
+         {"key": "parity-topic", "content": "Parity holds, checked by a test.",
+          "scope": "project", "scope_id": "atlas"}),
+    ],
+    "memory_relate": [
+        (["relate", "parity-topic", "release-process", "--type", "supersedes", "--propose"],
+         {"a": "parity-topic", "b": "release-process", "type": "supersedes"}),
+    ],
+    "memory_reconcile": [(["reconcile"], {})],
     "memory_get": [
         (["get", "parity-topic", *ATLAS], {"key": "parity-topic", "scope": "project",
                                            "scope_id": "atlas"}),
@@ -106,7 +116,8 @@ ERRORS: list[tuple[str, list[str], dict[str, Any]]] = [
 ]  # fmt: skip
 
 CLOCK = {"timestamp", "id", "created", "updated", "last_access", "started", "duration_ms",
-         "index_bytes", "index_path", "source_id", "expires"}  # fmt: skip
+         "index_bytes", "index_path", "source_id", "expires", "duration_s", "decided",
+         "superseded_by", "source_version"}  # fmt: skip
 
 
 def masked(value: Any) -> Any:
@@ -138,11 +149,11 @@ def _cli(capsys: pytest.CaptureFixture[str], argv: list[str], vault: Path) -> tu
     return (False, envelope["data"]) if envelope["ok"] else (True, envelope["error"])
 
 
-def _mcp(vault: Path, calls: list[tuple[str, dict[str, Any]]]) -> list[tuple[bool, Any]]:
+def _mcp(vault: Path, calls: list[tuple[str, dict[str, Any]]], cwd: Path) -> list[tuple[bool, Any]]:
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "vaultmem", "mcp", "--vault", str(vault)],
-        cwd=str(vault.parent),
+        cwd=str(cwd),
         # The SDK passes a server only a few variables (HOME, PATH...): the test's state folder
         # must be named, or the server would look for the index elsewhere (docs/machines.md).
         env={"VAULTMEM_STATE_DIR": os.environ["VAULTMEM_STATE_DIR"]},
@@ -168,16 +179,23 @@ def test_every_tool_has_a_sample() -> None:
 
 
 def test_cli_json_and_mcp_tools_return_the_same_data(
-    twins: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+    twins: tuple[Path, Path],
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     cli_vault, mcp_vault = twins
+    # Both adapters work from one folder: a write or context without a scope id belongs to it.
+    project = tmp_path / "project"
+    project.mkdir()
+    monkeypatch.chdir(project)
     order = ["memory_status", "memory_search", "memory_recall", "memory_read", "memory_recent",
-             "memory_used", "memory_links", "memory_context", "memory_store", "memory_get",
-             "memory_forget"]  # fmt: skip
+             "memory_used", "memory_links", "memory_context", "memory_store", "memory_correct",
+             "memory_relate", "memory_get", "memory_forget", "memory_reconcile"]  # fmt: skip
     calls = [(tool, argv, args) for tool in order for argv, args in SAMPLES[tool]]
     calls += ERRORS
     via_cli = [_cli(capsys, argv, cli_vault) for _, argv, _ in calls]
-    via_mcp = _mcp(mcp_vault, [(tool, args) for tool, _, args in calls])
+    via_mcp = _mcp(mcp_vault, [(tool, args) for tool, _, args in calls], project)
     for (tool, argv, _), by_cli, by_mcp in zip(calls, via_cli, via_mcp, strict=True):
         if by_cli[0] and by_cli[1]["code"] == "invalid_argument":
             # The same check and words; only the name differs: `--limit` here, `limit` there.

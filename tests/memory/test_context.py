@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from datetime import UTC, datetime
 from pathlib import Path
@@ -45,7 +46,11 @@ def info(key: str, scope: str = "project", *, managed: bool = True) -> NoteInfo:
 
 
 def cands(scope: str, n: int, text: str = "a fact worth remembering") -> list[Candidate]:
-    return [Candidate(info(f"{scope}-{i}", scope), f"{text} {i}") for i in range(n)]
+    def distinct(i: int) -> str:  # two words of its own: not a near-repeat of its siblings
+        digest = hashlib.sha256(f"{scope}{i}".encode()).hexdigest()
+        return f"x{digest[:7]} y{digest[7:14]} {text} {i}"
+
+    return [Candidate(info(f"{scope}-{i}", scope), distinct(i)) for i in range(n)]
 
 
 def plan(*scopes: tuple[str, list[Candidate]]) -> list[tuple[ScopeSpec, list[Candidate]]]:

@@ -30,6 +30,7 @@ from vaultmem.note.topics import (
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "example-vault" / "agent-memory"
 T1, T2, T3 = "2026-11-29T21:04:05Z", "2026-11-29T22:00:00Z", "2026-11-30T08:00:00Z"
+T4 = "2026-11-30T09:30:00.250Z"
 
 
 def _new(text: str = "First fact.") -> str:
@@ -52,7 +53,6 @@ def test_render_has_stable_keys_and_string_timestamps() -> None:
         "type",
         "tags",
         "created",
-        "updated",
         "source",
     ]
     data = yaml.safe_load(front)
@@ -98,9 +98,22 @@ def test_append_keeps_every_byte_and_goes_before_see_also() -> None:
     edited = original.replace("(about 20 s)", "(about 20 s, said Dana)")  # a person's edit
     new = append_observation(edited, T3, "New fact.")
     head, see_also = edited.split("## See Also")
-    head = head.replace('updated: "2026-11-27T16:40:00Z"', f'updated: "{T3}"')
+    # An older topic's `updated:` line is dropped once: `updated` is the newest section's stamp.
+    head = head.replace('updated: "2026-11-27T16:40:00Z"\n', "")
     assert new == head + f"## {T3}\nNew fact.\n\n## See Also" + see_also
     assert read_topic("x.md", new).updated == T3
+    again = append_observation(new, T4, "Newer fact.")
+    assert again.split("## See Also")[0].startswith(new.split("## See Also")[0])  # only inserts
+
+
+def test_updated_is_the_newest_section_and_sections_read_in_stamp_order() -> None:
+    first = _new()
+    assert "updated:" not in first.split("---")[1]
+    # Two machines' sections merged in the other order (git's union merge on the later one).
+    merged = first.rstrip("\n") + f"\n\n## {T4}\nLater fact.\n\n## {T3}\nEarlier fact.\n"
+    topic = read_topic("x.md", merged)
+    assert [o.timestamp for o in topic.observations] == [T1, T3, T4]
+    assert topic.updated == T4 and topic.latest == "Later fact."
 
 
 def test_append_to_the_comment_form_keeps_its_form() -> None:

@@ -137,13 +137,16 @@ def test_cli_read_recent_used(vault: Vault) -> None:
     assert json.loads(used.stdout)["data"]["path"].endswith("release-process.md")
 
 
-def test_store_without_scope_id_takes_the_managed_folders_mapping(tmp_path: Path) -> None:
+def test_store_without_scope_id_takes_the_project_it_comes_from(tmp_path: Path) -> None:
     root = tmp_path / "Notes"
     root.mkdir()
     v = Vault.init(root, mappings=[FolderMapping("", "project", "work")])
-    result = v.store("build", "Run make.", scope="project", cwd=tmp_path)
-    assert (result.scope_id, result.path) == ("work", "agent-memory/project/work/build.md")
-    # A scope the mapping does not have still needs its own rule (session: an explicit id).
+    # From inside the vault, the mapped folder names the project; from elsewhere, the folder
+    # itself does (no remote here: a digest of its path), never the managed folder's mapping.
+    inside = v.store("build", "Run make.", scope="project", cwd=root)
+    assert (inside.scope_id, inside.path) == ("work", "agent-memory/project/work/build.md")
+    outside = v.store("build", "Run make.", scope="project", cwd=tmp_path)
+    assert outside.scope_id != "work" and outside.scope_id == v.project(tmp_path).scope_id
     with pytest.raises(InvalidArgumentError, match="needs an explicit --scope-id"):
         v.store("note", "x", scope="session", cwd=tmp_path)
 

@@ -121,6 +121,7 @@ class Operation(NamedTuple):
     tool_description: str = ""
     read_only: bool = True
     destructive: bool = False
+    idempotent: bool | None = None  # MCP's idempotentHint; None: the same as read_only
     needs_vault: bool = True
     exit_code: Callable[[Any], int] | None = None  # a non-zero exit for some results
     render: Renderer | None = None  # the CLI's text output; None prints the JSON indented
@@ -163,6 +164,7 @@ class Initialised(NamedTuple):
     managed_folder: str
     mappings: Sequence[Any]
     warnings: Sequence[str] = ()
+    written: Sequence[str] = ()
 
 
 def data(result: Any) -> Any:

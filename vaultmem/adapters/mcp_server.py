@@ -31,9 +31,11 @@ import json
 import os
 import re
 import sys
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlparse
 
 import anyio
 import anyio.abc
@@ -41,6 +43,7 @@ import anyio.to_thread
 import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp.shared.message import SessionMessage
 
 from vaultmem import __version__
@@ -58,9 +61,16 @@ memory_read reads any note (or one heading of it) in full, memory_get one topic'
 memory_recent lists what changed lately, memory_used marks a note that helped,
 memory_search searches every note of the vault,
 memory_links walks the link graph, memory_context returns a compact startup summary.
+memory_correct supersedes a topic's wrong latest observation, memory_relate proposes an edge
+between two notes for a person to accept, memory_reconcile re-reads what changed in the vault.
+A project write without scope_id goes to this client's project (its first root). Storing a
+fact already stored appends nothing and answers `duplicate_of`.
 Errors carry a stable `code`; after a `partial_write` error do NOT retry the store."""
 
 TOOLS: tuple[Operation, ...] = tuple(op for op in commands.OPERATIONS if op.tool)
+ROOTS_TIMEOUT_S = 5.0
+"""How long a call waits for the client's `roots/list` answer before using the server's
+working directory."""
 SCHEMAS: dict[str, dict[str, Any]] = {str(op.tool): contract.json_schema(op) for op in TOOLS}
 
 
@@ -74,7 +84,7 @@ def _tool(op: Operation) -> types.Tool:
             title=op.tool_title,
             read_only_hint=op.read_only,
             destructive_hint=op.destructive,
-            idempotent_hint=op.read_only,
+            idempotent_hint=op.read_only if op.idempotent is None else op.idempotent,
             open_world_hint=False,
         ),
     )
@@ -122,9 +132,11 @@ def build_server(vault: Vault) -> Server[Any]:
     ) -> types.CallToolResult:
         if not limiter:
             limiter.append(anyio.CapacityLimiter(1))
-        return await anyio.to_thread.run_sync(
-            call, vault, params.name, params.arguments, limiter=limiter[0]
-        )
+        async with limiter[0]:
+            # The project of a write (or context) without a scope id is the client's: its
+            # first root, asked per call since a client may change its roots at any time.
+            vault.working_dir = await client_root(ctx)
+            return await anyio.to_thread.run_sync(call, vault, params.name, params.arguments)
 
     return Server(
         "vaultmem",
@@ -135,6 +147,30 @@ def build_server(vault: Vault) -> Server[Any]:
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
+
+
+async def client_root(ctx: ServerRequestContext[Any]) -> Path | None:
+    """The client's first `file://` root that is a folder here, when the client declared the
+    roots capability; None (the server's working directory stands) otherwise, or when it does
+    not answer in time."""
+    capabilities = ctx.session.client_capabilities
+    if capabilities is None or capabilities.roots is None:
+        return None
+    try:
+        with anyio.fail_after(ROOTS_TIMEOUT_S), warnings.catch_warnings():
+            # Deprecated in the 2026-07-28 protocol, still what today's clients send.
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            listed = await ctx.session.list_roots()
+    except (TimeoutError, MCPError, ValueError):  # refused, no back channel, a bad answer
+        return None
+    for root in listed.roots:
+        url = urlparse(str(root.uri))
+        if url.scheme != "file":
+            continue
+        folder = Path(unquote(url.path))
+        if folder.is_dir():
+            return folder
+    return None
 
 
 # The request id, when it comes before any nested value (as every SDK writes it): enough to

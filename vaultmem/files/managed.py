@@ -48,6 +48,7 @@ __all__ = [
     "MAX_SCOPE_ID",
     "TRASH",
     "check_component",
+    "ensure_text",
     "list_topics",
     "move_to_trash",
     "read_bytes",
@@ -58,6 +59,8 @@ __all__ = [
 ]
 
 DECISIONS_NOTE = "_decisions.md"
+TOPICS_BASE = "topics.base"
+GITATTRIBUTES = ".gitattributes"
 _NO_ID_SCOPES = frozenset({"global", "federated"})
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
@@ -102,7 +105,7 @@ def _inside_managed(config: Config, rel: str) -> list[str]:
         raise PathEscapeError(f"{rel!r} is outside the managed folder {config.managed_folder!r}.")
     parts = rel.split("/")
     for part in parts:
-        if part != TRASH:  # the one hidden folder vaultmem itself writes
+        if part not in (TRASH, GITATTRIBUTES):  # the hidden names vaultmem itself writes
             check_component(part, "path component")
     return parts
 
@@ -223,6 +226,15 @@ def write_text(config: Config, rel: str, text: str) -> None:
         assert folder is not None
         _refuse_existing_odd_file(folder, name, rel)
         replace_at(folder, name, data)
+
+
+def ensure_text(config: Config, rel: str, text: str) -> bool:
+    """Write a generated file (the Bases view, `.gitattributes`) only when its bytes differ
+    from `text`, so a sync tool or git sees a change only when there is one."""
+    if read_bytes(config, rel) == text.encode("utf-8"):
+        return False
+    write_text(config, rel, text)
+    return True
 
 
 def _refuse_existing_odd_file(folder: int, name: str, rel: str) -> None:

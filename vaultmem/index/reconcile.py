@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import ExitStack
@@ -55,7 +56,7 @@ from typing import TYPE_CHECKING, Literal, NamedTuple
 from vaultmem import __version__
 from vaultmem.core.config import Config
 from vaultmem.core.errors import IndexUnavailableError, LockedError
-from vaultmem.core.models import PARSER_VERSION, TOKENIZER_VERSION, Link, Problem
+from vaultmem.core.models import PARSER_VERSION, SCOPES, TOKENIZER_VERSION, Link, Problem
 from vaultmem.files.lock import writer_lock
 from vaultmem.files.scan import Fingerprint, is_eligible_file, scan_paths, scan_vault
 from vaultmem.index.journal import append_renames, read_renames
@@ -172,9 +173,44 @@ def reconcile(
     """
     from vaultmem.files import state
 
+    if paths is None and _conflicted(config):
+        # A sync tool's conflict copy of a topic is united into it first, so the walk below
+        # indexes one topic holding both sides (`conflicts.py`, imported only then).
+        from vaultmem.index.conflicts import unite_conflicts
+
+        unite_conflicts(config)
     run = _Run(config, progress, lock_timeout_s)
     run.warnings += state.prepare(config, writing=True)  # an index left in the vault moves out
     return run.run(rebuild=rebuild, paths=None if paths is None else list(paths))
+
+
+_COPY_NAME = re.compile(r"\.sync-conflict-|conflicted copy| \d{1,3}\.md$")
+
+
+def _conflicted(config: Config) -> bool:
+    """Is there a conflict copy (by name) or a git conflict block among the topics? Names and
+    bytes only, read without following links: the topic model (and `files.managed`, with its
+    hashlib) load only when there is something to unite."""
+    base = config.root / config.managed_folder
+    for scope in SCOPES:
+        for folder, _, names in os.walk(base / scope):
+            for name in names:
+                if not name.endswith(".md") or name.startswith("."):
+                    continue
+                if _COPY_NAME.search(name):
+                    return True
+                try:
+                    with open(os.path.join(folder, name), "rb", opener=_no_follow) as file:
+                        data = file.read()
+                except OSError:
+                    continue
+                if b"\n<<<<<<< " in data and b"\n>>>>>>> " in data:
+                    return True
+    return False
+
+
+def _no_follow(path: str, flags: int) -> int:
+    return os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK)
 
 
 # -- the steps' values --------------------------------------------------------------------------

@@ -14,6 +14,8 @@ Layout rules:
   `- [scope] key: latest observation`. After them, while entries and budget remain, come notes
   the chosen topics relate to (typed links, `## See Also`), one level deep: `- [scope] key
   [related]: …`. A person's note shows as its title and first sentence.
+- An entry whose content nearly repeats one already in the block (another topic, another
+  scope: `duplicates.is_duplicate`) is left out: one fact takes one line.
 - Secrets are redacted (built-in and configured patterns) before anything is cut. Content
   longer than `ENTRY_MAX_CHARS` is cut at a word boundary with ` …`; a line that does not fit in
   what is left of its scope's share is skipped whole and later, shorter lines still get their
@@ -36,6 +38,7 @@ from vaultmem.core.models import (
     ContextTarget,
 )
 from vaultmem.core.secrets import SecretPattern, redact
+from vaultmem.memory.duplicates import is_duplicate
 from vaultmem.memory.recall import (
     RELATED_PER_HIT,
     NoteInfo,
@@ -113,6 +116,25 @@ class ContextWrite:
     stray_markers_removed: int
     duplicate_blocks_removed: int
     block: ContextBlock
+
+
+def bind_scopes(
+    specs: Sequence[ScopeSpec], *, project: str | None, session: str | None
+) -> tuple[ScopeSpec, ...]:
+    """The scopes a block reads, bound to one project and session: a bare `project` is the
+    current project only (never every project), a bare `session` the named session, and is
+    left out when none is named; `SCOPE:ID` and the other scopes stay as given."""
+    out: list[ScopeSpec] = []
+    for spec in specs:
+        if spec.scope_id is None and spec.scope == "project":
+            spec = ScopeSpec("project", project) if project else spec
+        elif spec.scope_id is None and spec.scope == "session":
+            if not session:
+                continue
+            spec = ScopeSpec("session", session)
+        if spec not in out:
+            out.append(spec)
+    return tuple(out)
 
 
 def build_context(
@@ -193,13 +215,17 @@ def render_block(
     lines: list[str] = []
     entries: list[ContextEntry] = []
     skipped = 0
+    shown: list[str] = []  # the contents placed: a near-identical one (another topic) is not
     for _, candidates in plan:
         left, count = share, 0
         for candidate in candidates:
+            if any(is_duplicate(candidate.content, seen) for seen in shown):
+                continue
             line = entry_line(candidate, patterns)
             if line is None or count == per_scope or len(line) + 1 > left:
                 skipped += 1
                 continue
+            shown.append(candidate.content)
             left -= len(line) + 1
             count += 1
             lines.append(line)

@@ -1,10 +1,14 @@
 """Which scope id a memory belongs to: explicit ids, project identity from git, and the rules.
 
-A project's identity is, in order: the `--scope-id` given; else the scope id of the mapping that
-holds the managed folder, when that mapping has the same scope and names an id (`vaultmem init`
-writes one for the whole vault: `mapped_scope_id`); else the normalised remote of the git
-repository holding the working directory (`origin` first), read from its `.git/config` without
-running git; else `sha256(realpath(cwd))[:12]`. A remote is reduced to `host-owner-repo` in lower
+A project is one repository. A project write's identity is, in order: the `--scope-id` given;
+else, when the working directory is inside the vault, the scope id of the mapped folder holding
+it (a person's `Projects/Atlas` mapped to `project:atlas` stays atlas); else the normalised remote
+of the git repository holding the working directory (`origin` first), read from its
+`.git/config` without running git; else `sha256(realpath(cwd))[:12]`. The working directory is
+the CLI's, or over MCP the client's first root (`roots/list`), else the server's. The mapping
+that holds the managed folder never names the project of a write from elsewhere: an older
+`vaultmem init` wrote one for the whole vault, and it used to pin every repository's memories
+to one project. A remote is reduced to `host-owner-repo` in lower
 case (`https://user:tok@github.com/Org/Repo.git` and `git@github.com:org/repo.git` both give
 `github.com-org-repo`): credentials, user names, ports and the scheme are dropped, so the raw URL
 is never stored. Session and agent scopes need an explicit id; global and federated have none.
@@ -16,7 +20,9 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from vaultmem.core.config import Config
 from vaultmem.core.errors import InvalidArgumentError, PathEscapeError
@@ -29,8 +35,26 @@ _URL_RE = re.compile(r"^\s*url\s*=\s*(.*?)\s*$", re.I)
 _SCP_RE = re.compile(r"^(?:[^@/]+@)?([^:/]+):(.+)$")
 
 
-def resolve_scope_id(scope: str, scope_id: str | None, cwd: Path) -> str | None:
-    """The scope id a write goes to, by the rules above."""
+IdentitySource = Literal["explicit", "mapping", "remote", "path"]
+
+
+@dataclass(frozen=True, slots=True)
+class ProjectIdentity:
+    """Which project a write from `folder` goes to, and which rule named it."""
+
+    scope_id: str
+    source: IdentitySource
+    folder: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"scope_id": self.scope_id, "source": self.source, "folder": self.folder}
+
+
+def resolve_scope_id(
+    scope: str, scope_id: str | None, cwd: Path, config: Config | None = None
+) -> str | None:
+    """The scope id a write goes to, by the rules above (`config`: the vault, whose mapped
+    folders name the project of a working directory inside it)."""
     if scope in ("global", "federated"):
         if scope_id:
             raise InvalidArgumentError(
@@ -41,7 +65,7 @@ def resolve_scope_id(scope: str, scope_id: str | None, cwd: Path) -> str | None:
     if scope_id:
         return check_scope_id(scope_id)
     if scope == "project":
-        return project_identity(cwd)
+        return identify_project(cwd, config).scope_id
     raise InvalidArgumentError(
         f"Scope {scope!r} needs an explicit --scope-id; "
         "vaultmem never falls back to a wider scope.",
@@ -49,11 +73,34 @@ def resolve_scope_id(scope: str, scope_id: str | None, cwd: Path) -> str | None:
     )
 
 
-def mapped_scope_id(config: Config, scope: str) -> str | None:
-    """The scope id of the mapping holding the managed folder when its scope is `scope`: the
-    vault's own answer to "which project is this?", preferred over the working directory."""
-    mapping = config.mapping_for(config.managed_folder)
-    if mapping is None or mapping.scope != scope or not mapping.scope_id:
+def identify_project(cwd: Path, config: Config | None = None) -> ProjectIdentity:
+    """The project of a working directory: a mapped folder of the vault holding it, else its
+    git remote, else a digest of its real path."""
+    real = os.path.realpath(cwd)
+    if config is not None:
+        mapped = _mapped_project(config, Path(real))
+        if mapped is not None:
+            return ProjectIdentity(mapped, "mapping", real)
+    url = git_remote(Path(real))
+    slug = normalise_remote(url) if url else None
+    if slug:
+        return ProjectIdentity(slug, "remote", real)
+    return ProjectIdentity(hashlib.sha256(real.encode()).hexdigest()[:12], "path", real)
+
+
+def _mapped_project(config: Config, real: Path) -> str | None:
+    """The scope id of the project mapping holding `real`, a folder inside the vault. The
+    managed folder's own files say their scope by their path, so a directory inside it (or the
+    whole-vault mapping seen from the managed folder) names nothing."""
+    try:
+        rel = real.relative_to(os.path.realpath(config.root)).as_posix()
+    except ValueError:
+        return None
+    rel = "" if rel == "." else rel
+    if config.is_managed(rel):
+        return None
+    mapping = config.mapping_for(rel)
+    if mapping is None or mapping.scope != "project" or not mapping.scope_id:
         return None
     return mapping.scope_id
 
@@ -70,11 +117,9 @@ def check_scope_id(scope_id: str) -> str:
 
 
 def project_identity(cwd: Path) -> str:
-    """The project scope id of a working directory: its git remote, else a path digest."""
-    real = os.path.realpath(cwd)
-    url = git_remote(Path(real))
-    slug = normalise_remote(url) if url else None
-    return slug or hashlib.sha256(real.encode()).hexdigest()[:12]
+    """The project scope id of a working directory outside any vault: its git remote, else a
+    path digest."""
+    return identify_project(cwd).scope_id
 
 
 def git_remote(start: Path) -> str | None:

@@ -30,7 +30,9 @@ returned. Related notes (typed links and the `## See Also` links that accepted e
 the direct hits are appended one level deep, at most `RELATED_PER_HIT` per hit and
 `RELATED_TOTAL` in all, marked `related`. Each hit says whether the index entry is `fresh`: the
 file's size and mtime still equal what the index recorded (one `stat` per hit). A topic's
-snippet is its latest observation, read from its file by the topic reader (`topics.py`).
+snippet is its latest observation, read from its file by the topic reader (`topics.py`). Two
+topics whose latest observations nearly repeat each other (`duplicates.is_duplicate`) are one
+hit: the better ranked stays, the other gives its place to the next.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ from vaultmem.core.models import SCOPES, RecallMode, RecallSort
 from vaultmem.core.names import TRASH
 from vaultmem.core.secrets import SecretPattern, redact
 from vaultmem.core.tokenizer import is_stopword, tokenize
+from vaultmem.memory.duplicates import collapse
 from vaultmem.note import topics
 from vaultmem.search import front, vectors
 from vaultmem.search.query import SNIPPET_CHARS, SearchFilters
@@ -72,6 +75,8 @@ USAGE_SATURATION = 20
 METADATA_STRENGTH = {"key": 1.0, "title": 1.0, "alias": 0.9, "tag": 0.7}
 PART_OF_WORD_MIN = 4
 POOL_EXTRA = 10
+DUPLICATE_POOL = 5
+"""Hits ranked past the limit, to stand in for near-identical topics collapsed into one."""
 
 RELATED_PER_HIT = 2
 RELATED_TOTAL = 5
@@ -420,15 +425,17 @@ def recall(
         for n in dict.fromkeys([*meta, *bm25, *cover])
         if keep(n)
     }
-    chosen = sorted(scores, key=lambda n: (-scores[n], infos[n].path))[:limit]
+    # A pool past the limit, so that hits collapsed as near-identical (one fact stored under
+    # two topics) leave room for the next ones.
+    chosen = sorted(scores, key=lambda n: (-scores[n], infos[n].path))[: limit + DUPLICATE_POOL]
+    contents = latest_contents(
+        con, root, [n for n in chosen if infos[n].managed or not bm25.get(n, (0, ""))[1]]
+    )
+    chosen = collapse(chosen, lambda n: contents.get(n) if infos[n].managed else None)[:limit]
     if sort == "recency":
         chosen.sort(key=lambda n: (-infos[n].updated_at.timestamp(), infos[n].path))
     elif sort == "usage":
         chosen.sort(key=lambda n: (-counts.get(n, 0.0), -scores[n], infos[n].path))
-
-    contents = latest_contents(
-        con, root, [n for n in chosen if infos[n].managed or not bm25.get(n, (0, ""))[1]]
-    )
 
     def matched(note_id: str) -> Matched:
         if note_id in meta:

@@ -9,6 +9,9 @@ those three, so it is the same after any rebuild. Edges come from three places:
 - `suggested`: two topics sharing at least `MIN_SHARED` rare terms (document frequency at most
   `rare_df`, from `terms` and `postings`). Proposed, never applied until someone accepts it.
 
+An agent may propose an edge (`propose`, MCP `memory_relate`): a `propose` row, status
+`proposed`, rendered nowhere until a person accepts it.
+
 Every human decision (relate, accept, reject) is appended as a row to the decisions note,
 `<managed>/_decisions.md`, a Markdown table a person can read and edit; it is read back on every
 call, so the index can be rebuilt without losing one, and the last row for an edge wins. A
@@ -37,7 +40,7 @@ from vaultmem.storage import store as db
 
 Origin = Literal["link", "human", "suggested"]
 Status = EdgeStatus
-DecisionKind = Literal["relate", "accept", "reject"]
+DecisionKind = Literal["relate", "propose", "accept", "reject"]
 STATUSES = EDGE_STATUSES
 BUILTIN_TYPES = ("relates_to", "supersedes", "contradicts")
 TYPE_RE = re.compile(r"[a-z][a-z0-9_-]{0,39}")
@@ -253,7 +256,13 @@ def _decided(config: Config, notes: dict[str, _NoteRow]) -> dict[str, Edge]:
         source, target = notes.get(d.source_id), notes.get(d.target_id)
         if source is None or target is None:
             continue  # a note of the pair is gone (forgotten, pruned): nothing to show
-        status: Status = "rejected" if d.decision == "reject" else "active"
+        status: Status = (
+            "rejected"
+            if d.decision == "reject"
+            else "proposed"
+            if d.decision == "propose"
+            else "active"
+        )
         if status == "active" and _newer(_version(config, source), d.source_version):
             status = "stale"
         out[eid] = Edge(
@@ -330,6 +339,35 @@ def relate(config: Config, a: str, b: str, type_: str = "relates_to") -> tuple[E
         raise InvalidArgumentError(f"{a!r} and {b!r} are the same note; an edge needs two.")
     published = _decide(config, "relate", type_, "human", source, target)
     return _edge(config, edge_id(source.id, type_, target.id)), published
+
+
+def propose(
+    config: Config, a: str, b: str, type_: str = "relates_to"
+) -> tuple[Edge, Published | None]:
+    """An agent's proposal A -[type]-> B: a `propose` row in the decisions note, status
+    `proposed` until a person accepts or rejects it; nothing is rendered into See Also. A pair
+    a person already decided (related, accepted, rejected) keeps that decision, and nothing is
+    published then."""
+    if not TYPE_RE.fullmatch(type_):
+        raise InvalidArgumentError(
+            f"{type_!r} is not an edge type.",
+            hint="Lower-case letters, digits, '_' and '-', e.g. relates_to, supersedes.",
+        )
+    source, target = _resolve_note(config, a), _resolve_note(config, b)
+    if source.id == target.id:
+        raise InvalidArgumentError(f"{a!r} and {b!r} are the same note; an edge needs two.")
+    eid = edge_id(source.id, type_, target.id)
+    known = {e.id: e for e in edges(config, suggest=False)}
+    if eid in known and known[eid].status != "proposed":
+        return known[eid], None  # a person's decision (or a link) stands
+    published = _record(
+        config,
+        Decision(
+            iso_utc(datetime.now(UTC)), "propose", type_, "suggested", source.path, target.path,
+            source.id, target.id, _version(config, source),
+        ),
+    )  # fmt: skip
+    return _edge(config, eid), published
 
 
 def accept(config: Config, edge: str) -> tuple[Edge, Published]:

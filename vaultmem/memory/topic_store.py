@@ -17,7 +17,9 @@ The vault file and the index are two durability domains with no common commit. O
 published the file the observation is saved; if the index update fails, `Vault` raises
 `PartialWriteError` listing the phases done and naming `vaultmem reconcile` as the repair. The
 caller must not retry: a retry appends the observation a second time. Same key, scope and scope
-id means the same file, so a second store appends a section; it never makes a second topic.
+id means the same file, so a second store appends a section; it never makes a second topic. A
+store whose text repeats a live observation of the topic (`duplicates.is_duplicate`) appends
+nothing and returns that observation's stamp as `duplicate_of`.
 
 Retention (`topics.is_expired`) hides expired topics from `get`; `prune` lists them and with
 `apply` moves them to `<managed>/.trash/`. Only topic files are ever pruned, never human notes.
@@ -41,12 +43,14 @@ from vaultmem.core.errors import (
     NotFoundError,
     SecretError,
 )
-from vaultmem.core.models import SCOPES, Published
+from vaultmem.core.models import NOTHING_PUBLISHED, SCOPES, Published
 from vaultmem.files import managed
-from vaultmem.memory import usage
+from vaultmem.memory import duplicates, usage
 from vaultmem.memory.identity import check_scope_id, resolve_scope_id
 from vaultmem.memory.usage import Usage
 from vaultmem.note.topics import (
+    GIT_ATTRIBUTES,
+    STATE_GITIGNORE,
     TOPIC_TYPES,
     Topic,
     append_observation,
@@ -60,6 +64,7 @@ from vaultmem.note.topics import (
     read_topic,
     render_topic,
     supersede,
+    topics_base,
 )
 from vaultmem.storage import store as db
 from vaultmem.storage import topic_queries
@@ -98,6 +103,8 @@ class StoreResult:
     redacted: tuple[str, ...]
     phases: tuple[str, ...]
     corrected: bool = False
+    duplicate_of: str | None = None
+    """The stamp of the live observation this store repeated; then nothing was appended."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,7 +223,7 @@ def _write(
     # Names become files, folders and frontmatter: one holding a secret is refused before any
     # check can echo it in an error message.
     _refuse_secret_names(key, scope_id, tags, extra)
-    resolved_id = resolve_scope_id(scope, scope_id, cwd or Path.cwd())
+    resolved_id = resolve_scope_id(scope, scope_id, cwd or Path.cwd(), config)
     if key is not None:
         check_key(key)
     tag_list = check_tags(tags)
@@ -241,7 +248,19 @@ def _write(
         # surrogateescape: bytes of a person's file that are not UTF-8 are written back as is.
         current = managed.read_text(config, rel, errors="surrogateescape")
         phases.append("read")
-        taken = [o.timestamp for o in read_topic(rel, current).observations] if current else []
+        existing = read_topic(rel, current) if current else None
+        if existing is not None and not correcting:
+            live = [(o.timestamp, o.text) for o in existing.observations if not o.superseded_by]
+            repeated = duplicates.duplicate_of(cleaned.text, live)
+            if repeated is not None:
+                # The fact is already there: appending it again is the duplicate recall and
+                # context would have to collapse. Nothing is written, so nothing to index.
+                return StoreResult(
+                    id=existing.id, key=key, path=rel, scope=scope, scope_id=resolved_id,
+                    timestamp=repeated, created=False, redacted=found, phases=tuple(phases),
+                    duplicate_of=repeated,
+                ), NOTHING_PUBLISHED  # fmt: skip
+        taken = [o.timestamp for o in existing.observations] if existing else []
         timestamp = observation_stamp(now or datetime.now(UTC), taken)
         if current is None:
             if correcting:
@@ -267,6 +286,8 @@ def _write(
             )
         managed.write_text(config, rel, new_text)
         phases += ["written", "published"]
+    if current is None:
+        write_generated(config)
     what = f"key {key!r}, scope {_where(scope, resolved_id)}, file {rel}"
     result = StoreResult(
         id=topic_id,
@@ -281,6 +302,26 @@ def _write(
         corrected=correcting,
     )
     return result, Published((rel,), tuple(phases), what)
+
+
+def write_generated(config: Config, *, git: bool = False) -> list[str]:
+    """The managed folder's generated files, each written only when its bytes change: the
+    Bases view of the topics and, with `git`, `.gitattributes` (union merge of topics) and
+    `.vaultmem/.gitignore` (machine-local state). Returns the paths written."""
+    from vaultmem.core.atomic import replace_file
+
+    folder = config.managed_folder
+    wanted = {f"{folder}/{managed.TOPICS_BASE}": topics_base(folder)}
+    if git:
+        wanted[f"{folder}/{managed.GITATTRIBUTES}"] = GIT_ATTRIBUTES
+    written = [rel for rel, text in wanted.items() if managed.ensure_text(config, rel, text)]
+    if git:
+        ignore = config.config_path.parent / ".gitignore"  # .vaultmem/, shared with the vault
+        if not ignore.is_file() or ignore.read_text(encoding="utf-8") != STATE_GITIGNORE:
+            ignore.parent.mkdir(parents=True, exist_ok=True)
+            replace_file(ignore, STATE_GITIGNORE.encode("utf-8"))
+            written.append(f"{ignore.parent.name}/{ignore.name}")
+    return written
 
 
 def _refuse_secret_names(

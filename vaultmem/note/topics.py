@@ -1,14 +1,18 @@
 """The topic file format: how one agent memory reads and writes as Markdown. Pure, no I/O.
 
 A topic is a note at `<managed>/<scope>/[<scope_id>/]<key>.md`. The current form is YAML
-frontmatter (`id`, `key`, `scope`, `scope_id`, `type`, `tags`, `created`, `updated`, `source`, in
-that order, timestamps as quoted ISO UTC strings), an `# <key>` H1, one `## <timestamp>` section
-per observation and a `## See Also` section at the end. The older comment form (an H1, then
+frontmatter holding the topic's stable facts (`id`, `key`, `scope`, `scope_id`, `type`, `tags`,
+`created`, `source`, in that order, timestamps as quoted ISO UTC strings: properties Obsidian
+shows and Bases can sort by), an `# <key>` H1, one `## <timestamp>` section per observation and
+a `## See Also` section at the end. Nothing in it changes on every append: `updated` is the
+newest section's stamp (an older topic's `updated:` line is read, and dropped by its next
+append), and sections are read in stamp order, so two machines' appends merge line by line
+(git's `merge=union`) and read back in the order they were made. The older comment form (an H1, then
 `<!-- id: … | scope: … | type: … | tags: … -->`, then `### <timestamp>` sections) is read too, and
 appended to in its own form: vaultmem never converts a person's file.
 
 Every change here is an edit of the existing text, never a re-render: `append_observation`
-inserts a section before `## See Also` and rewrites only the `updated:` line of the frontmatter;
+inserts a section before `## See Also` (and drops an older topic's `updated:` line);
 `supersede` does the same and adds one `> Superseded by <ts>` line under the corrected section's
 heading (its text is kept byte for byte; the new section opens with `> Supersedes <ts>`);
 `replace_see_also` only touches the lines between the `<!-- vaultmem:see-also -->` markers, so
@@ -279,7 +283,6 @@ def render_topic(
         f"type: {type}",
         f"tags: [{tag_list}]",
         f'created: "{timestamp}"',
-        f'updated: "{timestamp}"',
         f"source: {_yaml_scalar(source)}",
         "---",
         f"# {key}",
@@ -394,7 +397,9 @@ def read_topic(path: str, text: str) -> Topic:
     form: TopicForm = "comment" if comment is not None and not data else "frontmatter"
     if form == "comment" and comment is not None:
         data = dict(comment)
-    observations = _observations(lines, start, form)
+    # In stamp order: a merge (git's union driver, a sync tool's copy united) may leave two
+    # machines' sections in either order; the stamps say which came first.
+    observations = sorted(_observations(lines, start, form), key=_stamp_key)
     tags = data.get("tags")
     if isinstance(tags, str):
         tag_list = tuple(t.strip().lstrip("#") for t in tags.split(",") if t.strip())
@@ -412,12 +417,27 @@ def read_topic(path: str, text: str) -> Topic:
         scope_id=_str(data.get("scope_id")),
         type=_str(data.get("type")),
         tags=tag_list,
-        created=_str(data.get("created")) or (min(stamps) if stamps else None),
-        updated=_str(data.get("updated")) or (max(stamps) if stamps else None),
+        created=_str(data.get("created")) or (stamps[0] if stamps else None),
+        updated=_newest(_str(data.get("updated")), stamps[-1] if stamps else None),
         source=_str(data.get("source")),
         observations=tuple(observations),
         form=form,
     )
+
+
+def _stamp_key(observation: Observation) -> datetime:
+    return parse_time(observation.timestamp) or datetime.min.replace(tzinfo=UTC)
+
+
+def _newest(written: str | None, newest_section: str | None) -> str | None:
+    """`updated`: the newest section's stamp; an older topic's `updated:` property when it is
+    newer (a person's edit), read but never rewritten."""
+    if written is None or newest_section is None:
+        return newest_section or written
+    a, b = parse_time(written), parse_time(newest_section)
+    if a is None or b is None:
+        return newest_section
+    return written if a > b else newest_section
 
 
 def _str(value: JSON) -> str | None:
@@ -531,20 +551,18 @@ def _insert_section(text: str, section: str) -> str:
     return head + block + tail
 
 
-def _touch_updated(text: str, timestamp: str) -> str:
-    """Rewrite only the frontmatter's `updated:` line (added before the closing `---`)."""
+def _drop_updated(text: str) -> str:
+    """The text without the frontmatter's `updated:` line, which older topics carry: `updated`
+    is the newest section's stamp, so no line changes on every append (two machines' appends
+    to one topic then merge without a conflict). Dropped once; nothing else is touched."""
     lines = text.split("\n")
     if not lines or lines[0].rstrip() != "---":
         return text
     end = _body_start(lines) - 1
-    if end <= 0:
-        return text
-    for i in range(1, end):
+    for i in range(1, max(end, 1)):
         if _UPDATED_RE.match(lines[i]):
-            lines[i] = f'updated: "{timestamp}"'
-            return "\n".join(lines)
-    lines.insert(end, f'updated: "{timestamp}"')
-    return "\n".join(lines)
+            return "\n".join(lines[:i] + lines[i + 1 :])
+    return text
 
 
 def append_observation(text: str, timestamp: str, body: str) -> str:
@@ -553,7 +571,7 @@ def append_observation(text: str, timestamp: str, body: str) -> str:
     mark = "#" * _observation_level(topic.form)
     section = f"{mark} {timestamp}\n{_body(body)}\n"
     new = _insert_section(text, section)
-    return _touch_updated(new, timestamp) if topic.form == "frontmatter" else new
+    return _drop_updated(new) if topic.form == "frontmatter" else new
 
 
 def supersede(text: str, timestamp: str, body: str) -> str:
@@ -563,22 +581,18 @@ def supersede(text: str, timestamp: str, body: str) -> str:
     live = [i for i, o in enumerate(topic.observations) if o.superseded_by is None]
     if not live:
         return append_observation(text, timestamp, body)
-    target = live[-1]
-    old = topic.observations[target].timestamp
+    old = topic.observations[live[-1]].timestamp
     lines = text.split("\n")
     level = _observation_level(topic.form)
-    count = -1
-    for heading in _boundaries(lines, _body_start(lines), level):
-        if heading.text != SEE_ALSO:
-            count += 1
-            if count == target:
-                lines.insert(heading.index + 1, f"> Superseded by {timestamp}")
-                break
+    # The last section headed by that stamp (sections are read in stamp order, not file order).
+    at = [h.index for h in _boundaries(lines, _body_start(lines), level) if h.text == old]
+    if at:
+        lines.insert(at[-1] + 1, f"> Superseded by {timestamp}")
     marked = "\n".join(lines)
     mark = "#" * level
     section = f"{mark} {timestamp}\n> Supersedes {old}\n\n{_body(body)}\n"
     new = _insert_section(marked, section)
-    return _touch_updated(new, timestamp) if topic.form == "frontmatter" else new
+    return _drop_updated(new) if topic.form == "frontmatter" else new
 
 
 def replace_see_also(text: str, entries: Sequence[str]) -> str:
@@ -612,3 +626,117 @@ def replace_see_also(text: str, entries: Sequence[str]) -> str:
         if lines[i].strip():
             last = i
     return "\n".join(lines[: last + 1] + block + lines[last + 1 :])
+
+
+# ---------------------------------------------------------------------------------------------
+# What Obsidian and git are told about topics (generated files of the managed folder)
+
+
+def topics_base(managed_folder: str) -> str:
+    """The Bases view (`<managed>/topics.base`) of every topic: a table grouped by scope,
+    newest first, and one of all topics by creation; it reads only the stable properties and
+    the file's own modification time, so nothing in it changes when a topic is read."""
+    folder = json.dumps(managed_folder)
+    columns = ["file.name", "note.scope", "note.scope_id", "note.type", "note.tags",
+               "note.created", "file.mtime"]  # fmt: skip
+    order = "".join(f"      - {c}\n" for c in columns)
+    return (
+        "# Generated by vaultmem: the agent memories of this folder. vaultmem rewrites it when\n"
+        "# its layout changes; to customise, save a copy under another name.\n"
+        "filters:\n"
+        "  and:\n"
+        f"    - file.inFolder({folder})\n"
+        "    - 'file.ext == \"md\"'\n"
+        "    - 'file.name != \"_decisions\"'\n"
+        "views:\n"
+        "  - type: table\n"
+        "    name: By scope, newest first\n"
+        "    groupBy:\n"
+        "      property: note.scope\n"
+        "      direction: ASC\n"
+        "    order:\n"
+        f"{order}"
+        "    sort:\n"
+        "      - property: file.mtime\n"
+        "        direction: DESC\n"
+        "  - type: table\n"
+        "    name: Newest topics\n"
+        "    order:\n"
+        f"{order}"
+        "    sort:\n"
+        "      - property: note.created\n"
+        "        direction: DESC\n"
+    )
+
+
+GIT_ATTRIBUTES = (
+    "# Generated by vaultmem (`vaultmem init --git`): topics only ever gain sections, so two\n"
+    "# machines' appends merge by keeping both sides' lines; readers order them by stamp.\n"
+    "*.md merge=union\n"
+)
+"""The managed folder's `.gitattributes`: git's union merge for every topic under it."""
+
+STATE_GITIGNORE = (
+    "# Generated by vaultmem (`vaultmem init --git`): the index, locks and logs are this\n"
+    "# machine's; only the configuration is shared.\n"
+    "*\n"
+    "!.gitignore\n"
+    "!config.toml\n"
+)
+"""`.vaultmem/.gitignore`: machine-local state stays out of the repository."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Uniting two versions of one topic (a sync tool's conflict copy, git's conflict markers)
+
+_CONFLICT_START = re.compile(r"^<{7}(?: |$)")
+_CONFLICT_MIDDLE = re.compile(r"^={7}$")
+_CONFLICT_END = re.compile(r"^>{7}(?: |$)")
+
+
+def has_conflict_markers(text: str) -> bool:
+    """Does the text hold a git conflict block (`<<<<<<<`, `=======`, `>>>>>>>` lines)?"""
+    lines = text.split("\n")
+    return any(_CONFLICT_START.match(line) for line in lines) and any(
+        _CONFLICT_END.match(line) for line in lines
+    )
+
+
+def conflict_sides(text: str) -> tuple[str, str]:
+    """The two versions a conflicted file holds: the lines outside every block plus each
+    block's first side, and the same with each block's second side."""
+    ours: list[str] = []
+    theirs: list[str] = []
+    side = 0  # 0 outside, 1 first side, 2 second side
+    for line in text.split("\n"):
+        if side == 0 and _CONFLICT_START.match(line):
+            side = 1
+        elif side == 1 and _CONFLICT_MIDDLE.match(line):
+            side = 2
+        elif side == 2 and _CONFLICT_END.match(line):
+            side = 0
+        else:
+            if side in (0, 1):
+                ours.append(line)
+            if side in (0, 2):
+                theirs.append(line)
+    return "\n".join(ours), "\n".join(theirs)
+
+
+def unite(base: str, other: str) -> str:
+    """`base` with every observation of `other` whose stamp it lacks appended (each once, the
+    reader orders them by stamp); `base` itself is kept byte for byte before the insertions."""
+    have = {o.timestamp for o in read_topic("", base).observations}
+    topic = read_topic("", base)
+    mark = "#" * _observation_level(topic.form)
+    out = base
+    for observation in read_topic("", other).observations:
+        if observation.timestamp in have:
+            continue
+        marker = (
+            f"> Superseded by {observation.superseded_by}\n" if observation.superseded_by else ""
+        )
+        section = f"{mark} {observation.timestamp}\n{marker}{_body(observation.text)}\n"
+        out = _insert_section(out, section)
+        have.add(observation.timestamp)
+    return out

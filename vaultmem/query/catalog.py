@@ -57,6 +57,9 @@ class Status:
     """The top-level folders those notes lie in (`.` for the vault's root)."""
     index_path: str = ""
     """Where this machine keeps the vault's index (outside the vault: docs/machines.md)."""
+    project: dict[str, str] | None = None
+    """Where a project write without a scope id from here goes: scope_id, source (mapping,
+    remote or path) and folder (`memory/identity.py`)."""
 
 
 def problems(con: Connection, *, code: str | None = None) -> list[dict[str, Any]]:

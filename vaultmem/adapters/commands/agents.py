@@ -87,10 +87,11 @@ def _context(call: Call) -> Any:
     a = call.args
     scopes = a["scopes"] or CONTEXT_SCOPES
     size = {"per_scope": a["per_scope"], "budget_chars": a["budget_chars"]}
+    where = {"project_dir": a["project"], "session": a["session"]}
     if a.get("write") is None:
-        return call.v.context(scopes=scopes, **size)
+        return call.v.context(scopes=scopes, **where, **size)
     target: ContextTarget = a["write"]
-    return call.v.write_context(target, project_dir=a["project"], scopes=scopes, **size)
+    return call.v.write_context(target, scopes=scopes, **where, **size)
 
 
 def _context_text(result: Any, args: dict[str, Any]) -> None:
@@ -213,6 +214,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "Frontmatter comes back apart; secrets are redacted. A long text comes in pieces of "
         "max_bytes: when `next_offset` is not null, call again with offset=next_offset. Counts "
         "as a use.",
+        read_only=False,  # it records a use (.vaultmem/usage.jsonl)
         render=_read_text,
     ),
     Operation(
@@ -262,6 +264,7 @@ OPERATIONS: tuple[Operation, ...] = (
         tool_title="Mark a note as used",
         tool_description="Record that a note or topic helped answer (one use). Uses decay over "
         "30 days and reorder only near-ties in memory_recall.",
+        read_only=False,  # it records a use (.vaultmem/usage.jsonl)
         render=lambda ref, args: output.line(f"Used {ref.path}"),
     ),
     Operation(
@@ -313,9 +316,18 @@ OPERATIONS: tuple[Operation, ...] = (
             Param(
                 "project",
                 "path",
-                "Project folder for --write (default: the working directory).",
+                "The project folder: whose project memories the block holds and, with "
+                "--write, where the file goes (default: the working directory).",
                 metavar="DIR",
                 mcp=False,
+            ),
+            Param(
+                "session",
+                "str",
+                "The session whose memories come first (a bare `session` scope is left out "
+                "without it).",
+                metavar="ID",
+                max_length=MAX_ID,
             ),
         ),
         _context,
@@ -326,7 +338,8 @@ OPERATIONS: tuple[Operation, ...] = (
         tool="memory_context",
         tool_title="Memory context block",
         tool_description="A compact `<vaultmem-memory>` block of the most useful memories, "
-        "scope by scope (default session, project, global), for the start of a task. Each line "
+        "scope by scope (default: this project's, the client's root deciding which; then "
+        "global; a session's first when `session` names it), for the start of a task. Each line "
         "is `- [scope] key: latest content`; `[related]` marks notes linked from a chosen "
         "topic. Secrets are redacted; the block never exceeds budget_chars.",
         render=_context_text,

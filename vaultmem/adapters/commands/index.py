@@ -29,11 +29,18 @@ P = output.plural
 def _init(call: Call) -> Initialised:
     a = call.args
     mappings = [parse_mapping(spec) for spec in a["map"]]
-    vault = Vault.init(
-        a["path"], managed_folder=a["managed_folder"], mappings=mappings, force=a["force"]
-    )
+    existing = (Path(a["path"]).expanduser() / ".vaultmem" / "config.toml").is_file()
+    if a["git"] and existing and not a["force"] and not mappings:
+        vault = Vault(a["path"])  # an existing vault: only the git files are added
+    else:
+        vault = Vault.init(
+            a["path"], managed_folder=a["managed_folder"], mappings=mappings, force=a["force"]
+        )
+    written = tuple(vault.write_generated(git=a["git"]))
     c = vault.config
-    return Initialised(vault.root, c.config_path, c.managed_folder, c.mappings, vault.init_warnings)
+    return Initialised(
+        vault.root, c.config_path, c.managed_folder, c.mappings, vault.init_warnings, written
+    )
 
 
 def _init_text(result: Initialised, args: dict[str, Any]) -> None:
@@ -43,12 +50,23 @@ def _init_text(result: Initialised, args: dict[str, Any]) -> None:
     for m in result.mappings:
         where = f"{m.scope}:{m.scope_id}" if m.scope_id else m.scope
         output.line(f"  {m.folder or '(whole vault)'} → {where}")
+    for path in result.written:
+        output.line(f"Wrote {path}")
     output.line(f"Next: vaultmem reconcile --vault {result.vault}")
+
+
+RECONCILE_LOCK_S = 10.0
+"""How long an MCP reconcile waits for another writer's lock (then `locked`); the CLI waits
+30 s like every writer."""
 
 
 def _reconcile(call: Call) -> Any:
     call.v.check_is_a_vault()
-    return call.v.reconcile(rebuild=call.args.get("rebuild", False), progress=call.progress)
+    return call.v.reconcile(
+        rebuild=call.args.get("rebuild", False),
+        progress=call.progress,
+        lock_timeout_s=call.args.get("lock_timeout_s") or 30.0,
+    )
 
 
 def _reconcile_text(report: Any, args: dict[str, Any]) -> None:
@@ -84,6 +102,12 @@ def _status_text(result: Any, args: dict[str, Any]) -> None:
             f"{P(result.outside_mapping, 'note')} outside the mapped folders, not indexed "
             f"(in {', '.join(result.outside_folders)}): map a folder with `vaultmem init --map "
             "FOLDER=SCOPE[:ID] --force` to index it"
+        )
+    if result.project:
+        rule = {"mapping": "its mapped folder", "remote": "its git remote", "path": "its path"}
+        output.line(
+            f"A project write from here goes to project:{result.project['scope_id']} "
+            f"(named by {rule.get(result.project['source'], result.project['source'])})"
         )
 
 
@@ -180,11 +204,21 @@ OPERATIONS: tuple[Operation, ...] = (
                 mcp=False,
             ),
             Param("force", "bool", "Overwrite an existing config.", False, mcp=False),
+            Param(
+                "git",
+                "bool",
+                "The vault is a git repository: topics merge with git's union driver "
+                "(.gitattributes in the managed folder) and .vaultmem/ keeps only the config "
+                "(its .gitignore). On an existing vault, adds just these.",
+                False,
+                mcp=False,
+            ),
         ),
         _init,
         examples=(
             "vaultmem init ~/Notes --map Projects=project:work --map Knowledge=global",
             "vaultmem init .",
+            "vaultmem init ~/Notes --git",
         ),
         needs_vault=False,
         read_only=False,
@@ -194,10 +228,29 @@ OPERATIONS: tuple[Operation, ...] = (
         "reconcile",
         "Bring the index up to date with the vault (only what changed is re-read).",
         "Index",
-        (VAULT,),
+        (
+            VAULT,
+            # Not an option: a tool call waits a bounded time for another writer.
+            Param(
+                "lock_timeout_s",
+                "float",
+                "",
+                None,
+                cli=False,
+                mcp=False,
+                mcp_default=RECONCILE_LOCK_S,
+            ),
+        ),
         _reconcile,
         examples=("vaultmem reconcile --vault ~/Notes",),
+        tool="memory_reconcile",
+        tool_title="Bring the index up to date",
+        tool_description="Re-read what changed in the vault since the last run (people's edits, "
+        "another machine's stores, sync-conflict copies of topics) and update the index, under "
+        "the index's write lock (waits at most 10 s for another writer). Run it when a result "
+        "says it is stale or after `partial_write`; a second run is a no-op.",
         read_only=False,
+        idempotent=True,
         render=_reconcile_text,
         progress=True,
     ),

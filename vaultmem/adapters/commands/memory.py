@@ -41,6 +41,9 @@ def _store(call: Call) -> Any:
 
 
 def _store_text(result: Any, args: dict[str, Any]) -> None:
+    if result.duplicate_of:
+        output.line("Already stored, nothing appended: " + _topic_line(result))
+        return
     verb = "Corrected " if result.corrected else "Created " if result.created else "Appended to "
     output.line(verb + _topic_line(result))
     if result.redacted:
@@ -182,6 +185,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "`secret_detected`). On a `partial_write` error the note is saved but the index is "
         "stale: do not retry.",
         read_only=False,
+        idempotent=True,  # the same text again appends nothing (duplicate_of)
         render=_store_text,
     ),
     Operation(
@@ -214,6 +218,12 @@ OPERATIONS: tuple[Operation, ...] = (
             source=call.args["source"],
         ),
         examples=('vaultmem correct ci-cache "Cache key is the uv.lock hash."',),
+        tool="memory_correct",
+        tool_title="Correct a memory",
+        tool_description="Correct a topic whose latest observation is wrong: the old one stays "
+        "in the file marked `Superseded by`, the correction is appended and becomes what recall "
+        "and memory_get return as latest. Name the topic by key (with scope/scope_id when the "
+        "key exists in several scopes) or id. On `partial_write` do not retry.",
         read_only=False,
         render=_store_text,
     ),
@@ -240,6 +250,7 @@ OPERATIONS: tuple[Operation, ...] = (
         tool_description="Read one memory topic in full: metadata and every observation, "
         "newest last, with corrections marked. Name it by key (with scope/scope_id when the "
         "key exists in several scopes) or by id.",
+        read_only=False,  # it records a use (.vaultmem/usage.jsonl)
         render=_get_text,
     ),
     Operation(
@@ -258,6 +269,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "it again.",
         read_only=False,
         destructive=True,
+        idempotent=True,
         render=_forget_text,
     ),
     Operation(
@@ -301,11 +313,33 @@ OPERATIONS: tuple[Operation, ...] = (
                 default="relates_to",
                 metavar="TYPE",
                 pattern=r"^[a-z][a-z0-9_-]{0,39}$",
+                max_length=40,
+            ),
+            Param(
+                "propose",
+                "bool",
+                "Only propose it (status proposed) for a person to accept; an MCP call always "
+                "proposes.",
+                False,
+                mcp=False,
+                mcp_default=True,
             ),
         ),
-        lambda call: call.v.relate(call.args["a"], call.args["b"], type=call.args["type"]),
-        examples=("vaultmem relate duckdb-index-decision Architecture",),
+        lambda call: call.v.relate(
+            call.args["a"], call.args["b"], type=call.args["type"], propose=call.args["propose"]
+        ),
+        examples=(
+            "vaultmem relate duckdb-index-decision Architecture",
+            "vaultmem relate writer-rule duckdb-index-decision --type supersedes --propose",
+        ),
+        tool="memory_relate",
+        tool_title="Propose a relationship",
+        tool_description="Propose a typed edge from A to B (relates_to, supersedes, contradicts "
+        "or another name) between topics or notes. It is recorded as `proposed` in the vault's "
+        "decisions note; a person accepts or rejects it (`vaultmem accept EDGE`), and only then "
+        "does it join A's See Also. A pair a person already decided keeps that decision.",
         read_only=False,
+        idempotent=True,
         render=lambda edge, args: _edge_table("Recorded", [edge]),
     ),
     Operation(

@@ -50,9 +50,9 @@ SCOPE = Param("scope", "str", "The scope.", choices=SCOPES, metavar="SCOPE")
 SCOPE_ID = Param(
     "scope_id",
     "str",
-    "Which session, project or agent (default: the scope id of the managed folder's mapping "
-    "when it has this scope; for a project, else the git remote of the working directory, "
-    "else a digest of its path).",
+    "Which session, project or agent (a project's default: the repository it comes from, the "
+    "working directory or the MCP client's root: its mapped folder in the vault, else its git "
+    "remote, else a digest of its path).",
     metavar="ID",
     max_length=MAX_ID,
 )
