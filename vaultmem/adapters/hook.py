@@ -29,6 +29,7 @@ whole import path from `vaultmem/__main__.py`: no typer, rich or mcp.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import os
@@ -214,9 +215,7 @@ def _session_start(
     return str(block.text)
 
 
-def _prompt(
-    vault: Any, folder: Path | None, prompt: str, budget: int, state: _SessionState
-) -> str:
+def _prompt(vault: Any, folder: Path | None, prompt: str, budget: int, state: _SessionState) -> str:
     from vaultmem.memory.context import ENTRY_MAX_CHARS
     from vaultmem.memory.recall import clip_words, one_line
 
@@ -233,7 +232,8 @@ def _prompt(
         if coverage(terms, f"{hit.key} {hit.title} {hit.snippet}") < RELEVANCE_FLOOR:
             continue
         name = hit.key if hit.managed else hit.title
-        line = f"- [{hit.scope}] {one_line(name)}: {clip_words(one_line(hit.snippet), ENTRY_MAX_CHARS)}"
+        snippet = clip_words(one_line(hit.snippet), ENTRY_MAX_CHARS)
+        line = f"- [{hit.scope}] {one_line(name)}: {snippet}"
         if len(line) + 1 > left:
             continue
         left -= len(line) + 1
@@ -299,7 +299,5 @@ class _SessionState:
         files.sort(reverse=True)
         for rank, (mtime, path) in enumerate(files):
             if rank >= MAX_SESSIONS or moment - mtime > SESSION_TTL_S:
-                try:
+                with contextlib.suppress(OSError):
                     path.unlink()
-                except OSError:
-                    pass

@@ -1,13 +1,13 @@
 """What each agent reads, and vaultmem's entries in it: the MCP server and the hooks.
 
-| agent | scope | MCP server | hooks |
-|---|---|---|---|
-| claude | project | `DIR/.mcp.json` `mcpServers.vaultmem`, approved in `DIR/.claude/settings.local.json` `enabledMcpjsonServers` | `DIR/.claude/settings.local.json` `hooks` |
-| claude | user | `~/.claude.json` `mcpServers.vaultmem` | `~/.claude/settings.json` `hooks` |
-| codex | user | `~/.codex/config.toml` `[mcp_servers.vaultmem]` | `~/.codex/hooks.json` `hooks` |
-| codex | project | `DIR/.codex/config.toml` `[mcp_servers.vaultmem]` | `DIR/.codex/hooks.json` `hooks` |
-| kiro | project | `DIR/.kiro/settings/mcp.json` `mcpServers.vaultmem` | none |
-| kiro | user | `~/.kiro/settings/mcp.json` `mcpServers.vaultmem` | none |
+- claude, project: the server in `DIR/.mcp.json` (`mcpServers.vaultmem`), approved in
+  `DIR/.claude/settings.local.json` (`enabledMcpjsonServers`), which also gets the hooks.
+- claude, user: the server in `~/.claude.json` (`mcpServers.vaultmem`, what
+  `claude mcp add --scope user` writes), the hooks in `~/.claude/settings.json`.
+- codex, user (its default) or project: `[mcp_servers.vaultmem]` in `~/.codex/config.toml`
+  (`$CODEX_HOME`) or `DIR/.codex/config.toml`, the hooks in `hooks.json` beside it.
+- kiro, project or user: `mcpServers.vaultmem` in `.kiro/settings/mcp.json` of the workspace
+  or of the home folder; no hooks.
 
 Claude Code counts an approval in `.claude/settings.local.json` only in a git work tree where
 that file is not tracked (it runs `git ls-files --error-unmatch` on it): the local file is the
@@ -87,17 +87,21 @@ class Launch:
 
 
 def is_our_hook(command: object) -> bool:
-    """A hook command vaultmem setup wrote: `…vaultmem… hook NAME …` (any vault, any path)."""
+    """A hook command vaultmem setup wrote: `…/vaultmem hook NAME …` or `python -m vaultmem
+    hook NAME …` (any vault, any path)."""
     if not isinstance(command, str):
         return False
     try:
         words = shlex.split(command)
     except ValueError:
         return False
-    named = any(Path(w).name == "vaultmem" for w in words[:1]) or "vaultmem" in words[1:3]
-    return named and any(
-        a == "hook" and b in HOOKS.values() for a, b in zip(words, words[1:], strict=False)
-    )
+    if words[:1] and Path(words[0]).name == "vaultmem":
+        rest = words[1:]
+    elif words[1:3] == ["-m", "vaultmem"]:
+        rest = words[3:]
+    else:
+        return False
+    return rest[:1] == ["hook"] and rest[1:2] != [] and rest[1] in HOOKS.values()
 
 
 def _is_our_group(group: object) -> bool:
@@ -190,8 +194,8 @@ def _unapprove(doc: Any) -> None:
 
 def _both(*edits: Any) -> Any:
     def run(doc: Any) -> None:
-        for edit in edits:
-            edit(doc)
+        for change in edits:
+            change(doc)
 
     return run
 

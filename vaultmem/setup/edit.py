@@ -212,7 +212,9 @@ def backups(path: Path) -> list[Path]:
     except OSError:
         return []
     prefix = path.name + BACKUP_INFIX
-    return [path.parent / n for n in sorted((n for n in names if n.startswith(prefix)), reverse=True)]
+    return [
+        path.parent / n for n in sorted((n for n in names if n.startswith(prefix)), reverse=True)
+    ]
 
 
 # -- applying ------------------------------------------------------------------------------
