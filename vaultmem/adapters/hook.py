@@ -21,7 +21,7 @@ start, `/clear` or a compaction of a session starts its list afresh.
 
 A hook never stands in the agent's way: it always exits 0 and never prints a traceback; bad
 input, no vault, no index or any failure is said in one line starting `vaultmem:`. The work runs
-in a thread the hook waits for at most `--time-budget-s` (default 3 s, well under the agents' own
+in a thread the hook waits for at most `--time-budget-s` (default 5 s, half the agents' own
 10 s hook timeout); past it the hook prints one line and exits at once. This module is the hook's
 whole import path from `vaultmem/__main__.py`: no typer, rich or mcp.
 """
@@ -46,7 +46,7 @@ BUDGET_CHARS = 10_000
 characters to the model whole."""
 PROMPT_SHARE = 3
 """A prompt's memories get at most a third of the budget."""
-TIME_BUDGET_S = 3.0
+TIME_BUDGET_S = 5.0
 RELEVANCE_FLOOR = 0.5
 """A prompt's hit must hold at least this share of the prompt's search terms (measured:
 benchmarks/bench_hook.py)."""
