@@ -246,3 +246,42 @@ def test_the_plugin_validates_connects_and_its_hooks_exit_0_without_a_vault(
     assert re.search(r"^plugin:vaultmem:vaultmem: .* - ✔ Connected$", listed.stdout, re.M), (
         listed.stdout
     )
+
+
+OFFLINE_CODEX = """model_provider = "offline"
+
+[model_providers.offline]
+name = "offline"
+base_url = "http://127.0.0.1:9/v1"
+wire_api = "responses"
+request_max_retries = 0
+stream_max_retries = 0
+supports_websockets = false
+
+[features]
+unbounded_connection_retries = false
+"""
+"""A dead local provider: `codex exec` fails at once instead of retrying the network forever."""
+
+
+def test_the_codex_plugin_installs_from_the_checkout_and_its_hooks_run(
+    clients: dict[str, Path], world: dict[str, Path]
+) -> None:
+    home, a, vault = world["home"], world["a"], world["vault"]
+    (home / ".codex").mkdir()
+    (home / ".codex" / "config.toml").write_text(OFFLINE_CODEX)
+    codex = clients["codex"]
+    added = run([codex, "plugin", "marketplace", "add", REPO], a, home)
+    assert added.returncode == 0 and "vaultmem-local" in added.stdout, added.stderr
+    assert run([codex, "plugin", "add", "vaultmem@vaultmem-local"], a, home).returncode == 0
+    [server] = json.loads(run([codex, "mcp", "list", "--json"], a, home).stdout)
+    assert server["name"] == "vaultmem"
+    assert server["transport"]["command"] == "./bin/vaultmem-plugin"
+
+    extra = {"VAULTMEM_BIN": str(VAULTMEM), "VAULTMEM_VAULT": str(vault)}
+    argv = [codex, "exec", "--dangerously-bypass-hook-trust", "--skip-git-repo-check", "hi"]
+    done = run(argv, a, home, **extra)
+    assert "hook: SessionStart Completed" in done.stderr, done.stderr
+    [rollout] = (home / ".codex" / "sessions").rglob("rollout-*.jsonl")
+    text = rollout.read_text(encoding="utf-8")
+    assert "alpha-build" in text and "quokka" not in text  # the block reached the model
