@@ -24,7 +24,7 @@ LONG_LIVED_COMMANDS = frozenset({"watch", "mcp"})
 
 def main() -> int:
     """Run the command line with the collector set for the command's lifetime."""
-    if sys.argv[1:2] == ["hook"]:  # an agent's hook: its own lean path, no typer (adapters/hook.py)
+    if sys.argv[1:2] == ["hook"]:  # an agent's hook: its own lean path, no click (adapters/hook.py)
         from vaultmem.adapters.hook import main as hook
 
         return hook(sys.argv[2:])

@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from tests.adapters.test_hook import git_repo
+from tests.adapters.test_hook import git_repo, other_project, unpin
 from tests.helpers import run_cli
 
 pytestmark = pytest.mark.slow
@@ -136,6 +136,7 @@ def world(tmp_path: Path) -> dict[str, Path]:
     vault = tmp_path / "vault"
     vault.mkdir()
     assert run_cli("init", str(vault)).returncode == 0
+    unpin(vault)
     a = git_repo(tmp_path / "alpha", "git@github.com:org/alpha.git")
     b = git_repo(tmp_path / "beta", "https://github.com/org/beta.git")
     for repo, key, text, scope in [
@@ -143,7 +144,10 @@ def world(tmp_path: Path) -> dict[str, Path]:
         (b, "beta-build", "Beta runs its jobs on the quokka cluster.", "project"),
         (a, "prefs", "Prefer pytest over unittest.", "global"),
     ]:
-        done = run_cli("store", key, text, "--scope", scope, "--vault", str(vault), cwd=repo)
+        extra = other_project("beta") if repo == b else []
+        done = run_cli(
+            "store", key, text, "--scope", scope, "--vault", str(vault), *extra, cwd=repo
+        )
         assert done.returncode == 0, done.stderr
     home = tmp_path / "home"
     home.mkdir()

@@ -23,7 +23,7 @@ A hook never stands in the agent's way: it always exits 0 and never prints a tra
 input, no vault, no index or any failure is said in one line starting `vaultmem:`. The work runs
 in a thread the hook waits for at most `--time-budget-s` (default 5 s, half the agents' own
 10 s hook timeout); past it the hook prints one line and exits at once. This module is the hook's
-whole import path from `vaultmem/__main__.py`: no typer, rich or mcp.
+whole import path from `vaultmem/__main__.py`: no click, rich or mcp.
 """
 
 from __future__ import annotations
@@ -90,6 +90,10 @@ def main(argv: Sequence[str], stdin: IO[bytes] | None = None, stdout: IO[str] | 
     """Parse `argv` (`EVENT [--vault PATH] [--budget-chars N] [--time-budget-s S]`), run the
     hook and print its output. Always 0."""
     out = stdout or sys.stdout
+    if any(a in ("-h", "--help") for a in argv):  # people, not agents: the CLI's own help
+        from vaultmem.adapters.cli import main as cli
+
+        return cli(["hook", "--help"])
     try:
         args = _parser().parse_args(list(argv))
     except _Usage as error:
@@ -203,11 +207,11 @@ def _answer(event: str, vault_path: str | None, budget: int, stdin: IO[bytes]) -
 def _session_start(
     vault: Any, folder: Path | None, budget: int, state: _SessionState, source: str
 ) -> str:
-    block = vault.context(project_dir=folder, scopes=("project", "global"), budget_chars=budget)
+    project = project_of(vault, folder)
+    block = vault.context(scopes=(f"project:{project}", "global"), budget_chars=budget)
     state.sweep()
     state.save([e.id for e in block.entries], fresh=True)
     if not block.entries:
-        project = vault.project(folder).scope_id
         return (
             f"{NOTE} no memories yet for project {project} or global; store lasting facts "
             "with memory_store."
@@ -219,7 +223,7 @@ def _prompt(vault: Any, folder: Path | None, prompt: str, budget: int, state: _S
     from vaultmem.memory.context import ENTRY_MAX_CHARS
     from vaultmem.memory.recall import clip_words, one_line
 
-    project = vault.project(folder).scope_id
+    project = project_of(vault, folder)
     given = set(state.load())
     hits = vault.recall(prompt, scopes=[f"project:{project}", "global"], limit=PROMPT_LIMIT)
     terms = prompt_terms(prompt)
@@ -243,6 +247,18 @@ def _prompt(vault: Any, folder: Path | None, prompt: str, budget: int, state: _S
         return ""
     state.save([*given, *ids])
     return "\n".join([PROMPT_OPEN, PROMPT_HEADER, *lines, PROMPT_CLOSE])
+
+
+def project_of(vault: Any, folder: Path | None) -> str:
+    """The project a write without a scope id from `folder` goes to (`Vault.store`'s rule):
+    the hook reads that project's topics and never another's."""
+    if hasattr(vault, "project"):  # identity per repository (issue 30, item 1)
+        return str(vault.project(folder).scope_id)
+    from vaultmem.memory import identity
+
+    mapped = identity.mapped_scope_id(vault.config, "project")
+    found = mapped or identity.resolve_scope_id("project", None, folder or Path.cwd())
+    return str(found)
 
 
 def prompt_terms(text: str) -> frozenset[str]:

@@ -131,9 +131,7 @@ def build_context(
     now = now or datetime.now(UTC)
     counts = usage_counts or {}
     notes = [
-        i
-        for i in scope_infos(con, scopes, managed_only=True)
-        if recallable(i, now, managed_folder)
+        i for i in scope_infos(con, scopes, managed_only=True) if recallable(i, now, managed_folder)
     ]
     direct: list[tuple[ScopeSpec, list[NoteInfo]]] = []
     taken: set[str] = set()
