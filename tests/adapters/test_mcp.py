@@ -19,6 +19,7 @@ mcp = pytest.importorskip("mcp")
 from mcp import ClientSession, StdioServerParameters, stdio_client  # noqa: E402
 
 from tests.helpers import run_cli  # noqa: E402
+from vaultmem.adapters.mcp_server import MAX_REQUEST_CHARS  # noqa: E402
 from vaultmem.vault import Vault  # noqa: E402
 
 TOOLS = {
@@ -336,3 +337,21 @@ def test_undecodable_requests_get_an_error_reply(vault: Path) -> None:
         assert by_id[request_id]["error"]["data"]["code"] == "invalid_argument"
     assert by_id[4]["error"]["code"] == -32700
     assert by_id[5]["result"]["isError"] is False  # the server carried on
+
+
+@pytest.mark.slow
+def test_an_oversized_request_line_is_refused_without_being_held(vault: Path) -> None:
+    """A 10 MB request line used to be read whole (300 MB took 1.3 GB); now it is answered with
+    an error, read in bounded chunks, and the next request is served."""
+    huge = (
+        '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"memory_search",'
+        '"arguments":{"query":"' + "x" * (MAX_REQUEST_CHARS * 2 + 10) + '"}}}'
+    )
+    follow = (
+        '{"jsonrpc":"2.0","id":3,"method":"tools/call",'
+        '"params":{"name":"memory_search","arguments":{"query":"duckdb"}}}'
+    )
+    by_id = {r["id"]: r for r in _raw_exchange(vault, [huge, follow])}
+    assert by_id[2]["error"]["data"]["code"] == "invalid_argument"
+    assert "characters" in by_id[2]["error"]["message"]
+    assert by_id[3]["result"]["isError"] is False

@@ -29,6 +29,7 @@ from vaultmem import __version__
 from vaultmem.adapters import commands, contract, output
 from vaultmem.adapters.commands.params import VAULT
 from vaultmem.adapters.contract import UNSET, Call, Operation, Param
+from vaultmem.adapters.output import OutputClosed
 from vaultmem.core.errors import FileAccessError, InternalError, InvalidArgumentError, VaultmemError
 from vaultmem.vault import Vault
 
@@ -269,7 +270,7 @@ def _invoke(op: Operation, values: dict[str, Any]) -> None:
         if value is None:
             continue
         if p.stdin_dash and value == "-":
-            value = sys.stdin.read()
+            value = _read_stdin(p.max_length)
         if p.comma_lists:
             value = [part.strip() for item in value for part in item.split(",") if part.strip()]
         raw[p.name] = list(value) if p.kind in ("strs", "pairs") else value
@@ -290,6 +291,38 @@ def _invoke(op: Operation, values: dict[str, Any]) -> None:
     code = op.exit_code(result) if op.exit_code else 0
     if code:
         raise click.exceptions.Exit(code)
+
+
+def _read_stdin(limit: int | None) -> str:
+    """Standard input as text, reading at most `limit + 1` characters: enough for the bound
+    check to refuse an oversized value without holding all of it (`/dev/zero` never ends)."""
+    if sys.stdin is None or sys.stdin.closed:
+        raise InvalidArgumentError(
+            "Standard input is closed, so `-` has nothing to read.",
+            hint="Pipe the text in (`echo … | vaultmem store KEY -`) or pass it as an argument.",
+        )
+    try:
+        return sys.stdin.read(-1 if limit is None else limit + 1)
+    except UnicodeDecodeError as error:
+        raise InvalidArgumentError(
+            f"Standard input is not valid UTF-8 (byte {error.start}).",
+            hint="Convert the text to UTF-8 first (e.g. with iconv).",
+        ) from error
+
+
+def _undecodable(args: Sequence[str]) -> InvalidArgumentError | None:
+    """An error naming the first argument that was not valid UTF-8, or None. Python hands such
+    bytes over as lone surrogates (`\\udcff`), which no name, key or query can hold."""
+    for position, arg in enumerate(args, 1):
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError:
+            shown = arg.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+            return InvalidArgumentError(
+                f"Argument {position} ('{shown}') is not valid UTF-8.",
+                hint="Pass names, keys and text as UTF-8 (check the terminal's locale).",
+            )
+    return None
 
 
 def _render_json(result: Any, args: dict[str, Any]) -> None:
@@ -326,19 +359,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     def as_json() -> bool:  # read after the command ran: it sets _Run.json
         return _Run.json or "--json" in args
 
+    if (undecodable := _undecodable(args)) is not None:
+        return _report(undecodable, as_json(), 2)
     try:
         code = build_cli().main(args=args, prog_name=PROG, standalone_mode=False)
         if isinstance(code, int) and code:
             return code  # a command's `Exit(n)`, which click returns in this mode
     except InvalidArgumentError as error:
-        output.emit_error(error, as_json=as_json())
-        return 2
+        return _report(error, as_json(), 2)
     except VaultmemError as error:
-        output.emit_error(error, as_json=as_json())
-        return 1
+        return _report(error, as_json(), 1)
+    except OutputClosed as failure:
+        return output.give_up_on_stdout(failure)
     except OSError as error:
-        output.emit_error(FileAccessError.from_os_error(error), as_json=as_json())
-        return 1
+        return _report(FileAccessError.from_os_error(error), as_json(), 1)
     except (click.Abort, KeyboardInterrupt):
         return 130
     except click.UsageError as error:
@@ -353,9 +387,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         error.show()
         return error.exit_code
     except Exception as error:
-        output.emit_error(InternalError(f"{type(error).__name__}: {error}"), as_json=as_json())
-        return 1
+        return _report(InternalError(f"{type(error).__name__}: {error}"), as_json(), 1)
     return 0
+
+
+def _report(error: VaultmemError, as_json: bool, code: int) -> int:
+    """Print the error where it belongs and return the exit status; when stdout itself is
+    gone (closed, full, a reader that went away) say so once on stderr instead."""
+    try:
+        output.emit_error(error, as_json=as_json)
+    except OutputClosed as failure:
+        output.give_up_on_stdout(failure)
+    return code
 
 
 if __name__ == "__main__":

@@ -136,6 +136,26 @@ def build_server(vault: Vault) -> Server[Any]:
 _LEADING_ID = re.compile(r'^\s*\{[^{}\[\]]*?"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")')
 
 
+MAX_REQUEST_CHARS = 4_000_000
+"""The longest request line read: a store's text may hold 1,000,000 characters, which JSON
+escaping can at most quadruple (`\\u0001`). A longer line is refused, never held whole."""
+
+
+def oversized(head: str) -> types.JSONRPCError:
+    """The JSON-RPC error answering a request line over `MAX_REQUEST_CHARS`."""
+    found = _LEADING_ID.match(head)
+    request_id = json.loads(found.group(1)) if found else None
+    return types.JSONRPCError(
+        jsonrpc="2.0",
+        id=request_id if isinstance(request_id, int | str) else None,
+        error=types.ErrorData(
+            code=types.INVALID_REQUEST,
+            message=f"The request was refused: over {MAX_REQUEST_CHARS:,} characters.",
+            data={"code": "invalid_argument", "hint": "Send a smaller request."},
+        ),
+    )
+
+
 def rejection(line: str) -> types.JSONRPCError | None:
     """The JSON-RPC error answering a line the SDK cannot decode; None when it decodes (or
     when it is a notification, which gets no answer)."""
@@ -183,17 +203,27 @@ class _CheckedLines:
         self.replies: anyio.abc.ObjectSendStream[SessionMessage] | None = None
         self.ready = anyio.Event()
 
+    async def _readline(self) -> str:
+        """One line of at most `MAX_REQUEST_CHARS + 1` characters (AsyncFile's readline
+        takes no size, so the bounded read runs in a worker thread as AsyncFile's does)."""
+        return await anyio.to_thread.run_sync(self.source.wrapped.readline, MAX_REQUEST_CHARS + 1)
+
     def __aiter__(self) -> _CheckedLines:
         return self
 
     async def __anext__(self) -> str:
         while True:
-            line = await self.source.readline()
+            line = await self._readline()
             if not line:
                 raise StopAsyncIteration
-            if not line.strip():
+            if len(line) > MAX_REQUEST_CHARS and not line.endswith("\n"):
+                refused: types.JSONRPCError | None = oversized(line[:200])
+                while (rest := await self._readline()) and not (rest.endswith("\n")):
+                    pass  # the rest of the line is read and dropped, a chunk at a time
+            elif not line.strip():
                 continue
-            refused = rejection(line)
+            else:
+                refused = rejection(line)
             if refused is None:
                 return line
             await self.ready.wait()

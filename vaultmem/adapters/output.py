@@ -10,12 +10,14 @@ as rich markup. Only the adapters (CLI, MCP) import this module.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import errno
 import json
 import os
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import date, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -54,6 +56,25 @@ def __getattr__(name: str) -> Any:
 
 _MARKUP_TAG = re.compile(r"(\\*)(\[[a-z#/@][^[]*?])")
 
+_UNSHOWABLE = re.compile(
+    "[\\x00-\\x08\\x0b-\\x1f\\x7f-\\x9f\\u061c\\u200e\\u200f\\u202a-\\u202e\\u2066-\\u2069]"
+)
+"""Control characters (all but tab and line feed) and bidirectional overrides: a title or file
+name holding `ESC [2J` or U+202E would clear or reorder the user's terminal."""
+
+
+def visible(text: str) -> str:
+    """Text with every control and bidi character written as its escape (`\\x1b`, `\\u202e`),
+    so what a note holds is shown, never executed by the terminal. JSON escapes them already."""
+    if text.isascii() and text.isprintable():
+        return text
+    return _UNSHOWABLE.sub(_escaped, text)
+
+
+def _escaped(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
 
 def escape(markup: str) -> str:
     """Text made safe to embed in rich markup: `rich.markup.escape`, restated so that help
@@ -63,7 +84,7 @@ def escape(markup: str) -> str:
         backslashes, text = match.groups()
         return f"{backslashes}{backslashes}\\{text}"
 
-    markup = _MARKUP_TAG.sub(double, markup)
+    markup = _MARKUP_TAG.sub(double, visible(markup))
     if markup.endswith("\\") and not markup.endswith("\\\\"):
         return markup + "\\"
     return markup
@@ -91,22 +112,57 @@ def to_jsonable(value: Any) -> Any:
     return str(value)
 
 
+class OutputClosed(Exception):
+    """Standard output is closed, full or its reader went away: nothing printed can arrive."""
+
+
+@contextlib.contextmanager
+def _writing() -> Iterator[None]:
+    """Turn a failed write to stdout into `OutputClosed`, so the CLI says so once and exits
+    instead of printing a traceback (`status --json >&-`, `>/dev/full`, `| head -c 10`)."""
+    if sys.stdout is None or sys.stdout.closed:
+        raise OutputClosed("standard output is closed")
+    try:
+        yield
+    except (OSError, ValueError) as error:  # ValueError: the stream was closed under us
+        raise OutputClosed(str(error)) from error
+
+
+def write(text: str) -> None:
+    """Write `text` to stdout as is, or raise `OutputClosed`."""
+    with _writing():
+        sys.stdout.write(text)
+        sys.stdout.flush()
+
+
+def give_up_on_stdout(failure: BaseException) -> int:
+    """After stdout failed: one line on stderr (none for a reader that left, as `head` does),
+    and stdout pointed at /dev/null so the interpreter's last flush cannot fail again."""
+    cause = failure.__cause__ or failure
+    if not (isinstance(cause, OSError) and cause.errno == errno.EPIPE):
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            sys.stderr.write(f"vaultmem: cannot write the output: {cause}\n")
+    with contextlib.suppress(OSError, ValueError):
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 1)
+        os.close(null)
+    return 1
+
+
 def emit_json(data: Any) -> None:
-    sys.stdout.write(json.dumps({"ok": True, "data": to_jsonable(data)}, ensure_ascii=False))
-    sys.stdout.write("\n")
+    write(json.dumps({"ok": True, "data": to_jsonable(data)}, ensure_ascii=False) + "\n")
 
 
 def emit_error(error: VaultmemError, *, as_json: bool) -> None:
     if as_json:
-        sys.stdout.write(json.dumps({"ok": False, "error": error.to_dict()}, ensure_ascii=False))
-        sys.stdout.write("\n")
+        write(json.dumps({"ok": False, "error": error.to_dict()}, ensure_ascii=False) + "\n")
         return
     err_console = _console("err_console")
     err_console.print(f"[bold red]Error:[/] {escape(error.message)}", markup=True)
     candidates = getattr(error, "candidates", None)
     if candidates:
         for candidate in candidates:
-            err_console.print(f"  - {candidate}", markup=False)
+            err_console.print(f"  - {visible(str(candidate))}", markup=False)
     if error.hint:
         err_console.print(f"[dim]Hint:[/] {escape(error.hint)}", markup=True)
 
@@ -141,14 +197,15 @@ def table(
     for column in columns:
         grid.add_column(column, overflow="fold")
     for row in rows:
-        grid.add_row(*(Text("" if v is None else str(v)) for v in row))
+        grid.add_row(*(Text("" if v is None else visible(str(v))) for v in row))
     console.print(grid)
 
 
 def _cell(value: Any) -> str:
     """One plain cell: tabs and line breaks made visible so a row stays one line."""
     text = "" if value is None else str(value)
-    return text.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
+    text = text.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
+    return visible(text)
 
 
 def marked(snippet: str) -> str:
@@ -160,9 +217,11 @@ def marked(snippet: str) -> str:
 
 
 def line(text: str) -> None:
-    """One line of plain text (never markup); written as is when stdout is not a terminal."""
+    """One line of plain text (never markup), its control characters shown as escapes."""
+    text = visible(text)
     console = _console("console")
     if console.is_terminal:
-        console.print(text, markup=False)
+        with _writing():
+            console.print(text, markup=False)
     else:
-        sys.stdout.write(text + "\n")
+        write(text + "\n")

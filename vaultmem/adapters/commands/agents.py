@@ -57,7 +57,8 @@ def _recall_text(result: Hits, args: dict[str, Any]) -> None:
 
 
 def _read_text(result: Any, args: dict[str, Any]) -> None:
-    sys.stdout.write(result.text + ("" if result.text.endswith("\n") else "\n"))
+    text = output.visible(result.text)
+    output.write(text + ("" if text.endswith("\n") else "\n"))
     if result.next_offset is not None:
         sys.stderr.write(
             f"[{result.next_offset} of {result.total_bytes} bytes; "
