@@ -188,6 +188,7 @@ def one_note_bm25(index: Path, note_id: str, note: Any) -> float:
         tsv.write_text("".join(postings_lines(0, docs)), encoding="utf-8")
         con.execute("BEGIN TRANSACTION")
         removed = rc.document_frequencies(con, {note_id})
+        removed_stats = rc.document_stats(con, {note_id})
         for table in ("documents", "postings"):
             store.delete_where_in(con, table, "note_id", [note_id])
         documents = store.new_batch("documents")
@@ -199,7 +200,10 @@ def one_note_bm25(index: Path, note_id: str, note: Any) -> float:
         index_writes.number_notes(con, [(0, note_id)])
         added = rc.load_postings(con, [tsv], max_line_bytes=0)
         added.subtract(removed)
-        rc.recount_terms(con, added)
+        added_stats = rc.document_stats(con)
+        rc.recount_terms(
+            con, added, rc.Stats(*(a - r for a, r in zip(added_stats, removed_stats, strict=True)))
+        )
         seconds = time.perf_counter() - start
         con.execute("ROLLBACK")
     finally:

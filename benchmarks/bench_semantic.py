@@ -55,7 +55,7 @@ from benchmarks.retrieval import (
     vault_for,
 )
 from vaultmem.core.config import load_config, render_config
-from vaultmem.search import embedding, vectors
+from vaultmem.search import embedding, front, vectors
 from vaultmem.search.query import SearchFilters
 from vaultmem.storage import store, vector_queries
 from vaultmem.vault import Vault
@@ -276,10 +276,10 @@ def query_latency(vault: Vault, text: str) -> dict[str, float]:
     with store.reading(vault.config.index_path) as con:
         for q in queries[:3]:
             for mode in MODES:
-                vectors.search(con, q, SearchFilters(), mode=mode)
+                front.search(con, q, SearchFilters(), mode=mode)
         for q in queries:
             for mode in MODES:
-                runs[mode].append(_timed(lambda q=q, m=mode: vectors.search(con, q, mode=m))[0])  # type: ignore[misc]
+                runs[mode].append(_timed(lambda q=q, m=mode: front.search(con, q, mode=m))[0])  # type: ignore[misc]
         latency = {f"{mode}_ms": _median_ms(runs[mode]) for mode in MODES}
         latency.update(_stages(con, queries))
     return latency

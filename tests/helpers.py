@@ -6,11 +6,16 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import duckdb
 
+from vaultmem.core.config import Config
+from vaultmem.core.models import Published
 from vaultmem.storage.schema import DERIVED_TABLES
+from vaultmem.vault import Vault
+
+T = TypeVar("T")
 
 
 def run_cli(
@@ -39,3 +44,13 @@ def dump_index(index: Path) -> dict[str, list[tuple[Any, ...]]]:
         }
     finally:
         con.close()
+
+
+def published(config: Config, outcome: tuple[T, Published]) -> T:
+    """What a memory or OKF write returned, once its published files are in the index: the
+    write called as `Vault` calls it (`Vault._publish` indexes, or raises partial_write)."""
+    result, done = outcome
+    vault = Vault(config.root)
+    vault.config = config  # a test may have changed a limit of its config
+    vault._publish(done)
+    return result

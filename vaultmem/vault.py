@@ -6,6 +6,10 @@ given up whenever a writer may want the file: `store.SharedReader`; the usage co
 ranks by) and returns the operation's plain values.
 The work itself (SQL, scans, link resolution) happens below, in the operations and storage;
 `get`, `read` and `used` record a use; `recall` never does (a returned hit is not a use).
+Every write (store, correct, forget, prune, relate, accept, reject, import) takes one publish
+path: the operation writes its files through `files/managed` and returns what it published
+(`Published`); `_publish` alone brings the index up to date for those paths and maps any
+failure to `PartialWriteError` (phases done, do not retry).
 Secrets in what people wrote are redacted here, on the one path both adapters take. Nothing
 here prints or exits.
 """
@@ -30,12 +34,18 @@ from vaultmem.core.config import (
     init_vault,
     load_config,
 )
-from vaultmem.core.errors import InvalidArgumentError, NotFoundError, VaultNotFoundError
+from vaultmem.core.errors import (
+    InvalidArgumentError,
+    NotFoundError,
+    PartialWriteError,
+    VaultNotFoundError,
+)
 from vaultmem.core.models import (
     CONTEXT_BUDGET_CHARS,
     CONTEXT_PER_SCOPE,
     CONTEXT_SCOPES,
     READ_MAX_BYTES,
+    Published,
 )
 from vaultmem.files.lock import LOCK_NAME
 
@@ -242,13 +252,13 @@ class Vault:
         Snippets, titles and headings come from people's notes, so secrets in them are
         redacted here, on the one path both adapters take."""
         from vaultmem.core.secrets import compile_patterns, redact
-        from vaultmem.search import vectors
+        from vaultmem.search import front
         from vaultmem.search.query import SearchFilters
 
         patterns = compile_patterns(self.config.secret_patterns)
         with self._reading() as con:
             held = self._resident_index(con)
-            hits = vectors.search(
+            hits = front.search(
                 con,
                 query,
                 filters or SearchFilters(),
@@ -488,13 +498,14 @@ class Vault:
         tags: Sequence[str] = (),
         source: str | None = None,
         cwd: Path | None = None,
+        now: datetime | None = None,
     ) -> memory.StoreResult:
         """Append an observation to a topic (created when new); see `memory.store`. Without a
         scope id, the managed folder's mapping names it when it has this scope (`identity`)."""
         from vaultmem.memory import identity
         from vaultmem.memory import topic_store as memory
 
-        return memory.store(
+        result, published = memory.store(
             self.config,
             key,
             text,
@@ -504,7 +515,10 @@ class Vault:
             tags=tags,
             source=source,
             cwd=cwd,
+            now=now,
         )
+        self._publish(published)
+        return dataclasses.replace(result, phases=(*result.phases, "indexed"))
 
     def correct(
         self,
@@ -514,19 +528,33 @@ class Vault:
         scope: str | None = None,
         scope_id: str | None = None,
         source: str | None = None,
+        now: datetime | None = None,
     ) -> memory.StoreResult:
         """Supersede a topic's latest observation; the old one stays visible."""
         from vaultmem.memory import topic_store as memory
 
-        return memory.correct(self.config, key, text, scope=scope, scope_id=scope_id, source=source)
+        result, published = memory.correct(
+            self.config, key, text, scope=scope, scope_id=scope_id, source=source, now=now
+        )
+        self._publish(published)
+        return dataclasses.replace(result, phases=(*result.phases, "indexed"))
 
     def forget(
-        self, key_or_id: str, *, scope: str | None = None, scope_id: str | None = None
+        self,
+        key_or_id: str,
+        *,
+        scope: str | None = None,
+        scope_id: str | None = None,
+        now: datetime | None = None,
     ) -> memory.ForgetResult:
         """Move a topic to the managed folder's `.trash/` and drop it from the index."""
         from vaultmem.memory import topic_store as memory
 
-        return memory.forget(self.config, key_or_id, scope=scope, scope_id=scope_id)
+        result, published = memory.forget(
+            self.config, key_or_id, scope=scope, scope_id=scope_id, now=now
+        )
+        self._publish(published)
+        return result
 
     def get(
         self,
@@ -547,17 +575,21 @@ class Vault:
             include_expired=include_expired,
         )
 
-    def prune(self, *, apply: bool = False) -> memory.PruneResult:
+    def prune(self, *, apply: bool = False, now: datetime | None = None) -> memory.PruneResult:
         """Topics past their retention; `apply` moves them to `.trash/`."""
         from vaultmem.memory import topic_store as memory
 
-        return memory.prune(self.config, apply=apply)
+        result, published = memory.prune(self.config, apply=apply, now=now)
+        self._publish(published)
+        return result
 
     def relate(self, a: str, b: str, *, type: str = "relates_to") -> relations.Edge:
         """Record a person's edge A -[type]-> B in the decisions note."""
         from vaultmem.memory import relations
 
-        return relations.relate(self.config, a, b, type)
+        edge, published = relations.relate(self.config, a, b, type)
+        self._publish(published)
+        return edge
 
     def edges(self, *, status: str | None = None, stale: bool = False) -> list[relations.Edge]:
         """Every edge (link, human, suggested) with its status."""
@@ -568,12 +600,35 @@ class Vault:
     def accept(self, edge: str) -> relations.Edge:
         from vaultmem.memory import relations
 
-        return relations.accept(self.config, edge)
+        accepted, published = relations.accept(self.config, edge)
+        self._publish(published)
+        return accepted
 
     def reject(self, edge: str) -> relations.Edge:
         from vaultmem.memory import relations
 
-        return relations.reject(self.config, edge)
+        rejected, published = relations.reject(self.config, edge)
+        self._publish(published)
+        return rejected
+
+    def _publish(self, published: Published) -> None:
+        """Bring the index up to date for files a write already published into the vault."""
+        if not published.paths:
+            return
+        from vaultmem.index.reconcile import reconcile
+
+        try:
+            reconcile(self.config, paths=list(published.paths))
+        # The files are published, so whatever failed (a lock, DuckDB, the disk, a bug) the
+        # caller must learn that the vault is right, the index stale, and that a retry would
+        # apply the change twice.
+        except Exception as error:
+            raise PartialWriteError(
+                f"The vault was changed ({published.what}) but updating the index failed: "
+                f"{type(error).__name__}: {error}. Phases done: {', '.join(published.phases)}. "
+                "Do not retry: the change is already saved and a retry would apply it twice.",
+                phases_done=list(published.phases),
+            ) from error
 
     # -- OKF bundles (docs/okf.md) -------------------------------------------------------------
 
@@ -618,7 +673,7 @@ class Vault:
         """Import an OKF bundle (folder, .tar.gz or .zip) as topics of one scope."""
         from vaultmem.okf import ingest as okf_ingest
 
-        return okf_ingest.import_bundle(
+        report, published = okf_ingest.import_bundle(
             self.config,
             Path(source),
             scope=scope,
@@ -626,6 +681,8 @@ class Vault:
             conflict=conflict,  # type: ignore[arg-type]
             dry_run=dry_run,
         )
+        self._publish(published)
+        return report
 
     @staticmethod
     def validate_okf(bundle: str | Path) -> okf_validate.ValidationReport:

@@ -68,7 +68,7 @@ def test_context_budget_has_one_minimum_for_both_adapters() -> None:
 def test_bind_refuses_with_invalid_argument(name: str, raw: dict[str, Any], message: str) -> None:
     with pytest.raises(InvalidArgumentError, match=message) as info:
         contract.bind(commands.BY_NAME[name], raw, adapter="mcp")
-    assert info.value.code == "invalid_argument" and isinstance(info.value, ConfigError)
+    assert info.value.code == "invalid_argument" and not isinstance(info.value, ConfigError)
 
 
 def test_bind_fills_defaults_and_parses_dates() -> None:

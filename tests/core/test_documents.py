@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from hashlib import blake2b
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vaultmem.core import documents
-from vaultmem.core.digest import blake2b
 
 
 def _plain_line_key(line: str) -> int | None:

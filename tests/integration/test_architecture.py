@@ -220,7 +220,10 @@ def duckdb_uses(module: str, path: Path) -> list[str]:
             names = [node.module or ""]
         else:
             names = []
-        found += [(node.lineno, f"import {n}") for n in names if n.split(".")[0] == "duckdb"]
+        # `_duckdb` is the engine module inside the duckdb package (storage/store.py)
+        found += [
+            (node.lineno, f"import {n}") for n in names if n.split(".")[0] in ("duckdb", "_duckdb")
+        ]
         if isinstance(node, ast.Call):
             func = node.func
             name = (

@@ -68,7 +68,6 @@ NOT_FOR_AN_EDIT = (
     "multiprocessing",  # one note parses in this process, not in workers
     "concurrent.futures.process",
     "secrets",  # temp names come from os.urandom: `secrets` loads hmac and OpenSSL
-    "hashlib",  # BLAKE2 comes from `vaultmem.core.digest`: hashlib loads OpenSSL's bindings
 )
 
 

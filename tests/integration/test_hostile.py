@@ -20,6 +20,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from tests.helpers import published
 from vaultmem.core.config import Config, init_vault, load_config
 from vaultmem.core.errors import VaultmemError
 from vaultmem.core.names import portable_problem
@@ -101,7 +102,7 @@ def test_a_hostile_name_is_refused_or_stays_a_portable_managed_path(
 def test_store_under_a_hostile_key_never_writes_outside(config: Config, key: str) -> None:
     before = _outside_managed(config.root)
     with contextlib.suppress(VaultmemError):
-        memory.store(config, key, "x", scope="session", scope_id="s", now=NOW)
+        published(config, memory.store(config, key, "x", scope="session", scope_id="s", now=NOW))
     assert _outside_managed(config.root) == before
 
 
@@ -231,7 +232,9 @@ def test_a_hostile_bundle_imports_safely(
     before = _outside_managed(config.root)
     small = dataclasses.replace(config, max_note_bytes=20_000)
     try:
-        report = import_bundle(small, path, scope="session", scope_id="s", now=NOW)
+        report = published(
+            small, import_bundle(small, path, scope="session", scope_id="s", now=NOW)
+        )
     except VaultmemError as error:  # every member refused: no longer a bundle
         assert "not an OKF bundle" in error.message
         assert _outside_managed(config.root) == before

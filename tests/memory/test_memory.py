@@ -15,12 +15,13 @@ from typing import Any
 
 import pytest
 
+from tests.helpers import published
 from vaultmem.adapters.cli import main
 from vaultmem.adapters.output import to_jsonable
 from vaultmem.core.config import Config, load_config
 from vaultmem.core.errors import (
     AmbiguousError,
-    ConfigError,
+    InvalidArgumentError,
     NotFoundError,
     PartialWriteError,
     PathEscapeError,
@@ -32,6 +33,7 @@ from vaultmem.memory import relations
 from vaultmem.memory import topic_store as memory
 from vaultmem.memory.identity import normalise_remote, project_identity, resolve_scope_id
 from vaultmem.storage import store as db
+from vaultmem.vault import Vault
 
 ATLAS = {"scope": "project", "scope_id": "atlas"}
 
@@ -57,8 +59,9 @@ def _file_hash(config: Config, path: str) -> str:
 
 
 def test_store_creates_then_appends_to_the_same_file(config: Config) -> None:
-    first = memory.store(config, "deploy-steps", "Run migrations first.", **ATLAS, tags=["ops"])
-    second = memory.store(config, "deploy-steps", "Then restart the workers.", **ATLAS)
+    vault = Vault(config.root)
+    first = vault.store("deploy-steps", "Run migrations first.", **ATLAS, tags=["ops"])
+    second = vault.store("deploy-steps", "Then restart the workers.", **ATLAS)
     assert first.created and not second.created and first.path == second.path
     assert first.path == "agent-memory/project/atlas/deploy-steps.md"
     assert first.phases == ("resolved", "redacted", "locked", "read", "written", "published",
@@ -76,21 +79,23 @@ def test_store_creates_then_appends_to_the_same_file(config: Config) -> None:
 
 
 def test_a_derived_key_and_an_invalid_key(config: Config) -> None:
-    result = memory.store(config, None, "Borealis uses Kafka 3.7 with KRaft.", **ATLAS)
+    result = published(
+        config, memory.store(config, None, "Borealis uses Kafka 3.7 with KRaft.", **ATLAS)
+    )
     assert result.key == "borealis-uses-kafka-3-7-with"
-    with pytest.raises(ConfigError, match=re.escape("[a-z0-9-]{1,60}")):
-        memory.store(config, "Bad Key", "x", **ATLAS)
+    with pytest.raises(InvalidArgumentError, match=re.escape("[a-z0-9-]{1,60}")):
+        published(config, memory.store(config, "Bad Key", "x", **ATLAS))
 
 
 def test_a_persons_edit_between_two_stores_survives(config: Config) -> None:
-    rel = memory.store(config, "review-notes", "Keep PRs small.", **ATLAS).path
+    rel = published(config, memory.store(config, "review-notes", "Keep PRs small.", **ATLAS)).path
     path = config.root / rel
     text = path.read_text()
     edited = text.replace("Keep PRs small.", "Keep PRs small (under 400 lines). — Dana")
     edited = edited.replace("source: null", "source: null\nreviewed: true  # by Dana")
     edited += "\nA paragraph Dana typed at the end.\n"
     path.write_text(edited)
-    memory.store(config, "review-notes", "Squash before merging.", **ATLAS)
+    published(config, memory.store(config, "review-notes", "Squash before merging.", **ATLAS))
     after = path.read_text()
     kept = edited.split("updated:")[0]
     assert after.startswith(kept)
@@ -101,8 +106,10 @@ def test_a_persons_edit_between_two_stores_survives(config: Config) -> None:
 
 
 def test_same_key_in_two_scopes_is_ambiguous_until_narrowed(config: Config) -> None:
-    memory.store(config, "shared-key", "atlas fact", **ATLAS)
-    memory.store(config, "shared-key", "session fact", scope="session", scope_id="s-1")
+    published(config, memory.store(config, "shared-key", "atlas fact", **ATLAS))
+    published(
+        config, memory.store(config, "shared-key", "session fact", scope="session", scope_id="s-1")
+    )
     with pytest.raises(AmbiguousError):
         memory.get(config, "shared-key")
     view = memory.get(config, "shared-key", scope="session")
@@ -110,20 +117,22 @@ def test_same_key_in_two_scopes_is_ambiguous_until_narrowed(config: Config) -> N
 
 
 def test_correct_supersedes_and_keeps_the_old_text(config: Config) -> None:
-    memory.store(config, "python-version", "The project targets 3.11.", **ATLAS)
-    result = memory.correct(config, "python-version", "The project targets 3.12.")
+    published(config, memory.store(config, "python-version", "The project targets 3.11.", **ATLAS))
+    result = published(
+        config, memory.correct(config, "python-version", "The project targets 3.12.")
+    )
     assert result.corrected
     view = memory.get(config, "python-version")
     assert view.topic.latest == "The project targets 3.12."
     old = view.topic.observations[0]
     assert old.text == "The project targets 3.11." and old.superseded_by == result.timestamp
     with pytest.raises(NotFoundError):
-        memory.correct(config, "never-stored", "x")
+        published(config, memory.correct(config, "never-stored", "x"))
 
 
 def test_forget_moves_to_trash_and_drops_from_the_index(config: Config) -> None:
-    rel = memory.store(config, "temp-fact", "Short lived.", **ATLAS).path
-    result = memory.forget(config, "temp-fact")
+    rel = published(config, memory.store(config, "temp-fact", "Short lived.", **ATLAS)).path
+    result = published(config, memory.forget(config, "temp-fact"))
     assert result.trashed_to == "agent-memory/.trash/project/atlas/temp-fact.md"
     assert (config.root / result.trashed_to).exists() and not (config.root / rel).exists()
     assert _indexed(config, rel) is None
@@ -136,10 +145,10 @@ def test_forget_moves_to_trash_and_drops_from_the_index(config: Config) -> None:
 
 def test_scope_identity_rules(tmp_path: Path) -> None:
     assert resolve_scope_id("global", None, tmp_path) is None
-    with pytest.raises(ConfigError):
+    with pytest.raises(InvalidArgumentError):
         resolve_scope_id("global", "x", tmp_path)
     for scope in ("session", "agent"):
-        with pytest.raises(ConfigError, match="never falls back"):
+        with pytest.raises(InvalidArgumentError, match="never falls back"):
             resolve_scope_id(scope, None, tmp_path)
     with pytest.raises(PathEscapeError):
         resolve_scope_id("project", "../x", tmp_path)
@@ -173,13 +182,13 @@ def test_remotes_are_normalised_without_credentials(url: str, slug: str) -> None
 
 
 def test_store_without_a_needed_id_never_widens(config: Config) -> None:
-    with pytest.raises(ConfigError):
-        memory.store(config, "k", "x", scope="session")
+    with pytest.raises(InvalidArgumentError):
+        published(config, memory.store(config, "k", "x", scope="session"))
     assert not (config.root / "agent-memory/project/atlas/k.md").exists()
 
 
 def test_project_scope_defaults_to_the_working_directory(config: Config, tmp_path: Path) -> None:
-    result = memory.store(config, "k", "x", scope="project", cwd=tmp_path)
+    result = published(config, memory.store(config, "k", "x", scope="project", cwd=tmp_path))
     assert result.scope_id == project_identity(tmp_path)
 
 
@@ -211,13 +220,13 @@ SECRETS = [
 @pytest.mark.parametrize(("shape", "secret"), SECRETS)
 def test_each_secret_shape_is_redacted_and_gated(config: Config, shape: str, secret: str) -> None:
     text = f"Remember this:\n{shape}\nend."
-    result = memory.store(config, "creds", text, **ATLAS)
+    result = published(config, memory.store(config, "creds", text, **ATLAS))
     stored = (config.root / result.path).read_text()
     assert result.redacted and "[redacted:" in stored
     assert secret not in stored
     for scope in ("global", "federated"):
         with pytest.raises(SecretError) as info:
-            memory.store(config, "creds", text, scope=scope)
+            published(config, memory.store(config, "creds", text, scope=scope))
         message = json.dumps(info.value.to_dict())
         assert result.redacted[0] in message and secret not in message
         assert not (config.root / f"agent-memory/{scope}/creds.md").exists()
@@ -226,14 +235,14 @@ def test_each_secret_shape_is_redacted_and_gated(config: Config, shape: str, sec
 def test_the_gate_names_every_pattern(config: Config) -> None:
     text = "ghp_" + "a1B2c3D4e5" * 4 + " and AKIA" + "IOSFODNN7EXAMPLE"
     with pytest.raises(SecretError) as info:
-        memory.store(config, "k", text, scope="global")
+        published(config, memory.store(config, "k", text, scope="global"))
     for name in find_secrets(text):
         assert name in info.value.message
 
 
 def test_a_derived_key_never_holds_a_secret(config: Config) -> None:
     token = "ghp_" + "a1B2c3D4e5" * 4
-    result = memory.store(config, None, f"{token} is the deploy token", **ATLAS)
+    result = published(config, memory.store(config, None, f"{token} is the deploy token", **ATLAS))
     assert token.lower() not in result.key and "redacted" in result.key
 
 
@@ -248,7 +257,7 @@ def test_index_failure_after_publish_is_a_partial_write(
 
     monkeypatch.setattr("vaultmem.index.reconcile.reconcile", broken)
     with pytest.raises(PartialWriteError) as info:
-        memory.store(config, "half-done", "The observation itself.", **ATLAS)
+        Vault(config.root).store("half-done", "The observation itself.", **ATLAS)
     error = info.value
     assert error.phases_done == ["resolved", "redacted", "locked", "read", "written", "published"]
     assert "vaultmem reconcile" in error.hint and "not retry" in error.message.lower()
@@ -280,7 +289,7 @@ def _worker(args: tuple[str, int, int]) -> list[str]:
     written = []
     for n in range(count):
         marker = f"worker-{worker}-obs-{n}"
-        memory.store(config, key, f"{marker}\n" + f"{marker} " * 40, **ATLAS)
+        published(config, memory.store(config, key, f"{marker}\n" + f"{marker} " * 40, **ATLAS))
         written.append(marker)
     return written
 
@@ -317,24 +326,27 @@ def test_eight_processes_lose_nothing_and_never_interleave(config: Config) -> No
 
 def test_expired_topics_stop_being_recalled_and_prune_moves_them(config: Config) -> None:
     old = datetime.now(UTC) - timedelta(days=20)
-    memory.store(config, "old-session", "stale", scope="session", scope_id="s-1", now=old)
-    memory.store(config, "old-pref", "keep me", scope="session", scope_id="s-1", type="user",
-                 now=old)  # fmt: skip
-    memory.store(config, "fresh-session", "new", scope="session", scope_id="s-1")
+    published(
+        config,
+        memory.store(config, "old-session", "stale", scope="session", scope_id="s-1", now=old),
+    )
+    published(config, memory.store(config, "old-pref", "keep me", scope="session", scope_id="s-1",
+                                   type="user", now=old))  # fmt: skip
+    published(config, memory.store(config, "fresh-session", "new", scope="session", scope_id="s-1"))
     with pytest.raises(NotFoundError, match="expired"):
         memory.get(config, "old-session")
     assert memory.get(config, "old-session", include_expired=True).topic.latest == "stale"
     assert memory.get(config, "old-pref").topic.latest == "keep me"
 
-    listed = memory.prune(config)
+    listed = published(config, memory.prune(config))
     assert [i.key for i in listed.items] == ["old-session"] and not listed.applied
     assert (config.root / "agent-memory/session/s-1/old-session.md").exists()
     far = datetime.now(UTC) + timedelta(days=400)
-    everything = {i.key for i in memory.prune(config, now=far).items}
+    everything = {i.key for i in published(config, memory.prune(config, now=far)).items}
     assert "old-pref" not in everything and "code-review-feedback" not in everything
     assert {"duckdb-index-decision", "fresh-session", "release-process"} <= everything
 
-    applied = memory.prune(config, apply=True)
+    applied = published(config, memory.prune(config, apply=True))
     assert applied.items[0].trashed_to == "agent-memory/.trash/session/s-1/old-session.md"
     assert not (config.root / "agent-memory/session/s-1/old-session.md").exists()
     assert _indexed(config, "agent-memory/session/s-1/old-session.md") is None
@@ -355,23 +367,33 @@ def _snapshot(root: Path) -> dict[str, tuple[str, int]]:
 
 def test_no_file_outside_the_managed_folder_changes(config: Config) -> None:
     before = _snapshot(config.root)
-    memory.store(config, "fact-one", "DuckDB read_only connections for queries.", **ATLAS)
-    memory.store(config, "fact-one", "Writers hold the lock briefly.", **ATLAS)
-    memory.correct(config, "fact-one", "Writers hold the DuckDB lock only per transaction.")
+    published(
+        config,
+        memory.store(config, "fact-one", "DuckDB read_only connections for queries.", **ATLAS),
+    )
+    published(config, memory.store(config, "fact-one", "Writers hold the lock briefly.", **ATLAS))
+    published(
+        config,
+        memory.correct(config, "fact-one", "Writers hold the DuckDB lock only per transaction."),
+    )
     memory.get(config, "fact-one")
-    memory.store(config, None, "A global preference: British spelling.", scope="global")
-    relations.relate(config, "fact-one", "duckdb-index-decision", "supersedes")
-    relations.relate(config, "fact-one", "DuckDB", "relates_to")  # a human note as target
+    published(
+        config, memory.store(config, None, "A global preference: British spelling.", scope="global")
+    )
+    published(config, relations.relate(config, "fact-one", "duckdb-index-decision", "supersedes"))
+    published(
+        config, relations.relate(config, "fact-one", "DuckDB", "relates_to")
+    )  # a human note as target
     for edge in relations.edges(config, status="proposed")[:2]:
-        relations.accept(config, edge.id)
-    memory.forget(config, "fact-one")
-    memory.prune(config, apply=True, now=datetime.now(UTC) + timedelta(days=400))
+        published(config, relations.accept(config, edge.id))
+    published(config, memory.forget(config, "fact-one"))
+    published(config, memory.prune(config, apply=True, now=datetime.now(UTC) + timedelta(days=400)))
     reconcile(config, rebuild=True)
     assert _snapshot(config.root) == before
 
 
 def test_usage_counts_survive_a_rebuild(config: Config) -> None:
-    memory.store(config, "counted", "x", **ATLAS)
+    published(config, memory.store(config, "counted", "x", **ATLAS))
     memory.get(config, "counted")
     memory.get(config, "counted")
     reconcile(config, rebuild=True)
@@ -419,7 +441,7 @@ def test_cli_round_trip(config: Config) -> None:
         },
     }
     code, out = _cli(config.root, "store", "k", "x", "--scope", "global", "--scope-id", "no")
-    assert code == 1 and out["error"]["code"] == "config_invalid"
+    assert code == 2 and out["error"]["code"] == "invalid_argument"
     code, out = _cli(config.root, "store", "k", "AKIAIOSFODNN7EXAMPLE", "--scope", "global")
     assert code == 1 and out["error"]["code"] == "secret_detected"
     assert "AKIAIOSFODNN7EXAMPLE" not in json.dumps(out)
@@ -438,8 +460,8 @@ def test_store_then_get_returns_the_text_byte_for_byte(config: Config) -> None:
         "## 2026-01-01T00:00:00Z\nnot a section",
     ]
     for text in texts:
-        memory.store(config, "round-trip", text, **ATLAS)
-    relations.relate(config, "round-trip", "release-process")
+        published(config, memory.store(config, "round-trip", text, **ATLAS))
+    published(config, relations.relate(config, "round-trip", "release-process"))
     got = memory.get(config, "round-trip").topic.observations
     assert [o.text for o in got] == texts
     assert all(o.superseded_by is None for o in got)
@@ -447,9 +469,12 @@ def test_store_then_get_returns_the_text_byte_for_byte(config: Config) -> None:
 
 def test_same_second_stores_get_distinct_stamps(config: Config) -> None:
     now = datetime(2026, 11, 29, 21, 4, 5, tzinfo=UTC)
-    stamps = [memory.store(config, "burst", f"n{i}", now=now, **ATLAS).timestamp for i in range(5)]
+    stamps = [
+        published(config, memory.store(config, "burst", f"n{i}", now=now, **ATLAS)).timestamp
+        for i in range(5)
+    ]
     assert len(set(stamps)) == 5
-    fixed = memory.correct(config, "burst", "n4 fixed", now=now)
+    fixed = published(config, memory.correct(config, "burst", "n4 fixed", now=now))
     got = memory.get(config, "burst").topic.observations
     assert [o.superseded_by for o in got] == [None, None, None, None, fixed.timestamp, None]
 
@@ -458,7 +483,7 @@ def test_a_persons_non_utf8_bytes_survive_a_store(config: Config) -> None:
     rel = "agent-memory/project/atlas/release-process.md"
     path = config.root / rel
     path.write_bytes(path.read_bytes() + b"\nlatin-1 caf\xe9 and \xff\n")
-    memory.store(config, "release-process", "appended", **ATLAS)
+    published(config, memory.store(config, "release-process", "appended", **ATLAS))
     assert b"latin-1 caf\xe9 and \xff\n" in path.read_bytes()
 
 
@@ -467,7 +492,7 @@ def test_a_fifo_at_a_topic_path_fails_fast_and_frees_the_lock(config: Config) ->
     os.mkfifo(config.root / "agent-memory/project/atlas/pipe.md")
     for _ in range(2):  # the second call would wait 30 s if the first had kept the lock
         with pytest.raises(PathEscapeError, match="FIFO"):
-            memory.store(config, "pipe", "x", **ATLAS)
+            published(config, memory.store(config, "pipe", "x", **ATLAS))
 
 
 @pytest.mark.parametrize(
@@ -489,7 +514,7 @@ def test_names_holding_a_secret_are_refused_and_never_echoed(
         args["tags"] = [value]
     before = sorted(p for p in config.root.rglob("*") if ".vaultmem" not in p.parts)
     with pytest.raises(SecretError) as caught:
-        memory.store(config, key, "harmless", **args)
+        published(config, memory.store(config, key, "harmless", **args))
     assert value not in caught.value.message and value not in caught.value.hint
     after = sorted(p for p in config.root.rglob("*") if ".vaultmem" not in p.parts)
     assert after == before

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import run_cli
-from vaultmem.core.errors import ConfigError, QueryError
+from vaultmem.core.errors import InvalidArgumentError, QueryError
 from vaultmem.memory import usage
 from vaultmem.memory.recall import coverage, metadata_candidates, parse_scopes
 from vaultmem.vault import Vault
@@ -96,7 +96,7 @@ def test_kind_filters_topics_and_notes(vault: Vault) -> None:
     notes_only = vault.recall("duckdb tests", kind="notes", limit=20, now=NOW)
     assert topics_only and all(h.managed for h in topics_only)
     assert notes_only and not any(h.managed for h in notes_only)
-    with pytest.raises(ConfigError):
+    with pytest.raises(InvalidArgumentError):
         vault.recall("duckdb", kind="people", now=NOW)  # type: ignore[arg-type]
 
 
@@ -131,7 +131,7 @@ def test_scopes_filter(vault: Vault) -> None:
     assert hits and {(h.scope, h.scope_id) for h in hits} == {("project", "atlas")}
     hits = vault.recall("tests", scopes=["session,global"], limit=20, now=NOW)
     assert {h.scope for h in hits} <= {"session", "global"}
-    with pytest.raises(ConfigError):
+    with pytest.raises(InvalidArgumentError):
         parse_scopes(["nowhere"])
 
 

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import published
 from vaultmem.core.config import Config, load_config
-from vaultmem.core.errors import ConfigError, NotFoundError
+from vaultmem.core.errors import InvalidArgumentError, NotFoundError
 from vaultmem.index.reconcile import reconcile
 from vaultmem.memory import relations
 from vaultmem.memory import topic_store as memory
@@ -55,13 +56,13 @@ def test_accept_renders_see_also_and_reject_is_final(config: Config) -> None:
     first, second = proposed[0], proposed[1]
     source_file = config.root / first.source_path
     human_lines = source_file.read_text().split("## See Also")[1]
-    accepted = relations.accept(config, first.id)
+    accepted = published(config, relations.accept(config, first.id))
     assert (accepted.status, accepted.origin) == ("active", "suggested")
     text = source_file.read_text()
     assert SEE_ALSO_START in text and first.target_path.removesuffix(".md") in text
     assert text.split("## See Also")[1].startswith(human_lines.rstrip("\n"))
 
-    rejected = relations.reject(config, second.id)
+    rejected = published(config, relations.reject(config, second.id))
     assert rejected.status == "rejected"
     assert second.id not in {e.id for e in relations.edges(config, status="proposed")}
 
@@ -74,8 +75,13 @@ def test_accept_renders_see_also_and_reject_is_final(config: Config) -> None:
 
 
 def test_relate_writes_a_readable_decision_and_goes_stale(config: Config) -> None:
-    memory.store(config, "writer-rule", "Only the indexer writes the DuckDB file.", **ATLAS)
-    edge = relations.relate(config, "writer-rule", "duckdb-index-decision", "supersedes")
+    published(
+        config,
+        memory.store(config, "writer-rule", "Only the indexer writes the DuckDB file.", **ATLAS),
+    )
+    edge = published(
+        config, relations.relate(config, "writer-rule", "duckdb-index-decision", "supersedes")
+    )
     assert (edge.origin, edge.status, edge.type) == ("human", "active", "supersedes")
     note = (config.root / "agent-memory/_decisions.md").read_text()
     assert "| relate | supersedes | human | agent-memory/project/atlas/writer-rule.md |" in note
@@ -85,12 +91,12 @@ def test_relate_writes_a_readable_decision_and_goes_stale(config: Config) -> Non
 
     # A person adds prose after the table: the next decision still lands in the table.
     (config.root / "agent-memory/_decisions.md").write_text(note + "\nDana: checked these.\n")
-    relations.relate(config, "writer-rule", "release-process", "relates_to")
+    published(config, relations.relate(config, "writer-rule", "release-process", "relates_to"))
     rows = relations.read_decisions((config.root / "agent-memory/_decisions.md").read_text())
     assert [r.type for r in rows] == ["supersedes", "relates_to"]
 
     time.sleep(1.1)  # timestamps have second precision
-    memory.store(config, "writer-rule", "And the watcher too.", **ATLAS)
+    published(config, memory.store(config, "writer-rule", "And the watcher too.", **ATLAS))
     stale = relations.edges(config, stale_only=True)
     assert {e.id for e in stale} >= {edge.id}
     topic = memory.get(config, "writer-rule").topic
@@ -98,13 +104,17 @@ def test_relate_writes_a_readable_decision_and_goes_stale(config: Config) -> Non
 
 
 def test_bad_requests(config: Config) -> None:
-    with pytest.raises(ConfigError):
-        relations.relate(config, "release-process", "release-process", "relates_to")
-    with pytest.raises(ConfigError):
-        relations.relate(config, "release-process", "user-preferences", "Not A Type")
+    with pytest.raises(InvalidArgumentError):
+        published(
+            config, relations.relate(config, "release-process", "release-process", "relates_to")
+        )
+    with pytest.raises(InvalidArgumentError):
+        published(
+            config, relations.relate(config, "release-process", "user-preferences", "Not A Type")
+        )
     with pytest.raises(NotFoundError):
-        relations.accept(config, "e-000000000000")
-    with pytest.raises(ConfigError):
+        published(config, relations.accept(config, "e-000000000000"))
+    with pytest.raises(InvalidArgumentError):
         relations.edges(config, status="maybe")
 
 

@@ -10,7 +10,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vaultmem.core.errors import ConfigError
+from vaultmem.core.errors import InvalidArgumentError
 from vaultmem.note.topics import (
     SEE_ALSO_END,
     SEE_ALSO_START,
@@ -153,7 +153,7 @@ def test_see_also_block_keeps_human_links() -> None:
 
 @pytest.mark.parametrize("key", ["Build", "a b", "a/b", "..", "", "x" * 61, "ünï", "a_b"])
 def test_invalid_keys_are_rejected_with_the_rule(key: str) -> None:
-    with pytest.raises(ConfigError) as info:
+    with pytest.raises(InvalidArgumentError) as info:
         check_key(key)
     assert "[a-z0-9-]{1,60}" in info.value.message
 
@@ -168,7 +168,7 @@ def test_keys_are_derived_from_the_first_words() -> None:
 
 def test_tags_and_timestamps() -> None:
     assert check_tags(["#a", "b/c", "a"]) == ("a", "b/c")
-    with pytest.raises(ConfigError):
+    with pytest.raises(InvalidArgumentError):
         check_tags(["has space"])
     assert iso_utc(datetime(2026, 11, 29, 22, 4, 5, tzinfo=UTC)) == "2026-11-29T22:04:05Z"
 

@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import published
 from vaultmem.core.config import init_vault, load_config
-from vaultmem.core.errors import ConfigError, FileAccessError, PathEscapeError
+from vaultmem.core.errors import FileAccessError, InvalidArgumentError, PathEscapeError
 from vaultmem.note.topics import read_topic
 from vaultmem.okf.bundle import Limits
 from vaultmem.okf.export import export_bundle
@@ -99,8 +100,16 @@ def test_hostile_tar_members_are_rejected_and_nothing_escapes(vault: Path, tmp_p
     config = load_config(vault)
     before = _hashes(vault)
     now = datetime(2026, 12, 1, tzinfo=UTC)
-    report = import_bundle(
-        config, bundle, scope="project", scope_id="p", now=now, limits=Limits(max_file_bytes=1000)
+    report = published(
+        config,
+        import_bundle(
+            config,
+            bundle,
+            scope="project",
+            scope_id="p",
+            now=now,
+            limits=Limits(max_file_bytes=1000),
+        ),
     )
     reasons = {r["path"]: r["reason"] for r in report.rejected}
     assert "symbolic" in reasons["link.md"] and "hard" in reasons["hard.md"]
@@ -140,7 +149,7 @@ def test_zip_bombs_and_escapes(vault: Path, tmp_path: Path) -> None:
         info.external_attr = (stat.S_IFLNK | 0o777) << 16
         archive.writestr(info, "/etc/passwd")
     before = _hashes(vault)
-    report = import_bundle(load_config(vault), path, scope="global")
+    report = published(load_config(vault), import_bundle(load_config(vault), path, scope="global"))
     reasons = {r["path"]: r["reason"] for r in report.rejected}
     assert "ratio" in reasons["zeros.md"]
     assert "'..'" in reasons["../up.md"] and reasons["C:/win.md"] == "absolute path"
@@ -153,16 +162,24 @@ def test_zip_bombs_and_escapes(vault: Path, tmp_path: Path) -> None:
 def test_archives_expanding_past_the_budget_are_refused_whole(vault: Path, tmp_path: Path) -> None:
     members = [_file(f"f{i}.md", b"---\ntype: Note\n---\n" + b"y" * 900) for i in range(50)]
     bundle = _tar(tmp_path / "many.tar.gz", members)
-    with pytest.raises(ConfigError, match="expands past"):
-        import_bundle(
-            load_config(vault), bundle, scope="global", limits=Limits(max_total_bytes=10_000)
+    with pytest.raises(InvalidArgumentError, match="expands past"):
+        published(
+            load_config(vault),
+            import_bundle(
+                load_config(vault), bundle, scope="global", limits=Limits(max_total_bytes=10_000)
+            ),
         )
     path = tmp_path / "declared.zip"
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
         for i in range(20):
             archive.writestr(f"z{i}.md", b"---\ntype: Note\n---\n" + b"q" * 900)
-    with pytest.raises(ConfigError, match="declares"):
-        import_bundle(load_config(vault), path, scope="global", limits=Limits(max_total_bytes=5000))
+    with pytest.raises(InvalidArgumentError, match="declares"):
+        published(
+            load_config(vault),
+            import_bundle(
+                load_config(vault), path, scope="global", limits=Limits(max_total_bytes=5000)
+            ),
+        )
 
 
 def test_folder_bundle_symlinks_are_refused(vault: Path, tmp_path: Path) -> None:
@@ -173,7 +190,9 @@ def test_folder_bundle_symlinks_are_refused(vault: Path, tmp_path: Path) -> None
     secret.write_bytes(GOOD)
     os.symlink(secret, bundle / "linked.md")
     os.symlink(tmp_path, bundle / "sub" / "loop")
-    report = import_bundle(load_config(vault), bundle, scope="global")
+    report = published(
+        load_config(vault), import_bundle(load_config(vault), bundle, scope="global")
+    )
     reasons = {r["path"]: r["reason"] for r in report.rejected}
     assert reasons == {"linked.md": "symbolic link", "sub/loop": "symbolic link"}
     assert report.imported == 1
@@ -192,7 +211,10 @@ def test_import_needs_a_valid_target_scope(vault: Path, tmp_path: Path) -> None:
         ("nope", None),
     ):
         with pytest.raises(PathEscapeError):
-            import_bundle(load_config(vault), bundle, scope=scope, scope_id=scope_id)
+            published(
+                load_config(vault),
+                import_bundle(load_config(vault), bundle, scope=scope, scope_id=scope_id),
+            )
 
 
 # --- issue 16 / 15.5: export never writes through a link or over a person's files ----------------
@@ -250,7 +272,7 @@ def test_export_refuses_a_non_empty_folder_it_did_not_write(
     out = tmp_path / "notes"
     out.mkdir()
     (out / "index.md").write_text("a person's index\n")
-    with pytest.raises(ConfigError, match="not empty"):
+    with pytest.raises(InvalidArgumentError, match="not empty"):
         export_bundle(config, out, folder="Projects/Atlas")
     assert (out / "index.md").read_text() == "a person's index\n"
     assert (
@@ -281,8 +303,8 @@ def test_a_folder_that_is_not_a_bundle_fails_import_and_validate(
     plain.mkdir()
     (plain / "readme.md").write_text("# just notes\n")
     for folder in (empty, plain):
-        with pytest.raises(ConfigError, match="not an OKF bundle"):
-            import_bundle(config, folder, scope="project", scope_id="p")
+        with pytest.raises(InvalidArgumentError, match="not an OKF bundle"):
+            published(config, import_bundle(config, folder, scope="project", scope_id="p"))
         assert validate_bundle(folder).ok is False
     (empty / "x.txt").write_text("x")
     assert any("not an OKF bundle" in f.message for f in validate_bundle(empty).findings)
@@ -294,7 +316,9 @@ def test_a_non_utf8_member_name_rejects_only_that_member(vault: Path, tmp_path: 
     (bundle / "good.md").write_bytes(GOOD)
     with open(os.path.join(os.fsencode(bundle), b"bad\xff.md"), "wb") as handle:
         handle.write(GOOD)
-    report = import_bundle(load_config(vault), bundle, scope="project", scope_id="p")
+    report = published(
+        load_config(vault), import_bundle(load_config(vault), bundle, scope="project", scope_id="p")
+    )
     assert report.imported == 1
     assert report.rejected == ({"path": "bad\\xff.md", "reason": "name is not valid UTF-8"},)
 
@@ -311,7 +335,9 @@ def test_import_bounds_the_work_per_concept(vault: Path, tmp_path: Path) -> None
     (bundle / "good.md").write_bytes(GOOD)
     config = dataclasses.replace(load_config(vault), max_note_bytes=10_000)
     for dry_run in (True, False):
-        report = import_bundle(config, bundle, scope="project", scope_id="p", dry_run=dry_run)
+        report = published(
+            config, import_bundle(config, bundle, scope="project", scope_id="p", dry_run=dry_run)
+        )
         reasons = {r["path"]: r["reason"] for r in report.rejected}
         # Refused by the YAML loader's expansion budget or by import's own frontmatter bound.
         assert "expand" in reasons["bomb.md"]
@@ -343,7 +369,7 @@ def test_an_imported_concept_reads_back_as_it_was(vault: Path, tmp_path: Path) -
     (bundle / "titled.md").write_text("---\ntype: Note\n---\n" + body + "\n")
     (bundle / "other.md").write_bytes(GOOD)
     config = load_config(vault)
-    import_bundle(config, bundle, scope="project", scope_id="p")
-    relations.relate(config, "titled", "other")
+    published(config, import_bundle(config, bundle, scope="project", scope_id="p"))
+    published(config, relations.relate(config, "titled", "other"))
     got = memory.get(config, "titled").topic.observations
     assert [(o.text, o.superseded_by) for o in got] == [(body, None)]

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import published
 from vaultmem.adapters.cli import main
 from vaultmem.core.config import init_vault, load_config
-from vaultmem.core.errors import ConfigError
+from vaultmem.core.errors import InvalidArgumentError
 from vaultmem.note.properties import load_frontmatter, split_frontmatter
 from vaultmem.okf.bundle import read_bundle
 from vaultmem.okf.export import export_bundle
@@ -53,7 +54,7 @@ def test_export_import_export_is_byte_identical(
     export_bundle(load_config(example_vault), first, scope=scope, scope_id=scope_id)
     _valid(first)
     other = load_config(_empty_vault(tmp_path / "other"))
-    report = import_bundle(other, first, scope=scope, scope_id=scope_id)
+    report = published(other, import_bundle(other, first, scope=scope, scope_id=scope_id))
     assert report.rejected == ()
     assert report.imported == len(
         [p for p in _tree(first) if not p.endswith(("index.md", "log.md"))]
@@ -176,11 +177,11 @@ def test_export_refuses_private_scopes_and_paths_inside_the_vault(
     example_vault: Path, tmp_path: Path
 ) -> None:
     config = load_config(example_vault)
-    with pytest.raises(ConfigError):
+    with pytest.raises(InvalidArgumentError):
         export_bundle(config, example_vault / "out")
-    with pytest.raises(ConfigError, match="private"):
+    with pytest.raises(InvalidArgumentError, match="private"):
         export_bundle(config, tmp_path / "j", folder="Journal")
-    with pytest.raises(ConfigError, match="private"):
+    with pytest.raises(InvalidArgumentError, match="private"):
         export_bundle(config, tmp_path / "s", scope="session")
 
 
@@ -205,7 +206,9 @@ def test_secrets_are_skipped_or_redacted(example_vault: Path, tmp_path: Path) ->
 def test_third_party_bundle_imports_without_loss(tmp_path: Path) -> None:
     vault = _empty_vault(tmp_path / "v")
     config = load_config(vault)
-    report = import_bundle(config, THIRD_PARTY, scope="project", scope_id="sales")
+    report = published(
+        config, import_bundle(config, THIRD_PARTY, scope="project", scope_id="sales")
+    )
     assert report.rejected == ()
     assert report.imported == 4
     assert report.links_rewritten >= 5
@@ -247,7 +250,7 @@ def test_third_party_bundle_imports_without_loss(tmp_path: Path) -> None:
     assert exported["generated"]["at"] == "2026-06-30T14:00:00+02:00"  # type: ignore[index]
     assert exported["status"] == "stable"
     other = load_config(_empty_vault(tmp_path / "w"))
-    import_bundle(other, first, scope="project", scope_id="sales")
+    published(other, import_bundle(other, first, scope="project", scope_id="sales"))
     second = tmp_path / "second"
     export_bundle(other, second, scope="project", scope_id="sales")
     assert _tree(first) == _tree(second)
@@ -257,21 +260,23 @@ def test_conflicts_and_dry_run(tmp_path: Path) -> None:
     vault = _empty_vault(tmp_path / "v")
     config = load_config(vault)
     before = _tree(vault)
-    report = import_bundle(config, THIRD_PARTY, scope="global", dry_run=True)
+    report = published(config, import_bundle(config, THIRD_PARTY, scope="global", dry_run=True))
     assert report.imported == 4 and report.dry_run
     assert _tree(vault) == before
-    import_bundle(config, THIRD_PARTY, scope="global")
-    again = import_bundle(config, THIRD_PARTY, scope="global")
+    published(config, import_bundle(config, THIRD_PARTY, scope="global"))
+    again = published(config, import_bundle(config, THIRD_PARTY, scope="global"))
     assert again.skipped == 4 and again.imported == 0
-    merged = import_bundle(config, THIRD_PARTY, scope="global", conflict="merge")
+    merged = published(config, import_bundle(config, THIRD_PARTY, scope="global", conflict="merge"))
     assert merged.skipped == 4  # the same observation is not appended twice
     topic = next((vault / "agent-memory" / "global").glob("metrics-revenue-*.md"))
     topic.write_text(topic.read_text().replace("not refunded", "not refunded, person's edit"))
-    merged = import_bundle(config, THIRD_PARTY, scope="global", conflict="merge")
+    merged = published(config, import_bundle(config, THIRD_PARTY, scope="global", conflict="merge"))
     assert merged.merged == 1
     text = topic.read_text()
     assert "person's edit" in text and text.count("## 2026-05-01T09:00:00Z") == 2
-    replaced = import_bundle(config, THIRD_PARTY, scope="global", conflict="replace")
+    replaced = published(
+        config, import_bundle(config, THIRD_PARTY, scope="global", conflict="replace")
+    )
     assert replaced.replaced == 1 and "person's edit" not in topic.read_text()
 
 
@@ -316,7 +321,8 @@ def test_cli_export_import_validate(
 
 def test_importing_leaves_the_bundle_untouched(tmp_path: Path) -> None:
     before = _tree(THIRD_PARTY)
-    import_bundle(load_config(_empty_vault(tmp_path / "v")), THIRD_PARTY, scope="global")
+    config = load_config(_empty_vault(tmp_path / "v"))
+    published(config, import_bundle(config, THIRD_PARTY, scope="global"))
     assert _tree(THIRD_PARTY) == before
 
 
@@ -329,7 +335,9 @@ def test_merging_our_own_bundle_appends_only_missing_observations(
     bundle = tmp_path / "bundle"
     export_bundle(config, bundle, scope="project", scope_id="atlas")
     before = _tree(example_vault / "agent-memory")
-    again = import_bundle(config, bundle, scope="project", scope_id="atlas", conflict="merge")
+    again = published(
+        config, import_bundle(config, bundle, scope="project", scope_id="atlas", conflict="merge")
+    )
     assert again.merged == 0
     assert _tree(example_vault / "agent-memory") == before
 
@@ -339,7 +347,9 @@ def test_merging_our_own_bundle_appends_only_missing_observations(
     end = text.find("\n## ", last + 1)
     trimmed = text[:last] + (text[end:] if end != -1 else "\n")
     topic.write_text(trimmed, encoding="utf-8")
-    merged = import_bundle(config, bundle, scope="project", scope_id="atlas", conflict="merge")
+    merged = published(
+        config, import_bundle(config, bundle, scope="project", scope_id="atlas", conflict="merge")
+    )
     assert merged.merged == 1
     restored = topic.read_text(encoding="utf-8")
     stamp = text[last + 4 : text.index("\n", last + 1)]

@@ -12,7 +12,7 @@ import pytest
 
 from tests.helpers import run_cli
 from vaultmem.core.config import FolderMapping
-from vaultmem.core.errors import ConfigError, NotFoundError
+from vaultmem.core.errors import InvalidArgumentError, NotFoundError
 from vaultmem.memory import usage
 from vaultmem.vault import Vault
 
@@ -144,7 +144,7 @@ def test_store_without_scope_id_takes_the_managed_folders_mapping(tmp_path: Path
     result = v.store("build", "Run make.", scope="project", cwd=tmp_path)
     assert (result.scope_id, result.path) == ("work", "agent-memory/project/work/build.md")
     # A scope the mapping does not have still needs its own rule (session: an explicit id).
-    with pytest.raises(ConfigError, match="needs an explicit --scope-id"):
+    with pytest.raises(InvalidArgumentError, match="needs an explicit --scope-id"):
         v.store("note", "x", scope="session", cwd=tmp_path)
 
 

@@ -19,11 +19,10 @@ import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from re import _constants as sre_constants  # type: ignore[attr-defined]
-from re import _parser as sre_parser  # type: ignore[attr-defined]
 from typing import Any, cast
 
 from vaultmem.core.atomic import replace_file
+from vaultmem.core.compat import sre_constants, sre_parser
 from vaultmem.core.errors import ConfigError, InvalidArgumentError, VaultNotFoundError
 from vaultmem.core.models import SCOPES, Scope
 
@@ -526,52 +525,34 @@ def _secret_patterns(value: object, fail: _Fail) -> tuple[tuple[str, str], ...]:
 
 
 def render_config(config: Config) -> str:
-    """The TOML text of `config` (without Obsidian's exclusions, which live in Obsidian's file)."""
-    lines = [
-        "# vaultmem configuration. Keys and defaults: docs/configuration.md",
-        f"managed_folder = {_toml_str(config.managed_folder)}",
-        f"max_note_bytes = {config.max_note_bytes}",
-        "exclude = [" + ", ".join(_toml_str(e) for e in config.config_exclude) + "]",
-        "",
-        "[search]",
-        f"k1 = {_toml_float(config.bm25_k1)}",
-        f"b = {_toml_float(config.bm25_b)}",
-        *(["semantic = true"] if config.semantic else []),
-    ]
+    """The TOML text of `config` (without Obsidian's exclusions, which live in Obsidian's file).
+    `init` writes the whole file (it never edits one in place), so tomli-w renders it."""
+    import tomli_w
+
+    search: dict[str, object] = {"k1": float(config.bm25_k1), "b": float(config.bm25_b)}
+    if config.semantic:
+        search["semantic"] = True
     if config.search_language != DEFAULT_SEARCH_LANGUAGE:
-        lines.append(f"language = {_toml_str(config.search_language)}")
-    for mapping in config.mappings:
-        lines += ["", "[[mappings]]", f"folder = {_toml_str(mapping.folder)}"]
-        lines.append(f"scope = {_toml_str(mapping.scope)}")
-        if mapping.scope_id is not None:
-            lines.append(f"scope_id = {_toml_str(mapping.scope_id)}")
-    for name, regex in config.secret_patterns:
-        lines += ["", "[[secrets.patterns]]", f"name = {_toml_str(name)}"]
-        lines.append(f"regex = {_toml_str(regex)}")
-    return "\n".join(lines) + "\n"
-
-
-_TOML_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f"}
-_TOML_ESCAPES["\r"] = "\\r"
-
-
-def _toml_str(value: str) -> str:
-    """A TOML basic string: quotes, backslashes and control characters escaped."""
-    out = []
-    for ch in value:
-        if ch in _TOML_ESCAPES:
-            out.append(_TOML_ESCAPES[ch])
-        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
-            out.append(f"\\u{ord(ch):04X}")
-        else:
-            out.append(ch)
-    return '"' + "".join(out) + '"'
-
-
-def _toml_float(value: float) -> str:
-    text = repr(float(value))
-    # TOML floats need a fraction or an exponent; repr gives both forms ("1.0", "1e-05").
-    return text if any(c in text for c in ".en") else text + ".0"
+        search["language"] = config.search_language
+    raw: dict[str, object] = {
+        "managed_folder": config.managed_folder,
+        "max_note_bytes": config.max_note_bytes,
+        "exclude": list(config.config_exclude),
+        "mappings": [
+            {"folder": m.folder, "scope": m.scope}
+            | ({} if m.scope_id is None else {"scope_id": m.scope_id})
+            for m in config.mappings
+        ],
+        "search": search,
+    }
+    if config.secret_patterns:
+        raw["secrets"] = {
+            "patterns": [{"name": name, "regex": regex} for name, regex in config.secret_patterns]
+        }
+    if not config.mappings:
+        del raw["mappings"]
+    header = "# vaultmem configuration. Keys and defaults: docs/configuration.md\n"
+    return header + tomli_w.dumps(raw)
 
 
 def parse_mapping(spec: str) -> FolderMapping:

@@ -23,17 +23,19 @@ class VaultmemError(Exception):
 
 
 class ConfigError(VaultmemError):
-    """`.vaultmem/config.toml` (or a value only the library can judge) is wrong."""
+    """`.vaultmem/config.toml` is wrong (or, for `vaultmem init`, is already there). Raised only
+    where the config file is read or written (`core/config.py`, and `core/secrets.py` for its
+    `[[secrets.patterns]]`); tests/integration/test_error_codes.py forbids it elsewhere."""
 
     code = "config_invalid"
     default_hint = "Fix the named key in .vaultmem/config.toml (vaultmem init writes a valid one)."
 
 
-class InvalidArgumentError(ConfigError):
-    """A command-line option or MCP tool argument is wrong: a usage error (CLI exit 2).
-
-    A subclass of `ConfigError` so that older `except ConfigError` still catches it; its code
-    is its own, so agents can tell "fix your call" from "fix the config file"."""
+class InvalidArgumentError(VaultmemError):
+    """An argument is wrong: a command-line option, an MCP tool argument or a `Vault` method's
+    parameter (a bad key, an unknown mode, a text over `max_note_bytes`): a usage error, exit 2
+    in the CLI. The adapters' contract checks what it can declare; the layers below raise it
+    for what only they can judge, so the code is the same whichever way the call came."""
 
     code = "invalid_argument"
     default_hint = "Check the value against `vaultmem <command> --help` (or the tool's schema)."

@@ -186,3 +186,24 @@ need not import the parser (mistune)."""
 TOKENIZER_VERSION = 2
 """Bump whenever `search.tokenizer`'s output changes (it re-exports this): the index records it
 and rebuilds on a mismatch. Kept here so that a no-op reconcile need not import the tokenizer."""
+
+
+@dataclass(frozen=True, slots=True)
+class Published:
+    """Files a write published into the vault (vault-relative paths), not yet in the index.
+
+    Memory and OKF writes return it; `Vault` alone brings the index up to date for `paths` and
+    turns a failure into `PartialWriteError` with `phases` as the phases done. `what` names the
+    change for that error message."""
+
+    paths: tuple[str, ...]
+    phases: tuple[str, ...]
+    what: str
+
+    def __add__(self, other: Published) -> Published:
+        paths = self.paths + tuple(p for p in other.paths if p not in self.paths)
+        phases = self.phases + tuple(p for p in other.phases if p not in self.phases)
+        return Published(paths, phases, f"{self.what}; {other.what}")
+
+
+NOTHING_PUBLISHED = Published((), (), "nothing")

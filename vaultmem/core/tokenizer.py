@@ -141,17 +141,17 @@ def _word_regex(word_char: str) -> re.Pattern[str]:
 # The word pattern without the mark table: in a text holding no mark, `\w` and the ignorables
 # are all the word characters there are, so it finds exactly the words the full pattern finds.
 # Compiling the full one (hundreds of mark ranges, twice) and scanning the BMP for the table was
-# most of this module's import (~10 ms, 0.1G instructions): a cold one-note edit of ASCII or
+# most of this module's import: a cold one-note edit of ASCII or
 # mark-free notes never pays it.
 _PLAIN_WORD = _word_regex(rf"[\w{_IGNORABLE}]")
 # In ASCII text the word characters are exactly these: a class of ranges is tested by a table
-# lookup where `\w` calls a Unicode predicate per character, so it scans ~25 % faster (a warm
+# lookup where `\w` calls a Unicode predicate per character, so it scans faster (a warm
 # search scans each hit's section, a build every note); the same words either way.
 _ASCII_WORD = re.compile(r"[A-Za-z0-9_]+(?:[-./'][A-Za-z0-9_]+)*")
 _full_word: re.Pattern[str] | None = None
-# Looking for a mark costs ~30 ns a character (`set(text)`), more than the match: a process
+# Looking for a mark (`set(text)`) costs more than the match: a process
 # looks through this many characters of non-ASCII text, then compiles the full pattern once
-# (~10 ms) and stops looking. A cold one-note edit stays well within it; a build of a
+# and stops looking. A cold one-note edit stays well within it; a build of a
 # non-Latin vault (Cyrillic has no marks either) pays the compile, not a look per text.
 _MARK_LOOK_BUDGET = 1 << 16
 _mark_look_left = _MARK_LOOK_BUDGET

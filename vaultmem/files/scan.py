@@ -35,11 +35,11 @@ import re
 import stat
 from collections.abc import Iterable
 from functools import lru_cache
+from hashlib import blake2b
 from operator import itemgetter
 from typing import BinaryIO, NamedTuple
 
 from vaultmem.core.config import Config
-from vaultmem.core.digest import blake2b
 from vaultmem.core.models import Problem
 
 NOTE_SUFFIX = ".md"

@@ -61,7 +61,7 @@ Outcome = Literal["parsed", "touched", "failed"]
 
 
 # The records below are NamedTuples rather than dataclasses: a dataclass compiles its methods
-# from source when its module is imported (~3M instructions each), which a cold one-note edit
+# from source when its module is imported, which a cold one-note edit
 # pays; a NamedTuple is as immutable, compares by value and pickles to the workers as well.
 
 

@@ -10,11 +10,10 @@ from __future__ import annotations
 from array import array
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, KeysView, Mapping, Sequence
+from hashlib import blake2b
 from itertools import filterfalse
 from operator import itemgetter
 from typing import Any, Generic, NamedTuple, Protocol, TypeVar
-
-from vaultmem.core.digest import blake2b
 
 
 class Stat(Protocol):

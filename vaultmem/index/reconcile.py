@@ -1,7 +1,10 @@
 """Reconcile: make the index equal to the vault, with work proportional to what changed.
 
 The run is a sequence of small typed steps; each takes the previous steps' values and returns
-a frozen value, so each can be read (and tested) on its own:
+a frozen value, so each can be read (and tested) on its own. The pure ones are module functions
+of explicit inputs (`is_noop`, `outcomes`, `identities`, `link_work`); `_Run`, the runner,
+sequences them and does the I/O around them (the walk, the workers, the lock, the journal,
+the transaction):
 
 1. `Survey`: the stat walk, (path, size, mtime_ns) of every note and the list of every file,
    and its digest. Nothing is read yet. The steady state (`steady`): when the digest equals
@@ -42,15 +45,15 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import ExitStack
 from datetime import UTC, datetime
+from hashlib import blake2b
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from vaultmem import __version__
 from vaultmem.core.config import Config
-from vaultmem.core.digest import blake2b
 from vaultmem.core.errors import IndexUnavailableError, LockedError
 from vaultmem.core.models import PARSER_VERSION, TOKENIZER_VERSION, Link, Problem
 from vaultmem.files.lock import writer_lock
@@ -281,7 +284,7 @@ class _Run:
             state = self.load_state(rebuild, token)
         survey = self.survey(state, paths, rebuild, walk)
         changes = plan_changes(survey.indexed, survey.notes)
-        if self.is_noop(state, survey, changes):
+        if is_noop(state, survey, changes, self.corrupt is not None or bool(self.warnings)):
             self.remember(state.token, survey, len(state.notes), state.problem_count)
             return self.report(
                 survey.mode, survey, changes, None, state.problem_count, len(state.notes)
@@ -310,7 +313,7 @@ class _Run:
                     self.warnings.append(
                         f"The index could not be read ({self.corrupt}); moved it to {moved.name}."
                     )
-                return self.write(state, survey, prep, self.outcomes(changes, prep, survey))
+                return self.write(state, survey, prep, outcomes(changes, prep, survey))
 
     def resolver(self, survey: Survey) -> LinkResolver:
         """One resolver over the survey's files, built once for the run's in-process work:
@@ -356,7 +359,9 @@ class _Run:
             state = self.load_state(False, token, con)
             survey = self.survey(state, None, False, walk)
             changes = plan_changes(survey.indexed, survey.notes)
-            if state.create or self.is_noop(state, survey, changes):
+            if state.create or is_noop(
+                state, survey, changes, self.corrupt is not None or bool(self.warnings)
+            ):
                 return state
             if sum(fp.size for fp in (*changes.new, *changes.suspect)) > SMALL_WRITE_BYTES:
                 return state
@@ -364,7 +369,7 @@ class _Run:
 
             with staging_folder() as staging:
                 prep = self.prepare(changes, survey, state, staging / "a", 0)
-                out = self.outcomes(changes, prep, survey)
+                out = outcomes(changes, prep, survey)
                 # The connection closes (and checkpoints) in `write`, before the last survey
                 # records the index file's identity.
                 return self.write(state, survey, prep, out, con)
@@ -481,17 +486,6 @@ class _Run:
             "paths", tuple(present), frozenset(files), None, frozenset(candidates), indexed
         )
 
-    def is_noop(self, state: State, survey: Survey, changes: ChangeSet[Fingerprint]) -> bool:
-        """Nothing to write: no note changed, no file came or went, the same scan problems."""
-        if state.create or self.corrupt is not None or self.warnings:
-            return False
-        if changes.new or changes.suspect or changes.gone or survey.files != state.files:
-            return False
-        if survey.problems is None:  # paths mode: no stored read problem for these paths
-            assert survey.candidates is not None
-            return not any(p in survey.candidates for p, _, _ in state.scan_problems)
-        return {(p.path, p.code, p.message) for p in survey.problems} == state.scan_problems
-
     # -- step 2: preparation ----------------------------------------------------------------------
 
     def prepare(
@@ -563,97 +557,17 @@ class _Run:
             prep.spill_dir,
         )
 
-    # -- step 4: outcomes -------------------------------------------------------------------------
-
-    def outcomes(
-        self, changes: ChangeSet[Fingerprint], prep: Preparation, survey: Survey
-    ) -> Outcomes:
-        parsed: dict[str, Prepared] = {}
-        touched: list[Prepared] = []
-        failed: list[Prepared] = []
-        kept: list[str] = []
-        problems: list[Problem] = []
-        for fp in sorted((*changes.new, *changes.suspect), key=_path):
-            done = prep.by_path[fp.path]
-            problems.extend(done.problems)
-            if done.outcome == "parsed":
-                parsed[fp.path] = done
-            elif done.outcome == "touched":
-                touched.append(done)
-            else:
-                failed.append(done)
-                if fp.path in survey.indexed:
-                    kept.append(fp.path)  # keep the old rows until it reads cleanly
-        new_hashes = {p: d.content_hash for p, d in parsed.items() if p not in survey.indexed}
-        renames = pair_renames(changes.gone, new_hashes)
-        return Outcomes(
-            changes, parsed, tuple(touched), tuple(failed), tuple(kept), renames, tuple(problems)
-        )
-
     # -- step 5: identities -----------------------------------------------------------------------
 
     def identities(self, state: State, survey: Survey, out: Outcomes) -> Identities:
-        """Ids: a pure function of every live note's claim and the journal."""
+        """Ids (`identities`), with the rename journal read here and its damage warned of."""
         journal = read_renames(self.config.state_dir)
         if journal.skipped:
             self.warnings.append(
                 f"Skipped {journal.skipped} unreadable line(s) of "
                 f"{self.config.state_dir / 'renames.jsonl'}; those renames' ids are lost."
             )
-        ids_journal = dict(journal.ids)
-        new_renames = tuple((old.id, old.path, new) for new, old in sorted(out.renames.items()))
-        ids_journal.update({new: note_id for note_id, _, new in new_renames})
-        digest = journal_digest(ids_journal)
-        indexed = survey.indexed
-        if _ids_stand(state, out, digest):
-            # Ids are a function of the live paths, their claims and the journal: all three
-            # as the stored ids were assigned, so those stand (a one-note edit, a touch).
-            return Identities(
-                state.notes.ids(),
-                {},
-                new_renames,
-                frozenset(indexed[p].id for p in out.parsed),
-                digest,
-            )
-        claims: dict[str, str | None] = {}
-        for path in out.changes.unchanged:
-            claims[path] = indexed[path].claimed_id
-        for prepared in out.touched:
-            claims[prepared.path] = indexed[prepared.path].claimed_id
-        for path in out.kept:
-            claims[path] = indexed[path].claimed_id
-        for path, prepared in out.parsed.items():
-            claims[path] = prepared.claimed_id
-        if survey.mode == "paths":
-            # Notes outside the watched paths keep their ids but still take part in clashes.
-            for path, known in state.notes.items():
-                if path not in indexed:
-                    claims.setdefault(path, known.claimed_id)
-        ids = assign_ids(claims, ids_journal)
-        all_notes = state.notes
-        id_changes = {
-            all_notes[p].id: ids[p]
-            for p in ids
-            if p in all_notes and p not in out.parsed and all_notes[p].id != ids[p]
-        }
-        removed_ids = {n.id for n in out.changes.gone} | {
-            indexed[p].id for p in out.parsed if p in indexed
-        }
-        return Identities(ids, id_changes, new_renames, frozenset(removed_ids), digest)
-
-    # -- step 6: link work ------------------------------------------------------------------------
-
-    def link_work(self, state: State, survey: Survey, out: Outcomes) -> LinkWork:
-        from vaultmem.note.links import file_name_key
-
-        added = survey.files - state.files
-        removed = state.files - survey.files
-        return LinkWork(
-            frozenset(added),
-            frozenset(removed),
-            frozenset(file_name_key(p) for p in added | removed),
-            frozenset(out.parsed) | {n.path for n in out.changes.gone},
-        )
+        return identities(state, survey, out, journal.ids)
 
     # -- step 7: the write ------------------------------------------------------------------------
 
@@ -667,7 +581,7 @@ class _Run:
     ) -> ReconcileReport:
         """Write the outcomes in one transaction, through `con` when given (it is closed)."""
         ident = self.identities(state, survey, out)
-        links = self.link_work(state, survey, out)
+        links = link_work(state, survey, out)
         forget_last_survey(self.config.state_dir)  # the index is about to change
         if ident.new_renames:
             append_renames(self.config.state_dir, ident.new_renames)
@@ -715,6 +629,7 @@ class _Run:
                 if create:
                     store.create_schema(con, index_versions(config))
                 removed_df = search_rows.delete_postings(con, ident.removed_ids)
+                removed_stats = search_rows.document_stats(con, ident.removed_ids)
                 gone_lines = [] if create else search_rows.line_keys_of(con, ident.removed_ids)
                 writes.delete_notes(con, ident.removed_ids, postings=False)
                 full_scan = survey.problems is not None
@@ -758,7 +673,14 @@ class _Run:
                         language=config.search_language,
                     )
                     added_df.subtract(removed_df)
-                    search_rows.recount_terms(con, added_df)
+                    added_stats = search_rows.document_stats(con)
+                    search_rows.recount_terms(
+                        con,
+                        added_df,
+                        search_rows.Stats(
+                            *(a - r for a, r in zip(added_stats, removed_stats, strict=True))
+                        ),
+                    )
                 if config.semantic:  # embedded by the workers, with the documents
                     from vaultmem.storage import vector_queries
 
@@ -885,6 +807,110 @@ class _Run:
             if (res.path, target_id, found) != (old_path, old_id, old_found):
                 updates.append((source_id, ord_, res.path, target_id, found))
         writes.update_links(con, updates)
+
+
+# -- the pure steps: explicit inputs, one value out; each is tested alone --------------------
+
+
+def is_noop(
+    state: State, survey: Survey, changes: ChangeSet[Fingerprint], recovering: bool = False
+) -> bool:
+    """Nothing to write: no note changed, no file came or went, the same scan problems.
+    `recovering`: the run moves a damaged index aside or warns of something (always a write)."""
+    if state.create or recovering:
+        return False
+    if changes.new or changes.suspect or changes.gone or survey.files != state.files:
+        return False
+    if survey.problems is None:  # paths mode: no stored read problem for these paths
+        assert survey.candidates is not None
+        return not any(p in survey.candidates for p, _, _ in state.scan_problems)
+    return {(p.path, p.code, p.message) for p in survey.problems} == state.scan_problems
+
+
+def outcomes(changes: ChangeSet[Fingerprint], prep: Preparation, survey: Survey) -> Outcomes:
+    """Sort the prepared notes into parsed, touched and failed; pair renames."""
+    parsed: dict[str, Prepared] = {}
+    touched: list[Prepared] = []
+    failed: list[Prepared] = []
+    kept: list[str] = []
+    problems: list[Problem] = []
+    for fp in sorted((*changes.new, *changes.suspect), key=_path):
+        done = prep.by_path[fp.path]
+        problems.extend(done.problems)
+        if done.outcome == "parsed":
+            parsed[fp.path] = done
+        elif done.outcome == "touched":
+            touched.append(done)
+        else:
+            failed.append(done)
+            if fp.path in survey.indexed:
+                kept.append(fp.path)  # keep the old rows until it reads cleanly
+    new_hashes = {p: d.content_hash for p, d in parsed.items() if p not in survey.indexed}
+    renames = pair_renames(changes.gone, new_hashes)
+    return Outcomes(
+        changes, parsed, tuple(touched), tuple(failed), tuple(kept), renames, tuple(problems)
+    )
+
+
+def identities(
+    state: State, survey: Survey, out: Outcomes, journal_ids: Mapping[str, str]
+) -> Identities:
+    """Ids: a pure function of every live note's claim and the rename journal
+    (`journal_ids`: path -> id, as `journal.read_renames` gives them)."""
+    ids_journal = dict(journal_ids)
+    new_renames = tuple((old.id, old.path, new) for new, old in sorted(out.renames.items()))
+    ids_journal.update({new: note_id for note_id, _, new in new_renames})
+    digest = journal_digest(ids_journal)
+    indexed = survey.indexed
+    if _ids_stand(state, out, digest):
+        # Ids are a function of the live paths, their claims and the journal: all three
+        # as the stored ids were assigned, so those stand (a one-note edit, a touch).
+        return Identities(
+            state.notes.ids(),
+            {},
+            new_renames,
+            frozenset(indexed[p].id for p in out.parsed),
+            digest,
+        )
+    claims: dict[str, str | None] = {}
+    for path in out.changes.unchanged:
+        claims[path] = indexed[path].claimed_id
+    for prepared in out.touched:
+        claims[prepared.path] = indexed[prepared.path].claimed_id
+    for path in out.kept:
+        claims[path] = indexed[path].claimed_id
+    for path, prepared in out.parsed.items():
+        claims[path] = prepared.claimed_id
+    if survey.mode == "paths":
+        # Notes outside the watched paths keep their ids but still take part in clashes.
+        for path, known in state.notes.items():
+            if path not in indexed:
+                claims.setdefault(path, known.claimed_id)
+    ids = assign_ids(claims, ids_journal)
+    all_notes = state.notes
+    id_changes = {
+        all_notes[p].id: ids[p]
+        for p in ids
+        if p in all_notes and p not in out.parsed and all_notes[p].id != ids[p]
+    }
+    removed_ids = {n.id for n in out.changes.gone} | {
+        indexed[p].id for p in out.parsed if p in indexed
+    }
+    return Identities(ids, id_changes, new_renames, frozenset(removed_ids), digest)
+
+
+def link_work(state: State, survey: Survey, out: Outcomes) -> LinkWork:
+    """Which stored links can resolve differently after this run."""
+    from vaultmem.note.links import file_name_key
+
+    added = survey.files - state.files
+    removed = state.files - survey.files
+    return LinkWork(
+        frozenset(added),
+        frozenset(removed),
+        frozenset(file_name_key(p) for p in added | removed),
+        frozenset(out.parsed) | {n.path for n in out.changes.gone},
+    )
 
 
 def _still_valid(done: Prepared | None, fp: Fingerprint, known: IndexedNote | None) -> bool:

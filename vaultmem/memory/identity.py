@@ -19,7 +19,7 @@ import re
 from pathlib import Path
 
 from vaultmem.core.config import Config
-from vaultmem.core.errors import ConfigError, PathEscapeError
+from vaultmem.core.errors import InvalidArgumentError, PathEscapeError
 from vaultmem.core.names import MAX_SCOPE_ID, SCOPE_ID_RE, SCOPE_ID_RULE, portable_problem
 from vaultmem.files.managed import check_component
 
@@ -33,7 +33,7 @@ def resolve_scope_id(scope: str, scope_id: str | None, cwd: Path) -> str | None:
     """The scope id a write goes to, by the rules above."""
     if scope in ("global", "federated"):
         if scope_id:
-            raise ConfigError(
+            raise InvalidArgumentError(
                 f"Scope {scope!r} has no scope id (got {scope_id!r}).",
                 hint="Drop --scope-id, or choose the session, project or agent scope.",
             )
@@ -42,7 +42,7 @@ def resolve_scope_id(scope: str, scope_id: str | None, cwd: Path) -> str | None:
         return check_scope_id(scope_id)
     if scope == "project":
         return project_identity(cwd)
-    raise ConfigError(
+    raise InvalidArgumentError(
         f"Scope {scope!r} needs an explicit --scope-id; "
         "vaultmem never falls back to a wider scope.",
         hint=f"Pass --scope-id naming the {scope}.",

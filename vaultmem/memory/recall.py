@@ -43,13 +43,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal, cast
 
-from vaultmem.core.errors import ConfigError, QueryError
+from vaultmem.core.errors import InvalidArgumentError, QueryError
 from vaultmem.core.models import SCOPES, RecallMode, RecallSort
 from vaultmem.core.names import TRASH
 from vaultmem.core.secrets import SecretPattern, redact
 from vaultmem.core.tokenizer import is_stopword, tokenize
 from vaultmem.note import topics
-from vaultmem.search import vectors
+from vaultmem.search import front, vectors
 from vaultmem.search.query import SNIPPET_CHARS, SearchFilters
 from vaultmem.storage import recall_queries as q
 from vaultmem.storage.store import Connection
@@ -102,7 +102,7 @@ def parse_scopes(texts: Iterable[str]) -> tuple[ScopeSpec, ...]:
                 continue
             scope, _, scope_id = part.partition(":")
             if scope not in SCOPES:
-                raise ConfigError(
+                raise InvalidArgumentError(
                     f"Unknown scope {scope!r} in {part!r}.",
                     hint=f"Use one of {', '.join(SCOPES)}, optionally with :SCOPE_ID.",
                 )
@@ -332,7 +332,7 @@ def _bm25(
     searchable words gives nothing in blended mode (names may still match) and a
     `QueryError` in the search modes."""
     try:
-        hits = vectors.search(con, query, filters, mode=mode, limit=pool, k1=k1, b=b)
+        hits = front.search(con, query, filters, mode=mode, limit=pool, k1=k1, b=b)
     except QueryError:
         if required:
             raise
@@ -361,11 +361,17 @@ def recall(
     """Recall up to `limit` notes for a question (plus capped related notes); see the module
     docstring for modes, the score blend and what is never returned."""
     if mode not in MODES:
-        raise ConfigError(f"Unknown recall mode {mode!r}.", hint=f"Use one of {', '.join(MODES)}.")
+        raise InvalidArgumentError(
+            f"Unknown recall mode {mode!r}.", hint=f"Use one of {', '.join(MODES)}."
+        )
     if sort not in SORTS:
-        raise ConfigError(f"Unknown recall sort {sort!r}.", hint=f"Use one of {', '.join(SORTS)}.")
+        raise InvalidArgumentError(
+            f"Unknown recall sort {sort!r}.", hint=f"Use one of {', '.join(SORTS)}."
+        )
     if kind not in KINDS:
-        raise ConfigError(f"Unknown recall kind {kind!r}.", hint=f"Use one of {', '.join(KINDS)}.")
+        raise InvalidArgumentError(
+            f"Unknown recall kind {kind!r}.", hint=f"Use one of {', '.join(KINDS)}."
+        )
     now = now or datetime.now(UTC)
     counts = usage_counts or {}
     meta = metadata_matches(con, query) if mode in ("blended", "metadata") else {}

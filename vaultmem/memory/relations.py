@@ -26,8 +26,8 @@ from datetime import UTC, datetime
 from typing import Literal, get_args
 
 from vaultmem.core.config import Config
-from vaultmem.core.errors import ConfigError, NotFoundError
-from vaultmem.core.models import EDGE_STATUSES, SCOPES, EdgeStatus
+from vaultmem.core.errors import InvalidArgumentError, NotFoundError
+from vaultmem.core.models import EDGE_STATUSES, SCOPES, EdgeStatus, Published
 from vaultmem.files import managed
 from vaultmem.memory import topic_store as memory
 from vaultmem.note.topics import iso_utc, parse_time, read_topic, replace_see_also
@@ -170,8 +170,9 @@ def _decisions(config: Config) -> list[Decision]:
     return read_decisions(text) if text else []
 
 
-def _record(config: Config, decision: Decision) -> None:
-    memory.write_note(config, decisions_path(config), lambda text: _append_row(text, decision))
+def _record(config: Config, decision: Decision) -> Published:
+    path = decisions_path(config)
+    return memory.write_note(config, path, lambda text: _append_row(text, decision))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -217,7 +218,9 @@ def edges(
 ) -> list[Edge]:
     """Every edge with its current status, link edges first, then decided, then suggested."""
     if status is not None and status not in STATUSES:
-        raise ConfigError(f"{status!r} is not an edge status; allowed: {', '.join(STATUSES)}.")
+        raise InvalidArgumentError(
+            f"{status!r} is not an edge status; allowed: {', '.join(STATUSES)}."
+        )
     with db.reading(config.index_path) as con:
         notes = {r[0]: _NoteRow(*r) for r in queries.notes(con)}
         found: dict[str, Edge] = {}
@@ -314,38 +317,39 @@ def _resolve_note(config: Config, name: str) -> _NoteRow:
     return _NoteRow(*found)
 
 
-def relate(config: Config, a: str, b: str, type_: str = "relates_to") -> Edge:
-    """Record a person's edge A -[type]-> B and render it into A's See Also."""
+def relate(config: Config, a: str, b: str, type_: str = "relates_to") -> tuple[Edge, Published]:
+    """Record a person's edge A -[type]-> B and render it into A's See Also; the edge and what
+    was published (the decisions note, the source topic), for `Vault` to index."""
     if not TYPE_RE.fullmatch(type_):
-        raise ConfigError(
+        raise InvalidArgumentError(
             f"{type_!r} is not an edge type.",
             hint="Lower-case letters, digits, '_' and '-', e.g. relates_to, supersedes.",
         )
     source, target = _resolve_note(config, a), _resolve_note(config, b)
     if source.id == target.id:
-        raise ConfigError(f"{a!r} and {b!r} are the same note; an edge needs two.")
-    _decide(config, "relate", type_, "human", source, target)
-    return _edge(config, edge_id(source.id, type_, target.id))
+        raise InvalidArgumentError(f"{a!r} and {b!r} are the same note; an edge needs two.")
+    published = _decide(config, "relate", type_, "human", source, target)
+    return _edge(config, edge_id(source.id, type_, target.id)), published
 
 
-def accept(config: Config, edge: str) -> Edge:
+def accept(config: Config, edge: str) -> tuple[Edge, Published]:
     """Accept a proposed (or earlier rejected) edge: it becomes active and is rendered."""
     return _judge(config, edge, "accept")
 
 
-def reject(config: Config, edge: str) -> Edge:
+def reject(config: Config, edge: str) -> tuple[Edge, Published]:
     """Reject an edge: it is never proposed again and leaves See Also."""
     return _judge(config, edge, "reject")
 
 
-def _judge(config: Config, edge: str, kind: DecisionKind) -> Edge:
+def _judge(config: Config, edge: str, kind: DecisionKind) -> tuple[Edge, Published]:
     current = _edge(config, edge)
     with db.reading(config.index_path) as con:
         rows = queries.notes_by_id(con, [current.source_id, current.target_id])
     notes = {r[0]: _NoteRow(*r) for r in rows}
     source, target = notes[current.source_id], notes[current.target_id]
-    _decide(config, kind, current.type, current.origin, source, target)
-    return _edge(config, edge)
+    published = _decide(config, kind, current.type, current.origin, source, target)
+    return _edge(config, edge), published
 
 
 def _decide(
@@ -355,14 +359,14 @@ def _decide(
     origin: Origin,
     source: _NoteRow,
     target: _NoteRow,
-) -> None:
+) -> Published:
     decision = Decision(
         iso_utc(datetime.now(UTC)), kind, type_, origin, source.path, target.path, source.id,
         target.id, _version(config, source),
     )  # fmt: skip
-    _record(config, decision)
-    if _is_topic(config, source.path):
-        render_see_also(config, source.id)
+    published = _record(config, decision)
+    rendered = render_see_also(config, source.id) if _is_topic(config, source.path) else None
+    return published + rendered if rendered else published
 
 
 def _edge(config: Config, edge: str) -> Edge:
@@ -372,8 +376,9 @@ def _edge(config: Config, edge: str) -> Edge:
     raise NotFoundError(f"No edge {edge!r}.", hint="List edges with `vaultmem edges`.")
 
 
-def render_see_also(config: Config, topic_id: str) -> bool:
-    """Rewrite the generated part of a topic's See Also from its active decided edges."""
+def render_see_also(config: Config, topic_id: str) -> Published | None:
+    """Rewrite the generated part of a topic's See Also from its active decided edges; what
+    was published, or None when nothing changed."""
     current = [
         e
         for e in edges(config, suggest=False)
@@ -383,7 +388,7 @@ def render_see_also(config: Config, topic_id: str) -> bool:
         path = queries.note_path(con, topic_id)
         titles = queries.note_titles(con, [e.target_id for e in current])
     if path is None or not _is_topic(config, path):
-        return False
+        return None
     entries = [
         f"- [[{e.target_path.removesuffix('.md')}|{_display(titles.get(e.target_id))}]] ({e.type})"
         for e in sorted(current, key=lambda e: (e.type, e.target_path))

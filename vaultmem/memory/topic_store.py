@@ -10,13 +10,14 @@ The write path (`store`, `correct`) runs in a fixed order, and each step is a na
 4. read: the file as it is now; a person may have edited it in Obsidian since the last write,
    and every byte they wrote is kept because the change is an insertion into that text;
 5. write + publish: temp file, fsync, rename, fsync of the folder (`managed.write_text`);
-6. index: `reconcile(config, paths=[path])` updates that one note in the index.
+6. index: not here. Every writer returns what it published (`Published`: the paths and the
+   phases done) and `Vault` alone updates the index for those paths (`Vault._publish`).
 
 The vault file and the index are two durability domains with no common commit. Once step 5 has
-published the file the observation is saved; if step 6 fails, `PartialWriteError` lists the
-phases done and names `vaultmem reconcile` as the repair. The caller must not retry: a retry
-appends the observation a second time. Same key, scope and scope id means the same file, so a
-second store appends a section; it never makes a second topic.
+published the file the observation is saved; if the index update fails, `Vault` raises
+`PartialWriteError` listing the phases done and naming `vaultmem reconcile` as the repair. The
+caller must not retry: a retry appends the observation a second time. Same key, scope and scope
+id means the same file, so a second store appends a section; it never makes a second topic.
 
 Retention (`topics.is_expired`) hides expired topics from `get`; `prune` lists them and with
 `apply` moves them to `<managed>/.trash/`. Only topic files are ever pruned, never human notes.
@@ -34,14 +35,13 @@ from vaultmem.core import secrets
 from vaultmem.core.config import Config
 from vaultmem.core.errors import (
     AmbiguousError,
-    ConfigError,
     IndexUnavailableError,
+    InvalidArgumentError,
     LockedError,
     NotFoundError,
-    PartialWriteError,
     SecretError,
 )
-from vaultmem.core.models import SCOPES
+from vaultmem.core.models import SCOPES, Published
 from vaultmem.files import managed
 from vaultmem.memory import usage
 from vaultmem.memory.identity import check_scope_id, resolve_scope_id
@@ -160,7 +160,7 @@ def store(
     source: str | None = None,
     cwd: Path | None = None,
     now: datetime | None = None,
-) -> StoreResult:
+) -> tuple[StoreResult, Published]:
     """Append an observation to the topic (key, scope, scope id), creating it when new."""
     return _write(config, key, text, scope, scope_id, type, tags, source, cwd, now, False)
 
@@ -175,7 +175,7 @@ def correct(
     source: str | None = None,
     cwd: Path | None = None,
     now: datetime | None = None,
-) -> StoreResult:
+) -> tuple[StoreResult, Published]:
     """Supersede the topic's latest observation with `text`; the old one stays, marked."""
     rel = find_topic(config, key, scope=scope, scope_id=scope_id)
     topic = read_topic(rel, managed.read_text(config, rel) or "")
@@ -197,16 +197,18 @@ def _write(
     cwd: Path | None,
     now: datetime | None,
     correcting: bool,
-) -> StoreResult:
+) -> tuple[StoreResult, Published]:
     phases: list[str] = []
     if scope not in SCOPES:
-        raise ConfigError(f"{scope!r} is not a scope; allowed: {', '.join(SCOPES)}.")
+        raise InvalidArgumentError(f"{scope!r} is not a scope; allowed: {', '.join(SCOPES)}.")
     if type_ not in TOPIC_TYPES:
-        raise ConfigError(f"{type_!r} is not a topic type; allowed: {', '.join(TOPIC_TYPES)}.")
+        raise InvalidArgumentError(
+            f"{type_!r} is not a topic type; allowed: {', '.join(TOPIC_TYPES)}."
+        )
     if not text.strip():
-        raise ConfigError("Nothing to store: the text is empty.")
+        raise InvalidArgumentError("Nothing to store: the text is empty.")
     if _has_surrogate(text):
-        raise ConfigError(
+        raise InvalidArgumentError(
             "The text holds a lone surrogate (not Unicode text); nothing was written.",
             hint="Send the text as valid UTF-8.",
         )
@@ -258,16 +260,15 @@ def _write(
             new_text = edit(current, timestamp, cleaned.text)
         size = len(new_text.encode("utf-8", "surrogateescape"))
         if size > config.max_note_bytes:
-            raise ConfigError(
+            raise InvalidArgumentError(
                 f"{rel} would grow to {size} bytes, over max_note_bytes "
                 f"({config.max_note_bytes}); nothing was written.",
                 hint="Store under a new key, or raise max_note_bytes in .vaultmem/config.toml.",
             )
         managed.write_text(config, rel, new_text)
         phases += ["written", "published"]
-    _index(config, [rel], phases, f"key {key!r}, scope {_where(scope, resolved_id)}, file {rel}")
-    phases.append("indexed")
-    return StoreResult(
+    what = f"key {key!r}, scope {_where(scope, resolved_id)}, file {rel}"
+    result = StoreResult(
         id=topic_id,
         key=key,
         path=rel,
@@ -279,6 +280,7 @@ def _write(
         phases=tuple(phases),
         corrected=correcting,
     )
+    return result, Published((rel,), tuple(phases), what)
 
 
 def _refuse_secret_names(
@@ -315,33 +317,16 @@ def _check_source(source: str | None) -> str | None:
         return None
     source = source.strip()
     if len(source) > MAX_SOURCE or any(ord(c) < 0x20 for c in source):
-        raise ConfigError(
+        raise InvalidArgumentError(
             f"--source must be one line of at most {MAX_SOURCE} characters.",
             hint="Name the agent or tool, e.g. --source claude-code.",
         )
     return source
 
 
-def _index(config: Config, paths: list[str], phases: list[str], what: str) -> None:
-    """Update the index for files already published; any failure is a partial write."""
-    from vaultmem.index.reconcile import reconcile  # heavy: imported by writers only
-
-    try:
-        reconcile(config, paths=paths)
-    # The file is already published, so whatever failed (a lock, DuckDB, the disk) the caller
-    # must learn that the vault is right, the index stale, and that a retry would duplicate.
-    except Exception as error:
-        raise PartialWriteError(
-            f"The vault was changed ({what}) but updating the index failed: "
-            f"{type(error).__name__}: {error}. Phases done: {', '.join(phases)}. "
-            "Do not retry: the change is already saved and a retry would apply it twice.",
-            phases_done=list(phases),
-            hint="Run `vaultmem reconcile` to repair the index. Do not retry the write.",
-        ) from error
-
-
-def rewrite_topic(config: Config, rel: str, change: Callable[[str], str]) -> bool:
-    """Apply `change` to a managed file's text under its lock; index it when it changed."""
+def rewrite_topic(config: Config, rel: str, change: Callable[[str], str]) -> Published | None:
+    """Apply `change` to a managed file's text under its lock; what it published, or None
+    when the text did not change."""
     phases: list[str] = []
     with managed.topic_lock(config, rel):
         phases.append("locked")
@@ -351,14 +336,13 @@ def rewrite_topic(config: Config, rel: str, change: Callable[[str], str]) -> boo
             raise NotFoundError(f"No file {rel} in the managed folder.")
         new = change(current)
         if new == current:
-            return False
+            return None
         managed.write_text(config, rel, new)
         phases += ["written", "published"]
-    _index(config, [rel], phases, f"file {rel}")
-    return True
+    return Published((rel,), tuple(phases), f"file {rel}")
 
 
-def write_note(config: Config, rel: str, change: Callable[[str | None], str]) -> None:
+def write_note(config: Config, rel: str, change: Callable[[str | None], str]) -> Published:
     """Create or change a managed non-topic note (the decisions note) under its lock."""
     phases: list[str] = []
     with managed.topic_lock(config, rel):
@@ -367,7 +351,7 @@ def write_note(config: Config, rel: str, change: Callable[[str | None], str]) ->
         phases.append("read")
         managed.write_text(config, rel, change(current))
         phases += ["written", "published"]
-    _index(config, [rel], phases, f"file {rel}")
+    return Published((rel,), tuple(phases), f"file {rel}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -480,7 +464,7 @@ def forget(
     scope: str | None = None,
     scope_id: str | None = None,
     now: datetime | None = None,
-) -> ForgetResult:
+) -> tuple[ForgetResult, Published]:
     """Move the topic file to `<managed>/.trash/` and drop it from the index."""
     rel = find_topic(config, key_or_id, scope=scope, scope_id=scope_id)
     phases: list[str] = ["resolved"]
@@ -488,11 +472,13 @@ def forget(
         phases.append("locked")
         target = managed.move_to_trash(config, rel, now or datetime.now(UTC))
         phases.append("trashed")
-    _index(config, [rel], phases, f"{rel} moved to {target}")
-    return ForgetResult(_stem(rel), rel, target)
+    published = Published((rel,), tuple(phases), f"{rel} moved to {target}")
+    return ForgetResult(_stem(rel), rel, target), published
 
 
-def prune(config: Config, *, apply: bool = False, now: datetime | None = None) -> PruneResult:
+def prune(
+    config: Config, *, apply: bool = False, now: datetime | None = None
+) -> tuple[PruneResult, Published]:
     """List the topics past their retention; with `apply`, move them to the trash."""
     moment = now or datetime.now(UTC)
     items: list[PruneItem] = []
@@ -510,10 +496,9 @@ def prune(config: Config, *, apply: bool = False, now: datetime | None = None) -
         if apply:
             item = _trash_if_still_expired(config, item, moment)
         items.append(item)
-    moved = [i.path for i in items if i.trashed_to]
-    if moved:
-        _index(config, moved, ["listed", "trashed"], f"{len(moved)} expired topics trashed")
-    return PruneResult(apply, tuple(items))
+    moved = tuple(i.path for i in items if i.trashed_to)
+    published = Published(moved, ("listed", "trashed"), f"{len(moved)} expired topics trashed")
+    return PruneResult(apply, tuple(items)), published
 
 
 def _trash_if_still_expired(config: Config, item: PruneItem, moment: datetime) -> PruneItem:

@@ -26,11 +26,11 @@ from typing import Any, NamedTuple, cast
 from urllib.parse import unquote_to_bytes
 
 from mistune import Markdown
-from mistune import list_parser as _list_parser
 from mistune.block_parser import BlockParser
 from mistune.core import BlockState, InlineState
 from mistune.inline_parser import InlineParser
 
+from vaultmem.core.compat import ListBreakScanner, replace_list_break_scanner
 from vaultmem.core.models import Block, Heading, Link, LinkKind, Section
 
 __all__ = [
@@ -515,7 +515,8 @@ class _BlockParser(BlockParser):
 
     def _parse_indent_code_fast(self, state: BlockState) -> int | None:
         # mistune slices the line at every block start to test it for indented code, which
-        # needs a space or a tab first (`_is_indent_code_line`): test that character alone
+        # needs a space or a tab first (`_is_indent_code_line`): test that character alone.
+        # Overrides a private method of mistune's (core/compat.py).
         if state.src[state.cursor : state.cursor + 1] not in (" ", "\t"):
             return None
         return super()._parse_indent_code_fast(state)
@@ -543,27 +544,28 @@ class _BlockParser(BlockParser):
             st.item_pos = saved_item
 
 
-_plain_list_break_sc = _list_parser._compile_list_break_sc
-
-
-def _list_break_sc(block: BlockParser, leading_width: int) -> re.Pattern[str]:
+def _cached_list_breaks(plain: ListBreakScanner) -> ListBreakScanner:
     """mistune's scanner for what ends a list item, built once per indent for our parser.
 
     mistune builds it for every list item: a regex source of ~1,500 characters from the
-    rules, then `re.compile`'s cache lookup, which hashes that new string (~4 µs an item,
-    2.5% of a worker's CPU on generated notes). The pattern depends only on the parser's rules
-    and the indent, and ours change only through `register`, which empties the cache. Other
-    parsers (a plain mistune `Markdown`) still take mistune's own function."""
-    if not isinstance(block, _BlockParser):
-        return _plain_list_break_sc(block, leading_width)
-    breaks = block._list_breaks
-    sc = breaks.get(leading_width)
-    if sc is None:
-        sc = breaks[leading_width] = _plain_list_break_sc(block, leading_width)
-    return sc
+    rules, then `re.compile`'s cache lookup, which hashes that new string. The pattern depends
+    only on the parser's rules and the indent, and ours change only through `register`, which
+    empties the cache. Other parsers (a plain mistune `Markdown`) still take mistune's own
+    function (`plain`). A private hook of mistune's: core/compat.py."""
+
+    def scanner(block: BlockParser, leading_width: int) -> re.Pattern[str]:
+        if not isinstance(block, _BlockParser):
+            return cast(re.Pattern[str], plain(block, leading_width))
+        breaks = block._list_breaks
+        sc = breaks.get(leading_width)
+        if sc is None:
+            sc = breaks[leading_width] = plain(block, leading_width)
+        return cast(re.Pattern[str], sc)
+
+    return scanner
 
 
-_list_parser._compile_list_break_sc = _list_break_sc
+_plain_list_break_sc, _list_break_sc = replace_list_break_scanner(_cached_list_breaks)
 
 
 _FOOTNOTE_DEF = r"^ {0,3}\[\^[^\]\n]+\]:(?P<vm_fn_text>[^\n]*)$"
@@ -613,7 +615,7 @@ class _InlineParser(InlineParser):
         made = self._vm_trigger
         if made is not None and made[0] is chars:
             return made[1]
-        trigger = super()._get_fast_trigger_re(chars)
+        trigger = super()._get_fast_trigger_re(chars)  # mistune's private hook: core/compat.py
         self._vm_trigger = (chars, trigger)
         return trigger
 

@@ -17,12 +17,13 @@ import math
 import re
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from yaml.resolver import BaseResolver
 
+from vaultmem.core.compat import yaml_c_parser
 from vaultmem.core.models import JSON, FrontmatterStatus, Problem, ProblemCode
 
 __all__ = [
@@ -61,7 +62,10 @@ for _tag, _pattern, _first in (
     _Core12Resolver.add_implicit_resolver(_TAG + _tag, re.compile(f"^(?:{_pattern})$"), _first)
 
 try:
-    from yaml._yaml import CParser
+    if TYPE_CHECKING:  # the stubs' type for the class compat hands over
+        from yaml._yaml import CParser
+    else:
+        CParser = yaml_c_parser()
 
     class _Core12Loader(CParser, _Core12Resolver):
         """libyaml's C parser and composer with the 1.2 core resolver (nothing is constructed)."""

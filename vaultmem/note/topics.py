@@ -41,7 +41,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Literal, TypeAlias
 
 from vaultmem.core import models
-from vaultmem.core.errors import ConfigError
+from vaultmem.core.errors import InvalidArgumentError
 from vaultmem.core.models import JSON, SCOPES, Scope
 from vaultmem.core.names import KEY_RE, KEY_RULE, is_reserved_name
 from vaultmem.note.properties import load_frontmatter, split_frontmatter
@@ -137,7 +137,7 @@ class Topic:
 def check_key(key: str) -> str:
     """`key` unchanged when it follows the rule; otherwise an error that states the rule."""
     if not KEY_RE.fullmatch(key) or is_reserved_name(key):
-        raise ConfigError(
+        raise InvalidArgumentError(
             f"The key {key[:80]!r} is not valid: a key is {KEY_RULE}.",
             hint="Choose a key such as `build-commands`; vaultmem never rewrites a key for you.",
         )
@@ -169,7 +169,7 @@ def check_tags(tags: Sequence[str]) -> tuple[str, ...]:
         if not tag:
             continue
         if not TAG_RE.fullmatch(tag) or tag.isdigit():
-            raise ConfigError(
+            raise InvalidArgumentError(
                 f"The tag {raw[:80]!r} is not valid.",
                 hint="Tags hold letters, digits, '_', '-' and '/', and not only digits.",
             )

@@ -41,7 +41,7 @@ from pathlib import Path
 from vaultmem import __version__
 from vaultmem.core.atomic import replace_at, replace_file
 from vaultmem.core.config import Config
-from vaultmem.core.errors import ConfigError, FileAccessError, PathEscapeError
+from vaultmem.core.errors import FileAccessError, InvalidArgumentError, PathEscapeError
 from vaultmem.core.models import JSON, SCOPES, ExportFormat, Note
 from vaultmem.core.secrets import SecretPattern, compile_patterns, redact
 from vaultmem.files import managed
@@ -127,7 +127,7 @@ def export_bundle(
     out = out.expanduser().resolve()
     root = config.root.resolve()
     if out == root or root in out.parents:
-        raise ConfigError(
+        raise InvalidArgumentError(
             f"The bundle path {out} is inside the vault {root}.",
             hint="Export to a folder outside the vault; vaultmem never writes notes there.",
         )
@@ -178,11 +178,11 @@ def _select(
     include_private: bool,
 ) -> tuple[list[_Item], list[dict[str, JSON]]]:
     if folder is not None and scope is not None:
-        raise ConfigError("Name either --scope or --folder, not both.")
+        raise InvalidArgumentError("Name either --scope or --folder, not both.")
     if scope_id is not None and scope is None:
-        raise ConfigError("--scope-id needs --scope.")
+        raise InvalidArgumentError("--scope-id needs --scope.")
     if scope is not None and scope not in SCOPES:
-        raise ConfigError(f"{scope!r} is not a scope; allowed: {', '.join(SCOPES)}.")
+        raise InvalidArgumentError(f"{scope!r} is not a scope; allowed: {', '.join(SCOPES)}.")
     private_hint = "Add --include-private to export session and agent memories."
     problems: list[dict[str, JSON]] = []
     paths: list[tuple[str, bool, str, str | None]] = []
@@ -190,9 +190,9 @@ def _select(
         folder = folder.strip("/")
         mapping = config.mapping_for(folder) if folder else config.mapping_for("")
         if mapping is None:
-            raise ConfigError(f"{folder!r} is not inside a mapped folder.")
+            raise InvalidArgumentError(f"{folder!r} is not inside a mapped folder.")
         if mapping.scope in PRIVATE_SCOPES and not include_private:
-            raise ConfigError(
+            raise InvalidArgumentError(
                 f"{folder!r} belongs to the private scope {mapping.scope}.", hint=private_hint
             )
         for fp in scan_vault(config).notes:
@@ -201,7 +201,7 @@ def _select(
                 paths.append((fp.path, False, mapping.scope, mapping.scope_id))
     else:
         if scope in PRIVATE_SCOPES and not include_private:
-            raise ConfigError(f"The scope {scope} is private.", hint=private_hint)
+            raise InvalidArgumentError(f"The scope {scope} is private.", hint=private_hint)
         base = config.managed_folder + ("/" + scope if scope else "")
         base += "/" + scope_id if scope_id else ""
         for rel in managed.list_topics(config):
@@ -544,7 +544,7 @@ def _check_out(out: Path, files: Mapping[str, bytes], earlier: Mapping[str, str]
     except OSError as exc:
         raise _access_error(exc, out) from exc
     if not stat.S_ISDIR(st.st_mode):
-        raise ConfigError(f"{out} exists and is not a folder.")
+        raise InvalidArgumentError(f"{out} exists and is not a folder.")
     try:
         empty = not any(os.scandir(out))
     except OSError as exc:
@@ -552,7 +552,7 @@ def _check_out(out: Path, files: Mapping[str, bytes], earlier: Mapping[str, str]
     if empty:
         return
     if earlier is None:
-        raise ConfigError(
+        raise InvalidArgumentError(
             f"{out} is not empty and no earlier export wrote it; vaultmem never overwrites "
             "files it did not write.",
             hint="Export to a new or empty folder.",
@@ -575,7 +575,7 @@ def _check_out(out: Path, files: Mapping[str, bytes], earlier: Mapping[str, str]
         except OSError:
             same = False
         if not same:
-            raise ConfigError(
+            raise InvalidArgumentError(
                 f"{target} exists and no earlier export wrote it; vaultmem never overwrites "
                 "files it did not write.",
                 hint="Move that file away, or export to a new folder.",
@@ -630,7 +630,9 @@ def _read_at(folder: int, name: str, shown: Path) -> bytes | None:
         raise
     with os.fdopen(fd, "rb") as handle:
         if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            raise ConfigError(f"{shown} is not a regular file; the export will not replace it.")
+            raise InvalidArgumentError(
+                f"{shown} is not a regular file; the export will not replace it."
+            )
         return handle.read()
 
 
@@ -677,7 +679,9 @@ def _write_file(out: Path, data: bytes) -> list[str]:
     except FileNotFoundError:
         pass
     except IsADirectoryError as exc:
-        raise ConfigError(f"{out} is a folder; an archive export needs a file path.") from exc
+        raise InvalidArgumentError(
+            f"{out} is a folder; an archive export needs a file path."
+        ) from exc
     except OSError as exc:
         raise _access_error(exc, out) from exc
     try:

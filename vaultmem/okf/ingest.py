@@ -7,8 +7,8 @@ A body is a topic's body as written only when the `vaultmem:` block declares its
 headings exactly (our own exports); any other body becomes one observation dated `generated.at`
 (else v0.1 `timestamp`), with timestamp headings, `See Also` headings and `<!-- id: -->` headers
 escaped. An instant in the future is clamped to now, the original written into the body.
-Every write goes through `managed` (checked path, per-topic lock, atomic publish); the index is
-then brought up to date for just those files.
+Every write goes through `managed` (checked path, per-topic lock, atomic publish); the files
+written are returned (`Published`) and `Vault` brings the index up to date for just those.
 """
 
 from __future__ import annotations
@@ -22,11 +22,10 @@ from pathlib import Path
 from typing import Literal
 
 from vaultmem.core.config import Config
-from vaultmem.core.errors import ConfigError, PartialWriteError, VaultmemError
-from vaultmem.core.models import JSON
+from vaultmem.core.errors import InvalidArgumentError
+from vaultmem.core.models import JSON, Published
 from vaultmem.core.secrets import SecretPattern, compile_patterns, redact
 from vaultmem.files import managed
-from vaultmem.index.reconcile import reconcile
 from vaultmem.note.properties import load_frontmatter, split_frontmatter
 from vaultmem.note.topics import append_observation, escape_observation, iso_utc, read_topic
 from vaultmem.okf.bundle import (
@@ -101,16 +100,17 @@ def import_bundle(
     dry_run: bool = False,
     now: datetime | None = None,
     limits: Limits = _LIMITS,
-) -> ImportReport:
-    """Import every acceptable concept of `source` into `scope`/`scope_id`."""
+) -> tuple[ImportReport, Published]:
+    """Import every acceptable concept of `source` into `scope`/`scope_id`; the report and the
+    topic files written (for `Vault` to index)."""
     if conflict not in ("skip", "replace", "merge"):
-        raise ConfigError(f"--conflict {conflict!r}: choose skip, replace or merge.")
+        raise InvalidArgumentError(f"--conflict {conflict!r}: choose skip, replace or merge.")
     managed.topic_path(config, scope, scope_id, "probe")  # checks scope and scope id
     moment = (now or datetime.now(UTC)).replace(microsecond=0)
     try:
         bundle = read_bundle(source, limits)
     except BundleError as exc:
-        raise ConfigError(
+        raise InvalidArgumentError(
             f"The bundle {source} was refused: {exc}.",
             hint="Inspect the bundle; vaultmem imports only what it can read safely.",
         ) from exc
@@ -171,15 +171,8 @@ def import_bundle(
         if action != "skipped" and not dry_run:
             written.append(rel)
         topics.append({"concept": concept.id, "key": concept.key, "path": rel, "action": action})
-    if written:
-        try:
-            reconcile(config, paths=written)
-        except VaultmemError as exc:
-            raise PartialWriteError(
-                f"{len(written)} topics were written but the index update failed: {exc.message}",
-                ["write", "publish"],
-            ) from exc
-    return ImportReport(
+    published = Published(tuple(written), ("write", "publish"), f"{len(written)} topics imported")
+    report = ImportReport(
         dry_run=dry_run,
         imported=tally["imported"],
         replaced=tally["replaced"],
@@ -192,6 +185,7 @@ def import_bundle(
         redacted=tuple(redacted),
         topics=tuple(topics),
     )
+    return report, published
 
 
 def _refuse_non_bundle(
@@ -205,7 +199,7 @@ def _refuse_non_bundle(
     if concepts or any(f.path == "index.md" for f in files):
         return
     first = f" (first refusal: {rejected[0]['path']}: {rejected[0]['reason']})" if rejected else ""
-    raise ConfigError(
+    raise InvalidArgumentError(
         f"{source} is not an OKF bundle: it has no index.md at its root and none of its "
         f"{len(files)} Markdown files is a concept{first}.",
         hint="Import a folder or archive made by `vaultmem export okf` or another OKF producer.",

@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from vaultmem.core.config import Config
-from vaultmem.core.errors import ConfigError, NotFoundError, QueryError
+from vaultmem.core.errors import InvalidArgumentError, NotFoundError, QueryError
 from vaultmem.core.models import JSON, READ_MAX_BYTES, Heading, Problem
 from vaultmem.core.secrets import SecretPattern, redact
 from vaultmem.files.scan import is_eligible_note, read_note
@@ -117,7 +117,7 @@ def read_text(
 ) -> NoteText:
     """The text of `NOTE[#subpath]`, redacted, one piece of at most `max_bytes`."""
     if max_bytes < 1 or offset < 0:
-        raise ConfigError(
+        raise InvalidArgumentError(
             "--max-bytes must be positive and --offset not negative.",
             hint="e.g. --max-bytes 20000 --offset 0",
         )
@@ -272,9 +272,9 @@ def recent(
 ) -> list[RecentNote]:
     """Notes by file modification time, newest first."""
     if kind not in ("all", "topics", "notes"):
-        raise ConfigError(f"Unknown kind {kind!r}.", hint="Use all, topics or notes.")
+        raise InvalidArgumentError(f"Unknown kind {kind!r}.", hint="Use all, topics or notes.")
     if limit < 1:
-        raise ConfigError("--limit must be positive.", hint="e.g. --limit 20")
+        raise InvalidArgumentError("--limit must be positive.", hint="e.g. --limit 20")
     if since is not None and since.tzinfo is None:
         since = since.replace(tzinfo=UTC)
     managed = None if kind == "all" else kind == "topics"

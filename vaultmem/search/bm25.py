@@ -237,7 +237,7 @@ def rank_columns(
     tf = np.asarray(postings["tf"], dtype=np.float64)[order]
     length = np.asarray(postings["length"], dtype=np.float64)[order]
     note_length = np.asarray(postings["note_length"], dtype=np.float64)[order]
-    # A typical query has a few hundred rows, where each numpy call's fixed cost (~1 µs)
+    # A typical query has a few hundred rows, where each numpy call's fixed cost
     # outweighs its work: the runs below are found from two comparisons made once, array
     # methods are called rather than numpy's Python wrappers (`flatnonzero` is six calls), and the
     # float operations are exactly those of `rank_rows`' formulas (per-term factors are

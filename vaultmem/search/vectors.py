@@ -1,4 +1,4 @@
-"""Semantic recall at query time: the search modes, and BM25 fused with the vectors.
+"""Semantic recall at query time: vectors, and BM25 fused with the vectors (`hybrid`).
 
 What words cannot find is vocabulary mismatch ("money back" vs a note titled *Refund policy*).
 Every search document has a unit vector (`embedding.py`: the model, and the parse workers'
@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from vaultmem.core.errors import QueryError, SemanticUnavailableError
 from vaultmem.core.models import SEARCH_MODE_WHEN_ON, SEARCH_MODES, SearchMode
@@ -72,45 +72,22 @@ def embed_query(query: str) -> list[float]:
 # -- search --------------------------------------------------------------------------------
 
 
-def search(
+def semantic_search(
     con: Connection,
     text: str,
-    filters: SearchFilters | None = None,
+    filters: SearchFilters,
     *,
-    mode: Mode | None = None,
-    limit: int = 10,
-    k1: float = 1.2,
-    b: float = 0.75,
-    language: str | None = None,
+    mode: Literal["vectors", "hybrid"],
+    limit: int,
+    k1: float,
+    b: float,
+    language: str,
     clean: Callable[[str], str] | None = None,
     resident: Resident | None = None,
 ) -> list[SearchHit]:
-    """Search by `mode`: words (BM25, `query.search`), vectors (cosine over the document
-    vectors) or hybrid (both rankings fused by reciprocal rank). Filters, operators and
-    -exclusions apply to every mode; `"phrases"` constrain the words ranking only. Without a
-    mode: DEFAULT_WHEN_ON when the index holds vectors, else words. `language` and `clean` are
-    `query.search`'s (the stemmer; the redaction applied before a snippet is cut; the index held
-    in memory, `search/resident.py`)."""
-    if mode is None:  # no meta read per search while the default is words anyway
-        mode = DEFAULT_WHEN_ON
-        if mode != "words" and vector_queries.embedding_model(con) == "none":
-            mode = "words"
-    if mode not in MODES:
-        raise QueryError(f"Unknown search mode {mode!r}.", hint=f"Use one of {', '.join(MODES)}.")
-    filters = filters or SearchFilters()
-    language = language or search_queries.index_language(con)
-    if mode == "words":
-        return query.search(
-            con,
-            text,
-            filters,
-            limit=limit,
-            k1=k1,
-            b=b,
-            language=language,
-            clean=clean,
-            resident=resident,
-        )
+    """Search by vectors (cosine over the document vectors) or hybrid (BM25's ranking and the
+    vectors' fused by reciprocal rank); `search/front.py` dispatches here. Filters, operators
+    and -exclusions apply; `"phrases"` constrain the words ranking only."""
     require_vectors(con)
     if not query_text(text):
         raise QueryError(

@@ -198,7 +198,7 @@ DERIVED_TABLES: tuple[str, ...] = (
 
 
 # Named tuples, not dataclasses: every index user imports this module, and a dataclass compiles
-# its methods from source at import (~2.9M instructions each).
+# its methods from source at import.
 class ColumnDoc(NamedTuple):
     name: str
     type: str

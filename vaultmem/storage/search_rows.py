@@ -70,7 +70,7 @@ def delete_postings(con: Connection, note_ids: Iterable[str]) -> Counter[str]:
     keys = sorted(note_key(i) for i in note_ids)
     if not keys:
         return Counter()
-    # One key (a one-note edit) is compared in the scan, ~0.5 ms less than joining a list.
+    # One key (a one-note edit) is compared in the scan: cheaper than joining a list.
     one = len(keys) == 1
     match = "= $1" if one else "IN (SELECT unnest($1::BIGINT[]))"
     con.execute(
@@ -192,8 +192,7 @@ def build_postings(
 
 
 # The staged sections holding a line of `boilerplate_lines`: their keys unnested and
-# semi-joined, ~15x less CPU than `list_has_any` with the lines as a list (0.02 against 0.27 s
-# for 8,102 of 43,121 sections, 315 lines, 10,000 generated notes).
+# semi-joined: far less CPU than `list_has_any` with the lines as a list.
 _FRESH_SECTIONS = """SELECT m.number, d.ord, d.heading, d.text FROM documents d
 JOIN note_numbers m USING (note_id)
 SEMI JOIN (SELECT x.note_id, x.ord FROM (
@@ -450,12 +449,43 @@ def rekey_postings(con: Connection, note_ids: list[str]) -> None:
         )
 
 
-def recount_terms(con: Connection, delta: Counter[str] | None) -> None:
+def document_stats(con: Connection, note_ids: Iterable[str] | None = None) -> Stats:
+    """(documents, notes with documents, total length) of these notes' documents (read
+    before they go), or, `note_ids` None, of the notes staged in this run (`note_numbers`).
+
+    Through `documents_by_note`: a few notes' rows, never the whole table."""
+    if note_ids is None:
+        where = "note_id IN (SELECT note_id FROM note_numbers)"
+        params: list[object] = []
+    else:
+        ids = sorted(note_ids)
+        if not ids:
+            return Stats(0, 0, 0)
+        where = "note_id IN (SELECT unnest($1::VARCHAR[]))"
+        params = [ids]
+    row = con.execute(
+        "SELECT count(*), count(*) FILTER (WHERE ord = 0), coalesce(sum(length), 0) "
+        f"FROM documents WHERE {where}",
+        params,
+    ).fetchone() or (0, 0, 0)
+    return Stats(int(row[0]), int(row[1]), int(row[2]))
+
+
+class Stats(NamedTuple):
+    """`search_stats`' one row, or a change to it."""
+
+    documents: int
+    notes: int
+    total_length: int
+
+
+def recount_terms(con: Connection, delta: Counter[str] | None, stats: Stats | None = None) -> None:
     """Keep `terms.df` and `search_stats` exactly what a rebuild computes.
 
     `delta` None counts everything (a fresh build). Otherwise it holds, per term, the documents
-    added minus the documents removed that contain it; applying it touches only those terms,
-    so a one-note edit costs in proportion to that note, not to the vault.
+    added minus the documents removed that contain it, and `stats` the documents' change
+    (added minus removed, `document_stats`); applying them touches only those terms and the
+    one row, so a one-note edit costs in proportion to that note, not to the vault.
     """
     if delta is None:
         con.execute("DELETE FROM terms")
@@ -463,28 +493,36 @@ def recount_terms(con: Connection, delta: Counter[str] | None) -> None:
             "INSERT INTO terms SELECT term, count(*)::INTEGER FROM postings "
             "GROUP BY term ORDER BY term"
         )
-    else:
-        moved = sorted((term, n) for term, n in delta.items() if n)
-        if moved:
-            con.execute(
-                "CREATE TEMP TABLE df_delta AS SELECT unnest($1::VARCHAR[]) AS term, "
-                "unnest($2::INTEGER[]) AS d",
-                [[t for t, _ in moved], [n for _, n in moved]],
-            )
-            con.execute(
-                "UPDATE terms SET df = terms.df + x.d FROM df_delta x WHERE terms.term = x.term"
-            )
-            con.execute(
-                "INSERT INTO terms SELECT x.term, x.d FROM df_delta x "
-                "ANTI JOIN terms t ON t.term = x.term"
-            )
-            con.execute("DELETE FROM terms WHERE df <= 0")
-            con.execute("DROP TABLE df_delta")
-    # The notes with documents are the note-level documents (ord 0): every note's documents
-    # start with one (`note_documents`). Counting them, not `DISTINCT note_id`, spares a hash
-    # table of every note id (3.2 -> ~0.3 ms warm at 10,000 notes, on every edit).
-    con.execute("DELETE FROM search_stats")
-    con.execute(
-        "INSERT INTO search_stats SELECT count(*), count(*) FILTER (WHERE ord = 0), "
-        "coalesce(sum(length), 0) FROM documents"
-    )
+        # The notes with documents are the note-level documents (ord 0): every note's
+        # documents start with one (`note_documents`), so no `DISTINCT note_id` is needed.
+        con.execute("DELETE FROM search_stats")
+        con.execute(
+            "INSERT INTO search_stats SELECT count(*), count(*) FILTER (WHERE ord = 0), "
+            "coalesce(sum(length), 0) FROM documents"
+        )
+        return
+    moved = sorted((term, n) for term, n in delta.items() if n)
+    if moved:
+        con.execute(
+            "CREATE TEMP TABLE df_delta AS SELECT unnest($1::VARCHAR[]) AS term, "
+            "unnest($2::INTEGER[]) AS d",
+            [[t for t, _ in moved], [n for _, n in moved]],
+        )
+        con.execute(
+            "UPDATE terms SET df = terms.df + x.d FROM df_delta x WHERE terms.term = x.term"
+        )
+        con.execute(
+            "INSERT INTO terms SELECT x.term, x.d FROM df_delta x "
+            "ANTI JOIN terms t ON t.term = x.term"
+        )
+        # Only the moved terms can have reached zero: no scan of the whole table.
+        con.execute("DELETE FROM terms WHERE df <= 0 AND term IN (SELECT term FROM df_delta)")
+        con.execute("DROP TABLE df_delta")
+    if stats is None:
+        raise ValueError("an incremental recount needs the documents' change (`stats`)")
+    if any(stats):
+        con.execute(
+            "UPDATE search_stats SET documents = documents + $1, notes = notes + $2, "
+            "total_length = total_length + $3",
+            list(stats),
+        )

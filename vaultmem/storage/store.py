@@ -32,9 +32,10 @@ from typing import Any, ClassVar
 
 # DuckDB's engine, imported without the `duckdb` package around it: that package re-exports
 # this extension module and adds a Python relational API and version lookup we never call
-# (`_relation`, `importlib.metadata`), ~35 ms of every cold command that opens the index.
-# The stubs (`_duckdb-stubs`) ship with the wheel; the names used here are the same objects.
-# A DuckDB release that has no separate engine module gets the package (slower start, same API).
+# (`_relation`, `importlib.metadata`), a large share of a cold command that opens the index.
+# A private module: listed with its tested versions in core/compat.py (only storage may import
+# DuckDB, so the import stays here). The stubs (`_duckdb-stubs`) ship with the wheel; the names
+# are the same objects. A release without a separate engine module gets the package.
 try:
     import _duckdb as duckdb
 except ImportError:  # pragma: no cover - depends on the installed DuckDB's packaging
