@@ -30,7 +30,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 from vaultmem.core.atomic import replace_file
-from vaultmem.core.errors import ConfigError, FileAccessError
+from vaultmem.core.errors import FileAccessError, VaultmemError
+
+
+class AgentConfigError(VaultmemError):
+    """An agent's config file that setup cannot read as JSON or TOML: it is left alone."""
+
+    code = "agent_config_invalid"
+
 
 Format = Literal["json", "toml"]
 Action = Literal["create", "update", "unchanged", "delete", "restore"]
@@ -100,7 +107,7 @@ def parse(text: str, fmt: Format, path: Path) -> Any:
         try:
             return tomlkit.parse(text)
         except TOMLKitError as error:
-            raise ConfigError(
+            raise AgentConfigError(
                 f"{path} is not valid TOML ({error}); vaultmem setup leaves it alone.",
                 hint="Fix the file (its backup copies sit beside it), then run setup again.",
             ) from error
@@ -109,12 +116,12 @@ def parse(text: str, fmt: Format, path: Path) -> Any:
     try:
         doc = json.loads(text)
     except ValueError as error:
-        raise ConfigError(
+        raise AgentConfigError(
             f"{path} is not valid JSON ({error}); vaultmem setup leaves it alone.",
             hint="Fix the file (its backup copies sit beside it), then run setup again.",
         ) from error
     if not isinstance(doc, dict):
-        raise ConfigError(
+        raise AgentConfigError(
             f"{path} holds a JSON {type(doc).__name__}, not an object; setup leaves it alone.",
             hint="An agent's config file is a JSON object: fix it, then run setup again.",
         )
@@ -156,7 +163,7 @@ def read_text(path: Path) -> str | None:
     except FileNotFoundError:
         return None
     except UnicodeDecodeError as error:
-        raise ConfigError(
+        raise AgentConfigError(
             f"{path} is not UTF-8 text; vaultmem setup leaves it alone.",
             hint="Fix or move the file, then run setup again.",
         ) from error
