@@ -24,6 +24,10 @@ LONG_LIVED_COMMANDS = frozenset({"watch", "mcp"})
 
 def main() -> int:
     """Run the command line with the collector set for the command's lifetime."""
+    if sys.argv[1:2] == ["hook"]:  # an agent's hook: its own lean path, no click (adapters/hook.py)
+        from vaultmem.adapters.hook import main as hook
+
+        return hook(sys.argv[2:])
     if LONG_LIVED_COMMANDS.isdisjoint(sys.argv[1:]):  # a stray "watch" argument only costs speed
         gc.set_threshold(SHORT_LIVED_THRESHOLD, *gc.get_threshold()[1:])
     from vaultmem.adapters.cli import main as run

@@ -36,6 +36,11 @@ LAYERS: tuple[tuple[str, str], ...] = (
     ("index", "builds the index: survey, plan, parallel parse, write, watch"),
     ("memory", "agent memory in the managed folder: store, recall, context, relations, usage"),
     ("okf", "Open Knowledge Format bundles in and out"),
+    (
+        "setup",
+        "agents' own config files, outside the vault: the MCP server and hook entries, "
+        "previewed, backed up, undone",
+    ),
     ("vault", "the facade: the one API both adapters call, and the only publisher"),
     (
         "adapters",
@@ -282,9 +287,10 @@ def test_the_sql_check_sees_duckdb_use(tmp_path: Path) -> None:
         ("index.reconcile", 6),
         ("memory.topic_store", 7),
         ("okf.export", 8),
-        ("vault", 9),
-        ("adapters.cli", 10),
-        ("__main__", 10),
+        ("setup.agents", 9),
+        ("vault", 10),
+        ("adapters.cli", 11),
+        ("__main__", 11),
     ],
 )
 def test_layer_table(module: str, layer: int) -> None:

@@ -319,3 +319,43 @@ def test_a_long_lived_command_keeps_the_default_collector(
     threshold, _ = _run_main([command, "--help"])
     assert threshold == default
     assert command in capsys.readouterr().out
+
+
+# Not needed by an agent's hook (`vaultmem hook session-start`): it skips typer for its own path.
+NOT_FOR_A_HOOK = (
+    "click",
+    "rich",
+    "pydantic",
+    "watchfiles",
+    "mcp",
+    "vaultmem.okf",
+    "vaultmem.setup",
+    "vaultmem.adapters.cli",
+    "vaultmem.index.reconcile",
+    "vaultmem.memory.topic_store",
+    "mistune",
+    "numpy",
+    "tokenizers",
+    "multiprocessing",
+)
+
+
+def test_a_session_start_hook_loads_only_what_it_needs(tmp_path: Path) -> None:
+    root = tmp_path
+    (root / "note.md").write_text("# Note\n\nrun the tests\n", encoding="utf-8")
+    Vault.init(root)
+    Vault(root).reconcile()
+    Vault(root).store("build", "Run make test.", scope="global")
+    code = (
+        "import io, sys\n"
+        "from vaultmem import __main__ as entry\n"
+        f"sys.argv = ['vaultmem', 'hook', 'session-start', '--vault', {str(root)!r}]\n"
+        "sys.stdin = io.TextIOWrapper(io.BytesIO(b'{}'))\n"
+        "out, sys.stdout = sys.stdout, io.StringIO()\n"
+        "assert entry.main() == 0\n"
+        "given, sys.stdout = sys.stdout.getvalue(), out\n"
+        "assert 'build' in given, given\n"
+    )
+    loaded = _loaded(code, cwd=root)
+    assert "vaultmem.memory.context" in loaded  # the block was built
+    assert _offenders(loaded, NOT_FOR_A_HOOK) == []

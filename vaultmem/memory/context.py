@@ -152,7 +152,9 @@ def build_context(
     """Select each scope's candidates from the index, then lay the block out."""
     now = now or datetime.now(UTC)
     counts = usage_counts or {}
-    notes = [i for i in scope_infos(con, scopes) if recallable(i, now, managed_folder)]
+    notes = [
+        i for i in scope_infos(con, scopes, managed_only=True) if recallable(i, now, managed_folder)
+    ]
     direct: list[tuple[ScopeSpec, list[NoteInfo]]] = []
     taken: set[str] = set()
     for spec in scopes:

@@ -178,9 +178,13 @@ def note_infos(con: Connection, ids: Iterable[str]) -> dict[str, NoteInfo]:
     return {info.id: info for info in map(_info, q.info_rows(con, ids))}
 
 
-def scope_infos(con: Connection, scopes: Sequence[ScopeSpec]) -> list[NoteInfo]:
-    """Every note of the given scopes (all scopes when empty), in path order."""
-    return [i for i in map(_info, q.all_info_rows(con)) if in_scopes(i, scopes)]
+def scope_infos(
+    con: Connection, scopes: Sequence[ScopeSpec], *, managed_only: bool = False
+) -> list[NoteInfo]:
+    """Every note of the given scopes (all scopes when empty), in path order; only the agent
+    topics when `managed_only` (a 10,000-note vault's rows cost the context block ~0.1 s)."""
+    rows = q.all_info_rows(con, managed_only=managed_only)
+    return [i for i in map(_info, rows) if in_scopes(i, scopes)]
 
 
 def in_scopes(info: NoteInfo, scopes: Sequence[ScopeSpec]) -> bool:

@@ -1,5 +1,9 @@
-"""Commands for agents: `recall`, `read`, `recent`, `used`, `context` and the MCP server
-(`mcp`). Each operation holds its params, its run and its text renderer."""
+"""Commands for agents: `recall`, `read`, `recent`, `used`, `context`, `setup` and `hook`, and
+the MCP server (`mcp`). Each operation holds its params, its run and its text renderer.
+
+`hook` is the agents' own command: `vaultmem/__main__.py` sends `vaultmem hook …` straight to
+`adapters/hook.py` without building the CLI, and its operation here gives it help, docs and the
+same behaviour when the CLI is called as a library (`cli.main`)."""
 
 from __future__ import annotations
 
@@ -99,6 +103,69 @@ def _context_text(result: Any, args: dict[str, Any]) -> None:
         return output.line(result.text)
     verb = "Created" if result.created else "Updated" if result.changed else "Unchanged:"
     output.line(f"{verb} {result.path} ({P(len(result.block.entries), 'entry', 'entries')})")
+
+
+_PAST = {"create": "created", "update": "updated", "delete": "deleted", "restore": "restored"}
+AGENT_NAMES = ("claude", "codex", "kiro")  # setup.agents.AGENTS, without importing setup here
+
+
+def _setup(call: Call) -> Any:
+    from pathlib import Path
+
+    from vaultmem.core.errors import InvalidArgumentError
+    from vaultmem.setup import agents
+
+    a = call.args
+    vault = call.v
+    vault.check_is_a_vault()
+    if a["user"] and a["project"] is not None:
+        raise InvalidArgumentError(
+            "--project and --user exclude each other.", hint="Pass one of them, or neither."
+        )
+    scope: agents.Scope | None = "user" if a["user"] else None
+    if a["project"] is not None:
+        scope = "project"
+    return agents.setup(
+        a["agent"],
+        agents.Launch.current(vault.root),
+        scope=scope,
+        project_dir=Path(a["project"] or Path.cwd()),
+        home=Path.home(),
+        remove=a["remove"],
+        dry_run=a["dry_run"],
+    )
+
+
+def _setup_text(result: Any, args: dict[str, Any]) -> None:
+    verb = "remove from" if result.remove else "set up"
+    if not result.changed:
+        output.line(f"vaultmem setup {result.agent} ({result.scope}): {verb} nothing to change.")
+    for f in result.files:
+        if not f.changed:
+            output.line(f"  unchanged  {f.path}")
+            continue
+        done = ("would " + f.action) if result.dry_run else _PAST[f.action]
+        output.line(f"  {done:<14} {f.path}  ({', '.join(f.entries)})")
+        if f.backup:
+            output.line(f"  {'backup':<14} {f.backup}")
+        for diff_line in f.diff().splitlines():
+            output.line(f"    {diff_line}")
+    for note in result.notes:
+        output.line(f"Note: {note}")
+    if result.dry_run and result.changed:
+        output.line("Dry run: nothing was written.")
+
+
+def _hook(call: Call) -> None:
+    from vaultmem.adapters import hook
+
+    a = call.args
+    hook.run(
+        a["event"],
+        vault=None if a["vault"] is None else str(a["vault"]),
+        budget_chars=a["budget_chars"],
+        time_budget_s=a["time_budget_s"],
+    )
 
 
 OPERATIONS: tuple[Operation, ...] = (
@@ -343,5 +410,81 @@ OPERATIONS: tuple[Operation, ...] = (
         "is `- [scope] key: latest content`; `[related]` marks notes linked from a chosen "
         "topic. Secrets are redacted; the block never exceeds budget_chars.",
         render=_context_text,
+    ),
+    Operation(
+        "setup",
+        "Register the MCP server and the hooks in an agent's own config (previewed, backed "
+        "up, idempotent; --remove undoes it).",
+        "Agents",
+        (
+            Param(
+                "agent",
+                "str",
+                "The agent: claude, codex or kiro.",
+                required=True,
+                positional=True,
+                choices=AGENT_NAMES,
+                metavar="AGENT",
+            ),
+            VAULT,
+            Param(
+                "project",
+                "path",
+                "Set up this project's config (default for claude and kiro: the working "
+                "directory).",
+                metavar="DIR",
+            ),
+            Param("user", "bool", "Set up the user's config (default for codex).", False),
+            Param("dry_run", "bool", "Show the change; write nothing.", False),
+            Param("remove", "bool", "Take vaultmem's entries out again.", False),
+        ),
+        _setup,
+        examples=(
+            "vaultmem setup claude --vault ~/Notes",
+            "vaultmem setup codex --dry-run",
+            "vaultmem setup claude --remove",
+        ),
+        read_only=False,
+        render=_setup_text,
+    ),
+    Operation(
+        "hook",
+        "Print memory for an agent's hook; the event's JSON comes on stdin (always exits 0).",
+        "Agents",
+        (
+            Param(
+                "event",
+                "str",
+                "The hook: session-start, prompt or pre-compact.",
+                required=True,
+                positional=True,
+                metavar="EVENT",
+                max_length=40,
+            ),
+            VAULT,
+            Param(
+                "budget_chars",
+                "int",
+                "The session-start block's size; a prompt's memories get a third of it.",
+                10_000,
+                minimum=200,
+                maximum=100_000,
+                metavar="N",
+            ),
+            Param(
+                "time_budget_s",
+                "float",
+                "Give up, printing one line, after this many seconds.",
+                5.0,
+                minimum=0.000001,
+                maximum=60,
+                metavar="S",
+            ),
+        ),
+        _hook,
+        examples=('echo \'{"cwd": "/repo"}\' | vaultmem hook session-start --vault ~/Notes',),
+        needs_vault=False,
+        json_help=None,
+        streams=True,
     ),
 )
