@@ -393,6 +393,9 @@ def serve_http(vault_path: Path | None, bind: str) -> None:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
+        # Listen before saying where: a client that connects on that line must not be refused
+        # while uvicorn is still starting (it listens on the socket again, which is harmless).
+        sock.listen(MAX_HTTP_CONNECTIONS)
     except OSError as error:
         sock.close()
         raise InvalidArgumentError(
