@@ -41,7 +41,12 @@ def split(lines: list[str]) -> dict[str, object]:
             dealt["tune" if turn % 2 == 0 else "test"].append(i)
             turn += 1
     digest = hashlib.sha256("\n".join(lines).encode("utf-8")).hexdigest()
-    return {"tune": sorted(dealt["tune"]), "test": sorted(dealt["test"]), "n": len(lines), "sha256": digest}
+    return {
+        "tune": sorted(dealt["tune"]),
+        "test": sorted(dealt["test"]),
+        "n": len(lines),
+        "sha256": digest,
+    }
 
 
 def main() -> None:

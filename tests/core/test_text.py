@@ -217,7 +217,8 @@ def test_single_cjk_char_is_a_unigram() -> None:
 
 
 def test_kana_and_han_share_a_run() -> None:
-    assert tokenize("東京タワー") == ["東京", "京タ", "タワ", "ワー"]
+    # Sudachi cuts 東京|タワー: bigrams across the words, and the three-kana word whole
+    assert tokenize("東京タワー") == ["東京", "京タ", "タワー", "タワ", "ワー"]
 
 
 def test_cjk_punctuation_breaks_runs() -> None:
@@ -229,7 +230,9 @@ def test_thai_bigrams() -> None:
 
 
 def test_hangul_is_spaced() -> None:
-    assert tokenize("한국어 텍스트") == ["한국어", "텍스트"]
+    # words, and the syllable bigrams of a word of three syllables or more
+    assert tokenize("한국어 텍스트") == ["한국어", "한국", "국어", "텍스트", "텍스", "스트"]
+    assert tokenize("노트 노트를") == ["노트", "노트를", "노트", "트를"]
 
 
 def test_mixed_scripts_split_at_the_boundary() -> None:

@@ -566,11 +566,15 @@ def snippet(
     window_start = max(0, best_start - width // 4)
     window_start = text.rfind(" ", 0, window_start) + 1 if window_start else 0
     window_end = min(len(text), window_start + width)
-    out, cursor = [], window_start
+    out: list[str] = []
+    cursor = window_start
     for start, end in spans:
         if start < max(window_start, cursor) or end > window_end:
             continue  # outside the window, or a part of an identifier already marked whole
-        out += [text[cursor:start], "**", text[start:end], "**"]
+        if out and start == cursor:  # adjoins the last mark (words of an unspaced script)
+            out[-1:] = [text[start:end], "**"]
+        else:
+            out += [text[cursor:start], "**", text[start:end], "**"]
         cursor = end
     out.append(text[cursor:window_end])
     body = " ".join("".join(out).split())
