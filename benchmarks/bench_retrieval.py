@@ -142,6 +142,24 @@ def proximity_rank(
         proximity.WEIGHT, proximity.WINDOW = saved
 
 
+TITLE_SWEEP = [(w, p) for p in (1.0, 2.0) for w in (0.3, 0.8)]
+"""(title weight, power) pairs tried by `--title` (`search/proximity.py`, `TITLE_WEIGHT`)."""
+
+
+def title_rank(
+    root: Path, questions: Sequence[Question], setting: tuple[float, float], k: int = 10
+) -> list[list[str]]:
+    """`Vault.search` with a title-share boost (`proximity.TITLE_WEIGHT`, `TITLE_POWER`)."""
+    from vaultmem.search import proximity
+
+    saved = proximity.TITLE_WEIGHT, proximity.TITLE_POWER
+    proximity.TITLE_WEIGHT, proximity.TITLE_POWER = setting
+    try:
+        return vaultmem_rank(root, questions, k)
+    finally:
+        proximity.TITLE_WEIGHT, proximity.TITLE_POWER = saved
+
+
 def mode_metrics(name: str, questions: Sequence[Question]) -> dict[str, Any]:
     """Metrics of each search mode on a copy of the set's vault with semantic recall on."""
     from benchmarks import bench_semantic
@@ -154,7 +172,11 @@ def mode_metrics(name: str, questions: Sequence[Question]) -> dict[str, Any]:
 
 
 def run_set(
-    name: str, do_sweep: bool = False, modes: bool = False, do_proximity: bool = False
+    name: str,
+    do_sweep: bool = False,
+    modes: bool = False,
+    do_proximity: bool = False,
+    do_title: bool = False,
 ) -> dict[str, Any]:
     questions = load_questions(QUESTIONS_DIR / f"{name}.jsonl")
     root, indexed = prepared_vault(name)
@@ -188,6 +210,12 @@ def run_set(
             for w, n in (PROXIMITY_SWEEP if do_proximity else ())
         }
     )
+    for setting in TITLE_SWEEP if do_title else ():  # held-out halves: choose on tune only
+        ranks = title_rank(root, questions, setting)
+        for half, idx in (split or {"all": list(range(len(questions)))}).items():
+            sub = [questions[i] for i in idx]
+            label = f"title {setting[0]}, power {setting[1]}, {half}"
+            sweep[label] = metrics([ranks[i] for i in idx], sub)
     stability = {}
     if name in VARIANTS:  # how far the change moved each engine's rankings
         clean, _ = prepared_vault(name, variant=False)
@@ -267,6 +295,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--proximity", action="store_true", help="also rank with other proximity weights"
     )
     parser.add_argument(
+        "--title", action="store_true", help="also rank with a title-share boost, per half"
+    )
+    parser.add_argument(
         "--no-boilerplate",
         action="store_true",
         help="index boilerplate lines like any text (measures what the rule gains)",
@@ -284,7 +315,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if (reason := missing_vault(name)) is not None:
             print(reason, file=sys.stderr)
     results = [
-        run_set(name, args.sweep, args.modes, args.proximity)
+        run_set(name, args.sweep, args.modes, args.proximity, args.title)
         for name in names
         if vault_for(name).exists()
     ]

@@ -3,18 +3,18 @@
 A run of Han and kana (the tokenizer's first no-space script group) is cut into words by a
 dictionary segmenter: rjieba (jieba's dictionary, inside its wheel) for Chinese, SudachiPy with
 `sudachidict_small` in mode C for Japanese (`sudachidict_core`, the `cjk-full` extra, is used
-when installed: fewer, longer words). A run holding kana is Japanese; a run of Han alone is the
-note's language when known (`lang`, else the script rule on the whole note: kana anywhere ->
-Japanese), else Chinese. Each segmenter is imported on the first run that needs it: an English
-note or query never loads one.
+when installed). A run holding kana is Japanese; a run of Han alone is the note's language
+when known (`note_cjk`), else Chinese. Each segmenter is imported on the first run that needs
+it: an English note or query never loads one.
 
-The terms of a run are its **character bigrams** that touch no question or function word (the
-bigrams are what match across segmentations: a query and a note can be cut differently, and
-typos such as 属姓 still share a bigram), plus each word of three or more characters whole. A
-word on `STOPWORDS` (怎么, 如何, 吗, の, には, 使い方 ...: how people ask, not what answers)
+The terms of a run are its **character bigrams** (what matches across segmentations: a query
+and a note can be cut differently, and a typo such as 属姓 still shares a bigram with 属性).
+In Chinese, a word on `ZH_STOPWORDS` (怎么, 如何, 吗, 的 ...: how people ask, not what answers)
 gives no term and takes the bigrams that overlap it along: `怎么使用属性` gives 使用 用属 属性,
-not 么使. A lone character between such words is a unigram. Every term's span covers the whole
-words it touches, so a snippet marks whole words (`**设备**`, not `**在多****个设**`).
+not 怎么 么使; a lone character between such words is a unigram. Japanese keeps every bigram:
+leaving out its function words (`JA_STOPWORDS`) lost on the held-out half of the Japanese
+questions (docs/search.md). Every term's span covers the whole words it touches, in both
+languages, so a snippet marks whole words (`**设备**`, not `**在多****个设**`).
 
 Korean (Hangul) is spaced: its words stay words (`tokenizer`), and a word of three or more
 syllables also gives its syllable bigrams, so `노트를` (note + object particle) meets `노트`.
@@ -23,6 +23,7 @@ syllables also gives its syllable bigrams, so `노트를` (note + object particl
 from __future__ import annotations
 
 import functools
+import re
 import unicodedata
 from collections.abc import Callable
 from typing import Any
@@ -42,9 +43,9 @@ _JA = """
     は が を に で と も の か や な ね よ
 """
 JA_STOPWORDS = frozenset(_JA.split())
-"""Japanese question words, particles and endings. Sudachi cuts `使い方` as 使い|方 and
-`するには` as する|に|は: a sequence of up to three words whose text is on the list counts as
-one stop word."""
+"""Japanese question words, particles and endings (Sudachi cuts `使い方` as 使い|方 and
+`するには` as する|に|は: a sequence of up to three words on the list counts as one). Measured,
+not applied: see the module docstring."""
 
 _KO = "방법 어떻게 무엇 뭐예요 하는 하기 하려면 있나요 있어요 수"
 KO_STOPWORDS = frozenset(_KO.split())
@@ -52,21 +53,23 @@ KO_STOPWORDS = frozenset(_KO.split())
 
 STOPWORDS = ZH_STOPWORDS | JA_STOPWORDS
 _JOIN_STOP = 3  # the longest run of words checked as one stop word
-_LONGEST_WORD = 24  # a longer "word" (an unknown katakana run) gives its bigrams only
 
 LANGS = ("zh", "ja")
 
 
+_KANA = re.compile("[\u3040-\u30ff\uff66-\uff9f]")
+
+
 def has_kana(text: str) -> bool:
     """Whether `text` holds Hiragana or Katakana (half-width included): Japanese."""
-    return any("\u3040" <= c <= "\u30ff" or "\uff66" <= c <= "\uff9f" for c in text)
+    return not text.isascii() and _KANA.search(text) is not None
 
 
-def note_cjk(lang: str | None, text: str) -> str | None:
+def note_cjk(lang: object, text: str) -> str | None:
     """The segmenter for a note's Han-only runs: its `lang` property when it names Chinese
     or Japanese (`zh`, `zh-TW`, `ja`, `japanese` ...), else `ja` when the note holds kana,
     else None (Chinese, the default)."""
-    if lang:
+    if isinstance(lang, str) and lang.strip():
         code = lang.strip().lower()
         if code.startswith(("ja", "jp")):
             return "ja"
@@ -130,9 +133,11 @@ def spans(run: str, lang: str | None) -> list[Span]:
         return [(0, len(run), norm[i : i + 2]) for i in range(len(norm) - 1)] or [
             (0, len(run), norm)
         ]
-    language = "ja" if has_kana(norm) else (lang or "zh")
-    bounds = [(s, e) for s, e in words(norm, language) if e > s]
-    stop = _stopped(norm, bounds)
+    japanese = has_kana(norm) or lang == "ja"
+    bounds = [(s, e) for s, e in words(norm, "ja" if japanese else "zh") if e > s]
+    # Japanese: every bigram counts (leaving out the function words lost on the test half,
+    # docs/search.md); the words only widen the spans
+    stop = [False] * len(bounds) if japanese else _stopped(norm, bounds)
     word_of = [0] * len(norm)  # each character's word
     for w, (s, e) in enumerate(bounds):
         word_of[s:e] = [w] * (e - s)
@@ -140,8 +145,6 @@ def spans(run: str, lang: str | None) -> list[Span]:
     for w, (s, e) in enumerate(bounds):
         if stop[w]:
             continue
-        if 3 <= e - s <= _LONGEST_WORD:
-            out.append((s, e, norm[s:e]))
         for i in range(s, e):
             if i + 1 < len(norm) and not stop[word_of[i + 1]]:
                 out.append((s, bounds[word_of[i + 1]][1], norm[i : i + 2]))

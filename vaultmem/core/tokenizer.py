@@ -21,10 +21,10 @@ that spells the word the same way up to Unicode compatibility forms, case and wo
   stemming off). `benchmarks/tokenizer_eval.py` compares no stemming with the default on a real
   vault; the question sets of `benchmarks/bench_retrieval.py` judge the whole ranking.
 - Chinese and Japanese (a run of Han and kana) are cut into words by a dictionary segmenter
-  and give their character bigrams that touch no question or function word, plus each word of
-  three or more characters whole (`core/segment.py`: rjieba, SudachiPy; loaded on the first
-  such run): `如何在多个设备之间同步笔记` gives `多个 个设 设备 备之 之间 间同 同步 步笔 笔记`.
-  Every such term's span covers whole words. Other scripts written without spaces (Thai, Lao,
+  (`core/segment.py`: rjieba, SudachiPy; each loaded on the first such run) and give their
+  character bigrams; in Chinese those touching a question or function word are left out:
+  `如何在多个设备之间同步笔记` gives `多个 个设 设备 备之 之间 间同 同步 步笔 笔记`. Every such
+  term's span covers the whole words it touches. Other scripts written without spaces (Thai, Lao,
   Khmer, Myanmar) become overlapping character bigrams per run (a lone character is a
   unigram). A script change ends a run (`DuckDB索引` gives `duckdb duck db 索引`). Hangul is
   spaced and tokenised as words; a word of three or more syllables also gives its bigrams.
