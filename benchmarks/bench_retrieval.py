@@ -3,28 +3,32 @@
 For each question set in `benchmarks/questions/` (see `benchmarks/retrieval.py`), the set's
 vault is copied to `benchmarks/out/retrieval-<set>/` (its `.vaultmem/config.toml` kept when it
 has one, else `Vault.init` maps the whole vault), reconciled, and every question is asked of
-`Vault.search(q, limit=10)` and of `retrieval.fts5_rank`. Prints r@1, r@5 and MRR@10 of both
-per set, and per kind of question with `--kinds`; `--misses` lists the questions vaultmem
-ranks worse than rank 1.
+`Vault.search(q, limit=10)` and of `retrieval.fts5_rank` (porter, and trigram: the baseline for
+scripts without spaces). Prints r@1, r@5 and MRR@10 per set, then each set's tune and test
+halves (`questions/splits.json`: weights are chosen on tune halves, the test halves are the
+figures quoted) beside both baselines, and per kind of question with `--kinds`; `--misses`
+lists the questions vaultmem ranks worse than rank 1.
 
 A set whose vault is external (`retrieval.EXTERNAL_VAULTS`: `obsidian-help` reads
 `VAULTMEM_OBSIDIAN_HELP`, the `en/` folder of a checkout of obsidian-help; `obsidian-hub` reads
-`VAULTMEM_OBSIDIAN_HUB`, the root of a checkout of obsidian-hub) is skipped with one line on
-stderr when its variable is unset or not a folder. Each set reports how many notes the
-index holds and how many `.md` files the baseline read, and says so when they differ.
+`VAULTMEM_OBSIDIAN_HUB`, the root of a checkout of obsidian-hub; `obsidian-help-zh`, `-ja`,
+`-ko` read `VAULTMEM_OBSIDIAN_HELP_ZH`, `_JA`, `_KO`, its `zh/`, `ja/`, `ko/` folders) is
+skipped with one line on stderr when its variable is unset or not a folder. Each set reports
+how many notes the index holds and how many `.md` files the baseline read, and says so when
+they differ.
 
 A set in `retrieval.VARIANTS` runs on a changed copy (`dwarvesf-brain-boilerplate`: a footer
 and a navigation line appended to 4 notes in 5), which both engines index; the run also ranks
-its questions on an unchanged copy and prints how much each engine's rankings moved (the
-share of questions with the same first note, the mean top-10 overlap).
+its questions on an unchanged copy and prints how much each engine's rankings moved (the share
+of questions with the same first note, the mean top-10 overlap).
 
 `--modes` ranks every set again with semantic recall on, once per search mode (words,
 vectors, hybrid), and applies the rule's quality half (docs/search.md; latency is
 `benchmarks.bench_semantic`'s).
 
 `--sweep` ranks again with other weights of the title document and the whole note;
-`--proximity` with other weights and windows of term proximity (`search/proximity.py`; weight
-0 is plain BM25), each row against FTS5.
+`--proximity` with other weights and windows of term proximity (`search/proximity.py`; weight 0
+is plain BM25), each row against FTS5; `--title` with a title-share boost, per half.
 
 Usage: `python -m benchmarks.bench_retrieval [--quick] [--json] [--set NAME ...] [--kinds]
 [--misses] [--sweep] [--proximity] [--no-boilerplate] [--modes]`. `--quick` is the same run
