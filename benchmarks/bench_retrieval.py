@@ -3,28 +3,32 @@
 For each question set in `benchmarks/questions/` (see `benchmarks/retrieval.py`), the set's
 vault is copied to `benchmarks/out/retrieval-<set>/` (its `.vaultmem/config.toml` kept when it
 has one, else `Vault.init` maps the whole vault), reconciled, and every question is asked of
-`Vault.search(q, limit=10)` and of `retrieval.fts5_rank`. Prints r@1, r@5 and MRR@10 of both
-per set, and per kind of question with `--kinds`; `--misses` lists the questions vaultmem
-ranks worse than rank 1.
+`Vault.search(q, limit=10)` and of `retrieval.fts5_rank` (porter, and trigram: the baseline for
+scripts without spaces). Prints r@1, r@5 and MRR@10 per set, then each set's tune and test
+halves (`questions/splits.json`: weights are chosen on tune halves, the test halves are the
+figures quoted) beside both baselines, and per kind of question with `--kinds`; `--misses`
+lists the questions vaultmem ranks worse than rank 1.
 
 A set whose vault is external (`retrieval.EXTERNAL_VAULTS`: `obsidian-help` reads
 `VAULTMEM_OBSIDIAN_HELP`, the `en/` folder of a checkout of obsidian-help; `obsidian-hub` reads
-`VAULTMEM_OBSIDIAN_HUB`, the root of a checkout of obsidian-hub) is skipped with one line on
-stderr when its variable is unset or not a folder. Each set reports how many notes the
-index holds and how many `.md` files the baseline read, and says so when they differ.
+`VAULTMEM_OBSIDIAN_HUB`, the root of a checkout of obsidian-hub; `obsidian-help-zh`, `-ja`,
+`-ko` read `VAULTMEM_OBSIDIAN_HELP_ZH`, `_JA`, `_KO`, its `zh/`, `ja/`, `ko/` folders) is
+skipped with one line on stderr when its variable is unset or not a folder. Each set reports
+how many notes the index holds and how many `.md` files the baseline read, and says so when
+they differ.
 
 A set in `retrieval.VARIANTS` runs on a changed copy (`dwarvesf-brain-boilerplate`: a footer
 and a navigation line appended to 4 notes in 5), which both engines index; the run also ranks
-its questions on an unchanged copy and prints how much each engine's rankings moved (the
-share of questions with the same first note, the mean top-10 overlap).
+its questions on an unchanged copy and prints how much each engine's rankings moved (the share
+of questions with the same first note, the mean top-10 overlap).
 
 `--modes` ranks every set again with semantic recall on, once per search mode (words,
 vectors, hybrid), and applies the rule's quality half (docs/search.md; latency is
 `benchmarks.bench_semantic`'s).
 
 `--sweep` ranks again with other weights of the title document and the whole note;
-`--proximity` with other weights and windows of term proximity (`search/proximity.py`; weight
-0 is plain BM25), each row against FTS5.
+`--proximity` with other weights and windows of term proximity (`search/proximity.py`; weight 0
+is plain BM25), each row against FTS5; `--title` with a title-share boost, per half.
 
 Usage: `python -m benchmarks.bench_retrieval [--quick] [--json] [--set NAME ...] [--kinds]
 [--misses] [--sweep] [--proximity] [--no-boilerplate] [--modes]`. `--quick` is the same run
@@ -57,6 +61,7 @@ from benchmarks.retrieval import (
     missing_vault,
     question_sets,
     sample_notes,
+    split_of,
     vault_for,
 )
 
@@ -141,6 +146,24 @@ def proximity_rank(
         proximity.WEIGHT, proximity.WINDOW = saved
 
 
+TITLE_SWEEP = [(w, p) for p in (1.0, 2.0) for w in (0.3, 0.8)]
+"""(title weight, power) pairs tried by `--title` (`search/proximity.py`, `TITLE_WEIGHT`)."""
+
+
+def title_rank(
+    root: Path, questions: Sequence[Question], setting: tuple[float, float], k: int = 10
+) -> list[list[str]]:
+    """`Vault.search` with a title-share boost (`proximity.TITLE_WEIGHT`, `TITLE_POWER`)."""
+    from vaultmem.search import proximity
+
+    saved = proximity.TITLE_WEIGHT, proximity.TITLE_POWER
+    proximity.TITLE_WEIGHT, proximity.TITLE_POWER = setting
+    try:
+        return vaultmem_rank(root, questions, k)
+    finally:
+        proximity.TITLE_WEIGHT, proximity.TITLE_POWER = saved
+
+
 def mode_metrics(name: str, questions: Sequence[Question]) -> dict[str, Any]:
     """Metrics of each search mode on a copy of the set's vault with semantic recall on."""
     from benchmarks import bench_semantic
@@ -153,12 +176,25 @@ def mode_metrics(name: str, questions: Sequence[Question]) -> dict[str, Any]:
 
 
 def run_set(
-    name: str, do_sweep: bool = False, modes: bool = False, do_proximity: bool = False
+    name: str,
+    do_sweep: bool = False,
+    modes: bool = False,
+    do_proximity: bool = False,
+    do_title: bool = False,
 ) -> dict[str, Any]:
     questions = load_questions(QUESTIONS_DIR / f"{name}.jsonl")
     root, indexed = prepared_vault(name)
     ours = vaultmem_rank(root, questions)
     base = fts5_rank(root, questions)
+    trigram = fts5_rank(root, questions, trigram=True)
+    split = split_of(name, questions)
+    halves = {
+        half: {
+            engine: metrics([ranks[i] for i in idx], [questions[i] for i in idx])
+            for engine, ranks in (("vaultmem", ours), ("fts5", base), ("fts5_trigram", trigram))
+        }
+        for half, idx in (split or {}).items()
+    }
     kinds: dict[str, Any] = {}
     for kind in sorted({q.kind for q in questions}):
         idx = [i for i, q in enumerate(questions) if q.kind == kind]
@@ -178,6 +214,12 @@ def run_set(
             for w, n in (PROXIMITY_SWEEP if do_proximity else ())
         }
     )
+    for setting in TITLE_SWEEP if do_title else ():  # held-out halves: choose on tune only
+        ranks = title_rank(root, questions, setting)
+        for half, idx in (split or {"all": list(range(len(questions)))}).items():
+            sub = [questions[i] for i in idx]
+            label = f"title {setting[0]}, power {setting[1]}, {half}"
+            sweep[label] = metrics([ranks[i] for i in idx], sub)
     stability = {}
     if name in VARIANTS:  # how far the change moved each engine's rankings
         clean, _ = prepared_vault(name, variant=False)
@@ -196,6 +238,8 @@ def run_set(
         "notes": {"vaultmem": indexed, "fts5": len(markdown_notes(root))},
         "vaultmem": metrics(ours, questions),
         "fts5": metrics(base, questions),
+        "fts5_trigram": metrics(trigram, questions),
+        "halves": halves,
         "kinds": kinds,
         "misses": misses,
         "sweep": sweep,
@@ -225,6 +269,22 @@ def _row(label: str, ours: dict[str, float], base: dict[str, float]) -> str:
     return f"| {label} | {n} | {cells(ours)} | {cells(base)} | {'yes' if wins else 'no'} |"
 
 
+def _half_row(name: str, half: str, m: dict[str, dict[str, float]]) -> str:
+    def cells(x: dict[str, float]) -> str:
+        return f"{x['r@1']:.2f} / {x['r@5']:.2f} / {x['mrr@10']:.3f}"
+
+    ours = m["vaultmem"]
+    keys = ("r@1", "r@5", "mrr@10")
+    rivals = (m["fts5"], m["fts5_trigram"])
+    holds = all(ours[k] >= r[k] for r in rivals for k in keys)
+    above = holds and all(ours["r@1"] > r["r@1"] for r in rivals)
+    n = f"{ours['questions']:.0f}"
+    return (
+        f"| {name} | {half} | {n} | {cells(ours)} | {cells(m['fts5'])} "
+        f"| {cells(m['fts5_trigram'])} | {'yes' if above else 'no'} |"
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="same run (the sets are small)")
@@ -237,6 +297,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument(
         "--proximity", action="store_true", help="also rank with other proximity weights"
+    )
+    parser.add_argument(
+        "--title", action="store_true", help="also rank with a title-share boost, per half"
     )
     parser.add_argument(
         "--no-boilerplate",
@@ -256,7 +319,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if (reason := missing_vault(name)) is not None:
             print(reason, file=sys.stderr)
     results = [
-        run_set(name, args.sweep, args.modes, args.proximity)
+        run_set(name, args.sweep, args.modes, args.proximity, args.title)
         for name in names
         if vault_for(name).exists()
     ]
@@ -277,6 +340,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.kinds:
             for kind, m in res["kinds"].items():
                 print(_row(f"  {res['set']} · {kind}", m["vaultmem"], m["fts5"]))
+    print(
+        "\nHeld-out halves (benchmarks/questions/splits.json; the test halves are the figures "
+        "quoted):\n\n| question set | half | questions | vaultmem r@1 / r@5 / MRR@10 "
+        "| FTS5 porter | FTS5 trigram | at or above both, r@1 above |\n"
+        "|---|---|---|---|---|---|---|"
+    )
+    for half in ("test", "tune"):
+        for res in results:
+            if half in res["halves"]:
+                print(_half_row(res["set"], half, res["halves"][half]))
     for res in results:
         for weight, m in res["sweep"].items():
             print(_row(f"  {res['set']} · {weight}", m, res["fts5"]))

@@ -44,13 +44,31 @@ EXTERNAL_VAULTS: dict[str, tuple[str, str]] = {
         "VAULTMEM_OBSIDIAN_HELP",
         "the en/ folder of a checkout of https://github.com/obsidianmd/obsidian-help",
     ),
+    "obsidian-help-zh": (
+        "VAULTMEM_OBSIDIAN_HELP_ZH",
+        "the zh/ folder of a checkout of https://github.com/obsidianmd/obsidian-help",
+    ),
+    "obsidian-help-ja": (
+        "VAULTMEM_OBSIDIAN_HELP_JA",
+        "the ja/ folder of a checkout of https://github.com/obsidianmd/obsidian-help",
+    ),
+    "obsidian-help-ko": (
+        "VAULTMEM_OBSIDIAN_HELP_KO",
+        "the ko/ folder of a checkout of https://github.com/obsidianmd/obsidian-help",
+    ),
     "obsidian-hub": (
         "VAULTMEM_OBSIDIAN_HUB",
         "the root of a checkout of https://github.com/obsidian-community/obsidian-hub",
     ),
 }
 """Question set name -> (environment variable naming its vault folder, what that folder is):
-real vaults whose text is not ours to commit. Unset or absent, the set is skipped."""
+real vaults whose text is not ours to commit. Unset or absent, the set is skipped. A set
+runs on the longest name it starts with (`obsidian-help-zh` on its own vault, not the English
+one)."""
+
+SPLITS = QUESTIONS_DIR / "splits.json"
+"""Each set's fixed tuning and test halves (`questions/make_splits.py`, run once): weights are
+chosen on `tune` questions only, and the figures quoted are the `test` halves'."""
 
 
 def _vault_key(name: str) -> str:
@@ -173,6 +191,16 @@ def load_questions(path: str | Path) -> list[Question]:
     return out
 
 
+def split_of(name: str, questions: Sequence[Question]) -> dict[str, list[int]] | None:
+    """The set's `tune` and `test` halves (positions in `load_questions` order), or None for
+    a set the split does not hold or one edited since (`n` differs): no half is then held out."""
+    splits = json.loads(SPLITS.read_text(encoding="utf-8")) if SPLITS.exists() else {}
+    entry = splits.get(name)
+    if entry is None or entry["n"] != len(questions):
+        return None
+    return {"tune": list(entry["tune"]), "test": list(entry["test"])}
+
+
 def question_sets() -> list[str]:
     """Names of the search question sets, sorted. A set with a `<set>.topics.jsonl` beside it
     needs those topics stored first: `benchmarks.bench_recall` runs it, not the search bench."""
@@ -273,10 +301,19 @@ def markdown_notes(vault_root: Path) -> list[Path]:
     ]
 
 
-def fts5_rank(vault_root: Path, questions: Sequence[Question], k: int = 10) -> list[list[str]]:
-    """The baseline: FTS5 (porter) over whole notes, title = file stem weighted 5×, OR query."""
+def fts5_rank(
+    vault_root: Path, questions: Sequence[Question], k: int = 10, *, trigram: bool = False
+) -> list[list[str]]:
+    """The baseline: FTS5 (porter) over whole notes, title = file stem weighted 5×, OR query.
+
+    `trigram`: FTS5's trigram tokenizer instead, the baseline for scripts written without
+    spaces (porter's unicode61 keeps a whole run of Han or kana as one token): the query is
+    every 3-character substring of each of its words (shorter words dropped), OR-ed."""
     db = sqlite3.connect(":memory:")
-    db.execute("CREATE VIRTUAL TABLE n USING fts5(path UNINDEXED, title, body, tokenize=porter)")
+    tokenize = "trigram" if trigram else "porter"
+    db.execute(
+        f"CREATE VIRTUAL TABLE n USING fts5(path UNINDEXED, title, body, tokenize={tokenize})"
+    )
     for file in markdown_notes(vault_root):
         rel = file.relative_to(vault_root).as_posix()
         body = file.read_text(encoding="utf-8", errors="replace")
@@ -284,6 +321,8 @@ def fts5_rank(vault_root: Path, questions: Sequence[Question], k: int = 10) -> l
     out = []
     for question in questions:
         words = [w for w in re.findall(r"\w+", question.q.lower()) if w not in _STOP]
+        if trigram:
+            words = list(dict.fromkeys(w[i : i + 3] for w in words for i in range(len(w) - 2)))
         match = " OR ".join(f'"{w}"' for w in words) or '""'
         rows = db.execute(
             "SELECT path FROM n WHERE n MATCH ? ORDER BY bm25(n, 0, 5.0, 1.0) LIMIT ?", (match, k)

@@ -229,7 +229,9 @@ def test_thai_bigrams() -> None:
 
 
 def test_hangul_is_spaced() -> None:
-    assert tokenize("한국어 텍스트") == ["한국어", "텍스트"]
+    # words, and the syllable bigrams of a word of three syllables or more
+    assert tokenize("한국어 텍스트") == ["한국어", "한국", "국어", "텍스트", "텍스", "스트"]
+    assert tokenize("노트 노트를") == ["노트", "노트를", "노트", "트를"]
 
 
 def test_mixed_scripts_split_at_the_boundary() -> None:

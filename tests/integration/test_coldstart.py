@@ -22,6 +22,8 @@ from vaultmem.index import reconcile as reconcile_module
 from vaultmem.storage import store
 from vaultmem.vault import Vault
 
+# Word segmenters (`core/segment.py`): each loads on the first Chinese or Japanese text only.
+SEGMENTERS = ("rjieba", "sudachipy", "sudachidict_small", "sudachidict_core")
 # Never needed to build the CLI: each loads only for the command that uses it.
 NOT_AT_START = (
     "watchfiles",  # `vaultmem watch`
@@ -36,6 +38,7 @@ NOT_AT_START = (
     "vaultmem.memory",  # recall, context, topics, relations
     "vaultmem.index",  # reconcile, reading, catalog
     "vaultmem.search",  # search
+    *SEGMENTERS,
 )
 # Not needed by a search: the parser, the memory layer, OKF, the watcher, the MCP server.
 NOT_FOR_SEARCH = (
@@ -52,6 +55,7 @@ NOT_FOR_SEARCH = (
     "duckdb",  # the Python package around `_duckdb`: its relational API and version lookup
     "rich",  # a --json search draws nothing
     "secrets",  # see NOT_FOR_AN_EDIT
+    *SEGMENTERS,  # an English search segments nothing
 )
 # Not needed by a one-note edit (`vaultmem reconcile --json`): it parses one note in process.
 NOT_FOR_AN_EDIT = (
@@ -68,6 +72,7 @@ NOT_FOR_AN_EDIT = (
     "multiprocessing",  # one note parses in this process, not in workers
     "concurrent.futures.process",
     "secrets",  # temp names come from os.urandom: `secrets` loads hmac and OpenSSL
+    *SEGMENTERS,
 )
 
 
@@ -119,6 +124,17 @@ def test_a_search_loads_only_what_search_needs(tmp_path: Path) -> None:
     loaded = _loaded(code, cwd=root)
     assert "vaultmem.search.query" in loaded  # the search ran
     assert _offenders(loaded, NOT_FOR_SEARCH) == []
+
+
+def test_a_chinese_search_loads_its_segmenter_only(tmp_path: Path) -> None:
+    root = tmp_path
+    (root / ".obsidian").mkdir()
+    (root / "note.md").write_text("# 同步\n\n在多个设备之间同步笔记\n", encoding="utf-8")
+    Vault.init(root)
+    Vault(root).reconcile()
+    loaded = _loaded(_run_cli(["search", "同步笔记", "--json"]), cwd=root)
+    assert "rjieba" in loaded
+    assert _offenders(loaded, ("sudachipy", "sudachidict_small", "sudachidict_core")) == []
 
 
 def test_a_one_note_edit_loads_only_what_it_needs(tmp_path: Path) -> None:

@@ -356,7 +356,7 @@ def test_a_query_without_quotes_splits_as_shlex_splits_it(text: str) -> None:
     assert [part for part in _SHLEX_SPACE.split(text) if part] == shlex.split(text, posix=True)
 
 
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None)  # the first Han text loads a segmenter
 @given(
     st.text(max_size=200),
     st.sets(st.sampled_from(["lock", "test", "vault", "root", "東京", "pager"]), max_size=3),

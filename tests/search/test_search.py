@@ -607,3 +607,41 @@ def test_unknown_stemmer_language_is_a_config_error(tmp_path: Path) -> None:
     )
     with pytest.raises(ConfigError, match="elvish"):
         Vault(root)
+
+
+def test_an_index_of_the_previous_tokenizer_rebuilds_and_segmented_search_works(
+    tmp_path: Path,
+) -> None:
+    """An index written by tokenizer version 2 (Chinese as plain bigrams, question words as
+    content) is rebuilt on the next reconcile: its postings become this tokenizer's."""
+    from vaultmem.core.models import TOKENIZER_VERSION
+
+    root = tmp_path / "vault"
+    vault = make_vault(
+        root,
+        {
+            "同步.md": "# 在多个设备之间同步笔记\n\n使用 Obsidian Sync 同步笔记。\n",
+            "属性.md": "# 属性\n\n怎么办都可以：属性是笔记的元数据。\n",
+        },
+    )
+    con = store.connect(vault.config.index_path, read_only=False)
+    try:
+        con.execute(
+            "UPDATE meta SET value = $v WHERE key = 'tokenizer_version'",
+            {"v": f"{TOKENIZER_VERSION - 1}-english"},
+        )
+        con.execute("INSERT INTO postings SELECT '么使', id, note_key, 1, 1, 1, 1 FROM notes")
+    finally:
+        con.close()
+    assert TOKENIZER_VERSION >= 3
+    report = Vault(root).reconcile()
+    assert report.notes == 2
+    with store.reading(vault.config.index_path) as con:
+        meta = dict(con.execute("SELECT key, value FROM meta").fetchall())
+        stale = con.execute("SELECT count(*) FROM postings WHERE term = '么使'").fetchone()
+        question = con.execute("SELECT count(*) FROM postings WHERE term = '怎么'").fetchone()
+    assert meta["tokenizer_version"] == f"{TOKENIZER_VERSION}-english"
+    assert stale == (0,) and question == (0,)
+    hits = Vault(root).search("怎么在多个设备之间同步")
+    assert hits[0].path == "同步.md"
+    assert "**同步笔记**" in hits[0].snippet or "**同步**" in hits[0].snippet

@@ -27,6 +27,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from hashlib import blake2b
 from typing import NamedTuple, cast
 
+from vaultmem.core import segment
 from vaultmem.core.models import Note
 from vaultmem.core.tokenizer import DEFAULT_LANGUAGE, analyzer
 
@@ -60,8 +61,15 @@ class SearchDocument(NamedTuple):
 
 def note_documents(note: Note, language: str = DEFAULT_LANGUAGE) -> list[SearchDocument]:
     """The note-level document followed by one document per non-empty section, its words
-    stemmed for `language` (`[search] language`)."""
-    counts = analyzer(language).counts
+    stemmed for `language` (`[search] language`). (Boilerplate re-scoring, `section_postings`,
+    segments a section's runs of Han alone as Chinese: it does not know the note.)"""
+    # A run of Han alone is segmented in the note's language: its `lang` property, else
+    # Japanese when the note holds kana anywhere (`segment.note_cjk`), else Chinese.
+    texts = [note.title, *(section.text for section in note.sections)]
+    cjk = segment.note_cjk(
+        note.frontmatter.get("lang"), "\n".join(t for t in texts if not t.isascii())
+    )
+    counts = analyzer(language, cjk).counts
     # Words never span a line break, so a field's lines tokenised as one text give the same
     # terms as tokenised one by one.
     fields: list[tuple[Field, Counter[str]]] = [

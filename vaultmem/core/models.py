@@ -183,7 +183,7 @@ PARSER_VERSION = 3
 a mismatch. Kept here (re-exported by `note.parse`) so that a no-op reconcile, which compares it,
 need not import the parser (mistune)."""
 
-TOKENIZER_VERSION = 2
+TOKENIZER_VERSION = 3
 """Bump whenever `search.tokenizer`'s output changes (it re-exports this): the index records it
 and rebuilds on a mismatch. Kept here so that a no-op reconcile need not import the tokenizer."""
 

@@ -20,10 +20,14 @@ that spells the word the same way up to Unicode compatibility forms, case and wo
   together. `analyzer(language)` gives the other Snowball languages (`LANGUAGES`; `none` turns
   stemming off). `benchmarks/tokenizer_eval.py` compares no stemming with the default on a real
   vault; the question sets of `benchmarks/bench_retrieval.py` judge the whole ranking.
-- Scripts written without spaces (Han, Hiragana, Katakana, Thai, Lao, Khmer, Myanmar) become
-  overlapping character bigrams per run (a lone character is a unigram): `東京都` gives `東京`
-  `京都`; a script change ends a run (`DuckDB索引` gives `duckdb duck db 索引`). Hangul is
-  spaced and tokenised as words.
+- Chinese and Japanese (a run of Han and kana) are cut into words by a dictionary segmenter
+  (`core/segment.py`: rjieba, SudachiPy; each loaded on the first such run) and give their
+  character bigrams; in Chinese those touching a question or function word are left out:
+  `如何在多个设备之间同步笔记` gives `多个 个设 设备 备之 之间 间同 同步 步笔 笔记`. Every such
+  term's span covers the whole words it touches. Other scripts written without spaces (Thai, Lao,
+  Khmer, Myanmar) become overlapping character bigrams per run (a lone character is a
+  unigram). A script change ends a run (`DuckDB索引` gives `duckdb duck db 索引`). Hangul is
+  spaced and tokenised as words; a word of three or more syllables also gives its bigrams.
 
 Speed: one regex `findall` over the text, then one dict lookup per word in a memo of analysed
 words (the analysis runs once per distinct word). On dwarvesf-brain (3.2 MB, 30k distinct
@@ -46,6 +50,7 @@ from collections import Counter
 from collections.abc import Callable, Container, Iterator
 from typing import NamedTuple
 
+from vaultmem.core import segment
 from vaultmem.core.config import DEFAULT_SEARCH_LANGUAGE, SEARCH_LANGUAGES
 from vaultmem.core.models import TOKENIZER_VERSION
 
@@ -80,7 +85,8 @@ _STOPWORD_LIST = """
     youve theyre theyve weve
 """
 STOPWORDS: frozenset[str] = frozenset(_STOPWORD_LIST.split())
-"""Surface forms (case-folded, apostrophes removed) that never become terms."""
+"""Surface forms (case-folded, apostrophes removed) that never become terms (English; Korean
+question words are `segment.KO_STOPWORDS`, Chinese and Japanese ones `segment.STOPWORDS`)."""
 
 Span = tuple[int, int, str]
 
@@ -191,6 +197,15 @@ def _has_nospace() -> re.Pattern[str]:
     the compiler fills its table one code point at a time (~28,000 for the Han ranges), ~3 ms
     each, and an ASCII word never needs them."""
     return re.compile(f"[{_NOSPACE_CHARS}]")
+
+
+@functools.cache
+def _han_kana() -> re.Pattern[str]:
+    """A character of the Han and kana group (what `segment` cuts into words)."""
+    return re.compile(f"[{_NOSPACE_GROUPS[0]}]")
+
+
+_HANGUL = re.compile("[\uac00-\ud7a3]")
 
 
 @functools.cache
@@ -309,8 +324,9 @@ class _Analyzer:
     """The analysis pipeline with a pluggable stemmer; `benchmarks/tokenizer_eval.py` builds
     variants to measure stemming, the module-level functions use the one default instance."""
 
-    def __init__(self, stem: Callable[[str], str]) -> None:
+    def __init__(self, stem: Callable[[str], str], cjk: str | None = None) -> None:
         self._stem = stem
+        self._cjk = cjk  # the language of a run of Han alone: `segment.note_cjk`
         self.fold: Callable[[str], str] = functools.lru_cache(maxsize=1 << 16)(self._fold)
         self._memo = _Memo(self._word_terms)
         self._span_memo: dict[str, tuple[Span, ...]] = {}
@@ -396,13 +412,20 @@ class _Analyzer:
 
     def word(self, raw: str) -> list[Span]:
         """Terms of one regex word with offsets relative to it."""
-        if raw.isascii() or _has_nospace().search(raw) is None:
+        if raw.isascii():
             return self._latin(raw)
+        if _has_nospace().search(raw) is None:
+            latin = self._latin(raw)
+            if _HANGUL.search(raw) is None:
+                return latin
+            return latin + [(s, e, b) for s, e, t in latin for b in segment.hangul_bigrams(t)]
         out: list[Span] = []
-        has_nospace = _has_nospace()
+        has_nospace, han_kana = _has_nospace(), _han_kana()
         for m in _script_run().finditer(raw):
             run, base = m.group(), m.start()
-            if has_nospace.match(run):
+            if han_kana.match(run):
+                out += [(base + s, base + e, t) for s, e, t in segment.spans(run, self._cjk)]
+            elif has_nospace.match(run):
                 out += [(base + s, base + e, t) for s, e, t in _bigrams(run)]
             else:
                 out += [(base + s, base + e, t) for s, e, t in self._latin(run)]
@@ -443,7 +466,11 @@ class _Analyzer:
                 terms.clear()
             norm = _normalise(word)
             # A word of marks alone (a stray accent, `ﹰ` after NFKC) carries no letter: none.
-            keep = norm not in STOPWORDS and any(c.isalnum() for c in norm)
+            keep = (
+                norm not in STOPWORDS
+                and any(c.isalnum() for c in norm)
+                and (norm.isascii() or norm not in segment.KO_STOPWORDS)
+            )
             term = terms[word] = (self._stem(norm),) if keep else ()
         if term:
             out.append((start, start + len(word), term[0]))
@@ -467,11 +494,13 @@ def _bigrams(run: str) -> list[Span]:
 
 
 @functools.cache
-def analyzer(language: str = DEFAULT_LANGUAGE) -> _Analyzer:
-    """The analysis pipeline stemming with `language` (one instance per language)."""
+def analyzer(language: str = DEFAULT_LANGUAGE, cjk: str | None = None) -> _Analyzer:
+    """The analysis pipeline stemming with `language` (one instance per language); `cjk`
+    (`zh`, `ja`) segments runs of Han alone as that language (None: Chinese), see
+    `segment.note_cjk`."""
     if language not in LANGUAGES:
         raise ValueError(f"unknown stemmer language {language!r}; have {', '.join(LANGUAGES)}")
-    return _Analyzer(_stemmer(language))
+    return _Analyzer(_stemmer(language), cjk)
 
 
 _DEFAULT = analyzer()

@@ -76,24 +76,53 @@ def proximity(
     return found / total
 
 
+TITLE_WEIGHT = 0.0
+"""How much a note whose title holds every word of the query raises its score, scaled by the
+weighted share of the query's words its title holds (`title_share`). Off: the best weight on
+the tuning halves (0.8, power 2) lost r@5 on two test halves (docs/search.md); `python -m
+benchmarks.bench_retrieval --title` measures it again."""
+
+
+TITLE_POWER = 2.0
+"""The title share is raised to this power: a title that holds a part of the query (a project
+named in "who leads Borealis") gains little, one that names the whole question gains most."""
+
+
+def boost(share: float, title: float) -> float:
+    """A note's factor from its proximity share and its title share (both 0..1)."""
+    return 1 + WEIGHT * share + TITLE_WEIGHT * float(title**TITLE_POWER)
+
+
+def title_share(title_terms: Sequence[str], weights: Mapping[str, float]) -> float:
+    """The weighted share of the query's words (`weights`: count × idf) its title holds (0..1)."""
+    total = sum(weights.values())
+    if total <= 0 or not title_terms:
+        return 0.0
+    held = set(title_terms)
+    return sum(w for t, w in weights.items() if t in held) / total
+
+
 def candidates(scores: Sequence[float], limit: int, words: Sequence[str]) -> int:
     """How many of the notes (BM25 order) can end among the first `limit` after `rerank`: the
     first `limit`, and those after them in the pool whose score times the largest boost
     reaches the `limit`-th score (a boost never lowers a score, so no other note can pass it);
-    none after them for a query without pairs. Only their sections need reading."""
-    if len(scores) <= limit or not pairs(words):
+    none after them for a query that nothing can boost. Only their sections need reading."""
+    if len(scores) <= limit or (not pairs(words) and not TITLE_WEIGHT):
         return min(len(scores), limit)
     floor = scores[limit - 1]
     k = limit
-    while k < min(len(scores), POOL) and scores[k] * (1 + WEIGHT) >= floor:
+    while k < min(len(scores), POOL) and scores[k] * boost(1.0, 1.0) >= floor:
         k += 1
     return k
 
 
-def rerank(scores: Sequence[float], shares: Sequence[float]) -> list[int]:
-    """Positions of the notes (BM25 order, best first) by score·(1 + WEIGHT·share), best
-    first; equal scores keep BM25's order."""
-    boosted = [s * (1 + WEIGHT * p) for s, p in zip(scores, shares, strict=True)]
+def rerank(
+    scores: Sequence[float], shares: Sequence[float], titles: Sequence[float] | None = None
+) -> list[int]:
+    """Positions of the notes (BM25 order, best first) by score · `boost`(share, title share),
+    best first; equal scores keep BM25's order."""
+    titles = titles if titles is not None else [0.0] * len(scores)
+    boosted = [s * boost(p, t) for s, p, t in zip(scores, shares, titles, strict=True)]
     return sorted(range(len(boosted)), key=lambda i: (-boosted[i], i))
 
 

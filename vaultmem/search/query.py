@@ -299,8 +299,17 @@ def search(
         proximity.proximity(section.terms, query_pairs, weights) if section.terms else 0.0
         for section in shown
     ]
-    order = proximity.rerank([note.score for note in ranked], shares)
-    return [_hit(ranked[i], shown[i], shares[i], wanted, language) for i in order[:limit]]
+    titles = [0.0] * len(ranked)
+    if proximity.TITLE_WEIGHT:
+        tokenize = analyzer(language).tokenize
+        titles = [
+            proximity.title_share(tokenize(note.note[2]), weights) if i < proximity.POOL else 0.0
+            for i, note in enumerate(ranked)
+        ]
+    order = proximity.rerank([note.score for note in ranked], shares, titles)
+    return [
+        _hit(ranked[i], shown[i], shares[i], wanted, language, titles[i]) for i in order[:limit]
+    ]
 
 
 def ranked_notes(
@@ -489,7 +498,12 @@ def _shown(
 
 
 def _hit(
-    note: queries.RankedNote, shown: _Shown, share: float, wanted: set[str], language: str
+    note: queries.RankedNote,
+    shown: _Shown,
+    share: float,
+    wanted: set[str],
+    language: str,
+    title_share: float = 0.0,
 ) -> SearchHit:
     _, path, title, scope, scope_id = note.note
     return SearchHit(
@@ -500,7 +514,7 @@ def _hit(
         scope_id=scope_id,
         heading=shown.heading,
         line=shown.line,
-        score=round(note.score * (1 + proximity.WEIGHT * share), 6),
+        score=round(note.score * proximity.boost(share, title_share), 6),
         snippet=snippet(shown.text, wanted, language=language, head=shown.head),
         sections=tuple({"ord": o, "score": round(s, 6)} for o, s in note.documents[:5]),
         score_parts={
@@ -508,6 +522,7 @@ def _hit(
             "title": round(note.title, 6),
             "whole": round(note.whole, 6),
             "proximity": round(share, 6),
+            "title_share": round(title_share, 6),
         },
     )
 
@@ -566,11 +581,15 @@ def snippet(
     window_start = max(0, best_start - width // 4)
     window_start = text.rfind(" ", 0, window_start) + 1 if window_start else 0
     window_end = min(len(text), window_start + width)
-    out, cursor = [], window_start
+    out: list[str] = []
+    cursor = window_start
     for start, end in spans:
         if start < max(window_start, cursor) or end > window_end:
             continue  # outside the window, or a part of an identifier already marked whole
-        out += [text[cursor:start], "**", text[start:end], "**"]
+        if out and start == cursor:  # adjoins the last mark (words of an unspaced script)
+            out[-1:] = [text[start:end], "**"]
+        else:
+            out += [text[cursor:start], "**", text[start:end], "**"]
         cursor = end
     out.append(text[cursor:window_end])
     body = " ".join("".join(out).split())

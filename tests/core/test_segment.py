@@ -1,0 +1,89 @@
+"""Chinese and Japanese word segmentation (core/segment.py) as the tokenizer and snippets see it."""
+
+from __future__ import annotations
+
+from vaultmem.core import segment
+from vaultmem.core.tokenizer import analyzer, tokenize, word_spans
+from vaultmem.search.query import snippet
+
+
+def test_chinese_question_words_weigh_nothing() -> None:
+    # 怎么 is how the question is asked: no term, and no bigram across it (么使)
+    assert tokenize("怎么使用属性") == ["使用", "用属", "属性"]
+    assert "么使" not in tokenize("怎么使用属性")
+    assert tokenize("怎么") == []
+
+
+def test_chinese_bigrams_stay_within_words_around_function_words() -> None:
+    terms = tokenize("如何在多个设备之间同步笔记")
+    assert terms[:3] == ["多个", "个设", "设备"]
+    assert "在多" not in terms and "何在" not in terms
+
+
+def test_japanese_keeps_every_bigram() -> None:
+    # leaving out Japanese function words lost on the held-out half: the terms stay bigrams
+    assert tokenize("ノートを同期する方法") == [
+        *("ノー", "ート", "トを", "を同", "同期", "期す", "する", "る方", "方法"),
+    ]
+
+
+def test_multiword_stop_phrases() -> None:
+    # Sudachi cuts 使い|方 and する|に|は: a sequence on the list is one stop phrase
+    norm = "使い方"
+    assert segment._stopped(norm, [(0, 2), (2, 3)]) == [True, True]
+    assert segment._stopped("使い", [(0, 2)]) == [False]
+
+
+def test_a_typo_still_shares_a_bigram() -> None:
+    assert set(tokenize("属姓")) & set(tokenize("文档属性")) == set()
+    assert "同步" in set(tokenize("同步笔记")) & set(tokenize("怎么同步"))
+
+
+def test_spans_cover_whole_words() -> None:
+    text = "在多个设备之间同步笔记"
+    words = {text[s:e] for s, e, _ in word_spans(text)}
+    assert words <= {
+        "多个",
+        "多个设备",
+        "设备",
+        "设备之间",
+        "之间",
+        "之间同步",
+        "同步",
+        "同步笔记",
+        "笔记",
+    }
+
+
+def test_snippet_marks_whole_words() -> None:
+    text = "你可以在多个设备之间同步笔记，也可以备份。"
+    terms = set(tokenize("多个设备同步笔记"))
+    out = snippet(text, terms)
+    assert "**多个设备**" in out and "**同步笔记**" in out
+    assert "****" not in out  # adjoining marks are one mark
+    assert "**在多" not in out
+
+
+def test_snippet_of_japanese_marks_whole_words() -> None:
+    text = "デバイス間でノートを同期するには、Obsidian Syncを使います。"
+    out = snippet(text, set(tokenize("ノート 同期")))
+    assert "**ノート**" in out and "**同期**" in out and "****" not in out
+
+
+def test_a_han_only_run_follows_the_note_language() -> None:
+    assert segment.note_cjk("ja-JP", "") == "ja"
+    assert segment.note_cjk(None, "ノートを同期") == "ja"
+    assert segment.note_cjk("zh-CN", "ノート") == "zh"
+    assert segment.note_cjk(None, "同步笔记") is None
+    # the Japanese segmenter decides a Han-only run of a Japanese note
+    assert "設定" in analyzer("english", "ja").tokenize("設定")
+
+
+def test_long_runs_are_cut_for_the_japanese_segmenter() -> None:
+    run = "ノートを同期する" * 1500  # 12,000 characters: above one Sudachi input
+    assert tokenize(run).count("同期") == 1500
+
+
+def test_korean_particles_meet_the_bare_word() -> None:
+    assert "노트" in tokenize("노트를")
+    assert tokenize("방법") == []

@@ -1,0 +1,161 @@
+"""Word segmentation of Chinese and Japanese runs for the tokenizer (pure, no I/O).
+
+A run of Han and kana (the tokenizer's first no-space script group) is cut into words by a
+dictionary segmenter: rjieba (jieba's dictionary, inside its wheel) for Chinese, SudachiPy with
+`sudachidict_small` in mode C for Japanese (`sudachidict_core`, the `cjk-full` extra, is used
+when installed). A run holding kana is Japanese; a run of Han alone is the note's language
+when known (`note_cjk`), else Chinese. Each segmenter is imported on the first run that needs
+it: an English note or query never loads one.
+
+The terms of a run are its **character bigrams** (what matches across segmentations: a query
+and a note can be cut differently, and a typo such as 属姓 still shares a bigram with 属性).
+In Chinese, a word on `ZH_STOPWORDS` (怎么, 如何, 吗, 的 ...: how people ask, not what answers)
+gives no term and takes the bigrams that overlap it along: `怎么使用属性` gives 使用 用属 属性,
+not 怎么 么使; a lone character between such words is a unigram. Japanese keeps every bigram:
+leaving out its function words (`JA_STOPWORDS`) lost on the held-out half of the Japanese
+questions (docs/search.md). Every term's span covers the whole words it touches, in both
+languages, so a snippet marks whole words (`**设备**`, not `**在多****个设**`).
+
+Korean (Hangul) is spaced: its words stay words (`tokenizer`), and a word of three or more
+syllables also gives its syllable bigrams, so `노트를` (note + object particle) meets `노트`.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import unicodedata
+from collections.abc import Callable
+from typing import Any
+
+Span = tuple[int, int, str]
+
+_ZH = """
+    怎么 怎样 怎么办 如何 为什么 什么 哪些 哪个 哪里 哪 吗 呢 吧 啊 的 了 地 得
+    在 和 与 是 我 我的 你 能 能不能 可以 可不可以 需要 要 有没有 一下 这个 那个 把 给 方法 办法
+"""
+ZH_STOPWORDS = frozenset(_ZH.split())
+"""Chinese question and function words (words rjieba isolates in how people ask)."""
+
+_JA = """
+    の使い方 使い方 方法 やり方 仕方 には するには する した して ですか ますか でしょうか 何 なに
+    どう どうやって どこ どれ とは について たい できる できますか
+    は が を に で と も の か や な ね よ
+"""
+JA_STOPWORDS = frozenset(_JA.split())
+"""Japanese question words, particles and endings (Sudachi cuts `使い方` as 使い|方 and
+`するには` as する|に|は: a sequence of up to three words on the list counts as one). Measured,
+not applied: see the module docstring."""
+
+_KO = "방법 어떻게 무엇 뭐예요 하는 하기 하려면 있나요 있어요 수"
+KO_STOPWORDS = frozenset(_KO.split())
+"""Korean question words and endings, as whole spaced words."""
+
+STOPWORDS = ZH_STOPWORDS | JA_STOPWORDS
+_JOIN_STOP = 3  # the longest run of words checked as one stop word
+
+LANGS = ("zh", "ja")
+
+
+_KANA = re.compile("[\u3040-\u30ff\uff66-\uff9f]")
+
+
+def has_kana(text: str) -> bool:
+    """Whether `text` holds Hiragana or Katakana (half-width included): Japanese."""
+    return not text.isascii() and _KANA.search(text) is not None
+
+
+def note_cjk(lang: object, text: str) -> str | None:
+    """The segmenter for a note's Han-only runs: its `lang` property when it names Chinese
+    or Japanese (`zh`, `zh-TW`, `ja`, `japanese` ...), else `ja` when the note holds kana,
+    else None (Chinese, the default)."""
+    if isinstance(lang, str) and lang.strip():
+        code = lang.strip().lower()
+        if code.startswith(("ja", "jp")):
+            return "ja"
+        if code.startswith(("zh", "chinese", "cn")):
+            return "zh"
+    return "ja" if has_kana(text) else None
+
+
+@functools.cache
+def _jieba() -> Callable[[str], list[tuple[str, int, int]]]:
+    import rjieba
+
+    tokenize: Callable[[str], list[tuple[str, int, int]]] = rjieba.tokenize
+    return tokenize
+
+
+@functools.cache
+def _sudachi() -> Any:
+    from sudachipy import Dictionary, SplitMode
+
+    try:
+        dictionary = Dictionary(dict="core")
+    except Exception:  # the extra is not installed: the small dictionary of the base install
+        dictionary = Dictionary(dict="small")
+    return dictionary.tokenizer(mode=SplitMode.C)
+
+
+# Sudachi refuses inputs above ~49 KB of UTF-8: longer runs are cut at this many characters
+# (a "word" that long is a pasted blob, not prose).
+_SUDACHI_CHUNK = 4096
+
+
+def words(run: str, lang: str) -> list[tuple[int, int]]:
+    """(start, end) of the words of a Han/kana `run` (already NFKC and case-folded)."""
+    if lang == "ja":
+        tokenizer = _sudachi()
+        out: list[tuple[int, int]] = []
+        for base in range(0, len(run), _SUDACHI_CHUNK):
+            chunk = run[base : base + _SUDACHI_CHUNK]
+            out += [(base + m.begin(), base + m.end()) for m in tokenizer.tokenize(chunk)]
+        return out
+    return [(s, e) for _, s, e in _jieba()(run)]
+
+
+def _stopped(norm: str, bounds: list[tuple[int, int]]) -> list[bool]:
+    """Which words are stop words, alone or as a sequence of up to `_JOIN_STOP` words."""
+    stop = [norm[s:e] in STOPWORDS for s, e in bounds]
+    for i in range(len(bounds)):
+        for n in range(2, _JOIN_STOP + 1):
+            j = i + n
+            if j <= len(bounds) and norm[bounds[i][0] : bounds[j - 1][1]] in STOPWORDS:
+                stop[i:j] = [True] * n
+    return stop
+
+
+def spans(run: str, lang: str | None) -> list[Span]:
+    """The terms of a Han/kana run with spans into it (the module docstring's rule); `lang`
+    is the note's language for a run of Han alone (None: Chinese)."""
+    norm = unicodedata.normalize("NFKC", run).casefold()
+    if len(norm) != len(run):  # half-width kana with voicing marks: no per-char offsets
+        return [(0, len(run), norm[i : i + 2]) for i in range(len(norm) - 1)] or [
+            (0, len(run), norm)
+        ]
+    japanese = has_kana(norm) or lang == "ja"
+    bounds = [(s, e) for s, e in words(norm, "ja" if japanese else "zh") if e > s]
+    # Japanese: every bigram counts (leaving out the function words lost on the test half,
+    # docs/search.md); the words only widen the spans
+    stop = [False] * len(bounds) if japanese else _stopped(norm, bounds)
+    word_of = [0] * len(norm)  # each character's word
+    for w, (s, e) in enumerate(bounds):
+        word_of[s:e] = [w] * (e - s)
+    out: list[Span] = []
+    for w, (s, e) in enumerate(bounds):
+        if stop[w]:
+            continue
+        for i in range(s, e):
+            if i + 1 < len(norm) and not stop[word_of[i + 1]]:
+                out.append((s, bounds[word_of[i + 1]][1], norm[i : i + 2]))
+        lone = e - s == 1 and (w == 0 or stop[w - 1]) and (w + 1 == len(bounds) or stop[w + 1])
+        if lone:
+            out.append((s, e, norm[s]))
+    return out
+
+
+def hangul_bigrams(word: str) -> list[str]:
+    """The syllable bigrams of a Hangul word of three or more syllables (else none)."""
+    if len(word) < 3 or not all("\uac00" <= c <= "\ud7a3" for c in word):
+        return []
+    return [word[i : i + 2] for i in range(len(word) - 1)]
