@@ -210,10 +210,14 @@ def _select(
             raise ConfigError(
                 f"{folder!r} belongs to the private scope {mapping.scope}.", hint=private_hint
             )
-        for fp in scan_vault(config).notes:
+        scan = scan_vault(config)
+        for fp in scan.notes:
             inside = folder == "" or fp.path.startswith(folder + "/")
             if inside and not config.is_managed(fp.path):
                 paths.append((fp.path, False, mapping.scope, mapping.scope_id))
+        for p in scan.problems:  # names holding a secret: never a concept (shown redacted)
+            if p.code == "secret_in_name" and (folder == "" or p.path.startswith(folder + "/")):
+                problems.append({"path": p.path, "code": p.code, "message": p.message})
     else:
         if scope in PRIVATE_SCOPES and not include_private:
             raise ConfigError(f"The scope {scope} is private.", hint=private_hint)
