@@ -26,9 +26,8 @@ import html
 import re
 import unicodedata
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import PurePath
-from typing import Any, TypeVar, cast
+from typing import Any, NamedTuple, TypeVar, cast
 
 from vaultmem.core.errors import ConfigError
 from vaultmem.core.models import Note
@@ -51,8 +50,9 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
-class SecretPattern:
+# Named tuples, not dataclasses: the scan of every reconcile imports this module, and a
+# dataclass compiles its methods at import (tests/integration/test_coldstart.py).
+class SecretPattern(NamedTuple):
     """A named secret shape. When `regex` has groups named `secret` or `secret_*`, only the
     groups that took part in a match are replaced (the key or URL around them is kept);
     otherwise the whole match is."""
@@ -61,8 +61,7 @@ class SecretPattern:
     regex: re.Pattern[str]
 
 
-@dataclass(frozen=True, slots=True)
-class Redaction:
+class Redaction(NamedTuple):
     """Text with every secret replaced by a marker, and the names of the patterns that fired
     (sorted, unique). `found` never holds the matched bytes."""
 
