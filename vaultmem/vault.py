@@ -10,16 +10,20 @@ Every write (store, correct, forget, prune, relate, accept, reject, import) take
 path: the operation writes its files through `files/managed` and returns what it published
 (`Published`); `_publish` alone brings the index up to date for those paths and maps any
 failure to `PartialWriteError` (phases done, do not retry).
-Secrets in what people wrote are redacted here, on the one path both adapters take. Nothing
-here prints or exits.
+Secrets: the index holds none (`core.secrets.redact_note` before rows are written), and every
+result of every public method, and every error's message, passes one redaction on its way out
+(`_redacting`, `core.secrets.redact_value`): what a method read from files (`read`, `get`,
+`parse`, an export's report) is redacted there whatever its fields are, so a field or a method
+added later cannot skip it. Nothing here prints or exits.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -88,6 +92,7 @@ class Vault:
 
         self.moved: list[str] = state.prepare(self.config)
         """What was moved out of the vault's `.vaultmem/` (an older version's index)."""
+        self._compiled: tuple[SecretPattern, ...] | None = None
         self._reader: store.SharedReader | None = None
         self._resident: resident.Resident | None = None
         self._resident_miss: tuple[int, ...] = ()
@@ -101,6 +106,14 @@ class Vault:
         self.resident_max_postings: int | None = None
         """The largest index (in postings) `search` holds in memory (`search/resident.py`);
         None: its MAX_POSTINGS; 0: never."""
+
+    def _patterns(self) -> tuple[SecretPattern, ...]:
+        """The configured secret patterns, compiled once (the built-in ones are always used)."""
+        if self._compiled is None:
+            from vaultmem.core.secrets import compile_patterns
+
+            self._compiled = compile_patterns(self.config.secret_patterns)
+        return self._compiled
 
     def _reading(self) -> AbstractContextManager[Connection]:
         """The index, read-only, for one call: one connection kept between calls and given
@@ -237,15 +250,10 @@ class Vault:
             return self._find_note(con, name)
 
     def show(self, name: str) -> NoteDetail:
-        from vaultmem.core.secrets import compile_patterns
         from vaultmem.query import catalog
 
         with self._reading() as con:
-            detail = catalog.note_detail(con, self._find_note(con, name))
-        # Frontmatter is a person's text (`password: …`): redacted like search output.
-        patterns = compile_patterns(self.config.secret_patterns)
-        detail.note["frontmatter"] = _redact_json(detail.note.get("frontmatter"), patterns)
-        return detail
+            return catalog.note_detail(con, self._find_note(con, name))
 
     def links(self, name: str) -> tuple[NoteRef, list[dict[str, Any]]]:
         from vaultmem.query import graph
@@ -283,13 +291,10 @@ class Vault:
         mode: vectors.Mode | None = None,
     ) -> list[SearchHit]:
         """Search the vault's sections by words (BM25), vectors or both fused (docs/search.md).
-        Snippets, titles and headings come from people's notes, so secrets in them are
-        redacted here, on the one path both adapters take."""
-        from vaultmem.core.secrets import compile_patterns, redact
+        The index holds no secret, so a snippet cut from it holds none either."""
         from vaultmem.search import front
         from vaultmem.search.query import SearchFilters
 
-        patterns = compile_patterns(self.config.secret_patterns)
         with self._reading() as con:
             held = self._resident_index(con)
             hits = front.search(
@@ -301,10 +306,9 @@ class Vault:
                 k1=self.config.bm25_k1,
                 b=self.config.bm25_b,
                 language=self.config.search_language,
-                clean=lambda text: redact(text, patterns).text,
                 resident=held,
             )
-        return _redact_hits(hits, patterns)
+        return hits
 
     def _resident_index(self, con: Connection) -> resident.Resident | None:
         """The index held in memory for searches (`search/resident.py`), or None: SQL serves.
@@ -795,42 +799,47 @@ class Vault:
         return rel.as_posix() if os.sep == "/" else str(rel).replace(os.sep, "/")
 
 
-def _redact_hits(hits: list[SearchHit], patterns: Sequence[SecretPattern]) -> list[SearchHit]:
-    """Search hits with secrets in their snippet, title and heading replaced by markers."""
-    from vaultmem.core.secrets import may_hold_secrets, redact
+_PASS_THROUGH = frozenset({"close", "watch", "init", "root"})
+"""Public names `_redacting` leaves alone: no result (`close`, `watch`, whose events name
+paths the scan already judged), a `Vault` (`init`) or the vault's own folder (`root`)."""
 
-    out = []
-    for hit in hits:
-        if not may_hold_secrets((hit.title, hit.heading or "", hit.snippet), patterns):
-            out.append(hit)  # the usual case: nothing to replace
+
+def _redacting(cls: type[Vault]) -> type[Vault]:
+    """Wrap every public method of `cls` so its result and its errors pass
+    `core.secrets.redact_value` (built-in and configured patterns) on the way out."""
+    for name, attr in list(vars(cls).items()):
+        if name.startswith("_") or name in _PASS_THROUGH:
             continue
-        heading = redact(hit.heading, patterns).text if hit.heading else hit.heading
-        snippet = redact(hit.snippet, patterns).text
-        title = redact(hit.title, patterns).text
-        if (snippet, title, heading) != (hit.snippet, hit.title, hit.heading):
-            hit = dataclasses.replace(hit, snippet=snippet, title=title, heading=heading)
-        out.append(hit)
-    return out
+        if isinstance(attr, staticmethod):
+            setattr(cls, name, staticmethod(_redacted(attr.__func__, instance=False)))
+        elif callable(attr):
+            setattr(cls, name, _redacted(attr, instance=True))
+    return cls
 
 
-def _redact_json(value: Any, patterns: Sequence[SecretPattern], key: str = "") -> Any:
-    """Frontmatter values with secrets replaced. A value is checked as `key: value`, the way
-    the note holds it, so `password: hunter2` is caught though `hunter2` alone is no secret."""
-    from vaultmem.core.secrets import redact
+def _redacted(method: Callable[..., Any], *, instance: bool) -> Callable[..., Any]:
+    @functools.wraps(method)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        from vaultmem.core.errors import VaultmemError
+        from vaultmem.core.secrets import redact_value
 
-    if isinstance(value, str):
-        prefix = f"{key}: " if key else ""
-        cleaned = redact(prefix + value, patterns)
-        if not cleaned.found:
-            return value
-        text = cleaned.text
-        return text[len(prefix) :] if text.startswith(prefix) else text
-    if isinstance(value, list):
-        return [_redact_json(v, patterns, key) for v in value]
-    if isinstance(value, dict):
-        return {k: _redact_json(v, patterns, str(k)) for k, v in value.items()}
-    return value
+        patterns = args[0]._patterns() if instance else ()
+        try:
+            result = method(*args, **kwargs)
+        except VaultmemError as error:
+            # A message names what the caller asked for or what a file holds
+            error.message = redact_value(error.message, patterns)
+            error.hint = redact_value(error.hint, patterns)
+            if isinstance(getattr(error, "candidates", None), list):
+                error.candidates = redact_value(error.candidates, patterns)  # type: ignore[attr-defined]
+            raise
+        return redact_value(result, patterns)
+
+    return wrapper
 
 
 def _stamp(now: datetime | None) -> str:
     return (now or datetime.now(UTC)).astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+_redacting(Vault)

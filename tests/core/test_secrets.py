@@ -485,7 +485,19 @@ def test_one_megabyte_adversarial_input_finishes(unit: str) -> None:
 
 
 def _redact_every_pattern(text: str) -> Redaction:
-    """`redact` as it was before triggers: every pattern runs on every text."""
+    """`redact` as it was before triggers: every pattern runs on every text (on the reader's
+    view first, as `redact` does)."""
+    from vaultmem.core.secrets import reader_view
+
+    view = reader_view(text)
+    if view is not text:
+        seen = _every_pattern(view)
+        if seen.found:
+            return seen
+    return _every_pattern(text)
+
+
+def _every_pattern(text: str) -> Redaction:
     from vaultmem.core.secrets import _apply
 
     found: set[str] = set()
@@ -598,3 +610,80 @@ def test_invisible_characters_stay_in_a_text_without_a_secret() -> None:
     assert redact(mixed).text == (
         "password: [redacted:password-assignment], and an invisiblehyphen elsewhere"
     )
+
+
+# --- issue 27: the reader's view, and structures ---------------------------------------------
+
+GHP_27 = "ghp_" + "R7s8T9u0V1w2X3y4Z5a6B7c8D9e0F1g2H3i4"
+
+
+def test_hidden_ranges_cover_every_format_character_of_this_python() -> None:
+    import unicodedata
+
+    from vaultmem.core.secrets import HIDDEN_RANGES
+
+    hidden = {c for lo, hi in HIDDEN_RANGES for c in range(lo, hi + 1)}
+    cf = {c for c in range(0x110000) if unicodedata.category(chr(c)) == "Cf"}
+    assert cf <= hidden
+    assert set(range(0xFE00, 0xFE10)) | set(range(0xE0100, 0xE01F0)) <= hidden
+
+
+# The ones the third hostile run walked through: bidi marks, invisible operators, the combining
+# grapheme joiner, a variation selector, the Mongolian vowel separator, isolates and embeddings.
+_WALKED = ["\u200e", "\u200f", "\u2061", "\u2062", "\u2063", "\u2064", "\u034f", "\ufe0f",
+           "\u180e", "\u061c", "\u2066", "\u202a"]  # fmt: skip
+
+
+@pytest.mark.parametrize("hidden", _WALKED)
+def test_every_hidden_character_is_seen_through(hidden: str) -> None:
+    token = GHP_27[:2] + hidden + GHP_27[2:]
+    assert redact(f"use {token} now").found == ("github-token",)
+    assert redact(f"pass{hidden}word: hunter2x9").found == ("password-assignment",)
+    assert may_hold_secrets(["a title", f"use {token} now"])
+
+
+@pytest.mark.parametrize(
+    ("text", "name"),
+    [
+        (GHP_27.replace("_", "\\_"), "github-token"),
+        (GHP_27.replace("_", "&#95;"), "github-token"),
+        (GHP_27.replace("_", "&lowbar;"), "github-token"),
+        ("xoxb\\-1234567890\\-abcdefghij", "slack-token"),
+        ("password\\: hunter2x9", "password-assignment"),
+        ("ｇｈｐ＿" + GHP_27[4:], "github-token"),  # full-width: NFKC
+    ],
+)
+def test_escapes_and_compatibility_forms_are_undone(text: str, name: str) -> None:
+    cleaned = redact(f"the value {text} here")
+    assert cleaned.found == (name,)
+    assert GHP_27[4:] not in cleaned.text and "abcdefghij" not in cleaned.text
+    assert redact(cleaned.text) == Redaction(cleaned.text, ())  # still idempotent
+
+
+def test_a_text_without_a_secret_keeps_its_escapes_and_entities() -> None:
+    text = "a \\* star, &amp; an entity, \u200e a mark"
+    assert redact(text) == Redaction(text, ())
+
+
+def test_redact_value_walks_every_field_key_and_number() -> None:
+    from dataclasses import dataclass
+
+    from vaultmem.core.secrets import redact_value
+
+    @dataclass(frozen=True, slots=True)
+    class Result:
+        title: str
+        frontmatter: dict[str, object]
+        items: tuple[str, ...]
+
+    value = Result(
+        f"Deploy with {GHP_27}",
+        {"password": 12345678, GHP_27: True, "nested": [{"token": "abc123x"}], "size": 5},
+        ("fine", f"[[{GHP_27}]]"),
+    )
+    clean = redact_value(value)
+    shown = repr(clean)
+    assert GHP_27 not in shown and "12345678" not in shown and "abc123x" not in shown
+    assert clean.frontmatter["size"] == 5 and clean.items[0] == "fine"
+    untouched = Result("plain", {"size": 5}, ("a",))
+    assert redact_value(untouched) is untouched  # the fast path gives the object back

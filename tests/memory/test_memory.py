@@ -585,3 +585,43 @@ def test_a_secret_at_the_snippet_window_edge_leaves_no_visible_part(config: Conf
     assert hits
     for hit in hits:
         assert "ghp_" not in hit.snippet and "Kp4Lm8Nq" not in hit.snippet
+
+
+# --- issue 27: the gate judges text as a reader sees it ---------------------------------------
+
+_ESCAPED_TOKENS = [
+    "ghp\\_" + "Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2Ji1Hg0Fe9Dc8",
+    "ghp&#95;" + "Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2Ji1Hg0Fe9Dc8",
+    "g\u200ehp_" + "Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2Ji1Hg0Fe9Dc8",
+    "xoxb\\-1234567890\\-abcdefghij",
+    "password\\: hunter2x9",
+]
+
+
+@pytest.mark.parametrize("token", _ESCAPED_TOKENS)
+def test_a_global_write_refuses_an_escaped_or_hidden_secret(config: Config, token: str) -> None:
+    with pytest.raises(SecretError):
+        memory.store(config, "deploy-key", f"Deploy with {token} today.", scope="global")
+
+
+def test_a_derived_key_that_is_itself_a_token_is_refused(config: Config) -> None:
+    with pytest.raises(SecretError, match="key holds a secret"):
+        memory.store(config, None, "xoxb 1234567890 abcdefghij", scope="project",
+                     scope_id="atlas")  # fmt: skip
+    managed = config.root / config.managed_folder
+    assert not [p for p in managed.rglob("*") if "xoxb" in p.name]
+
+
+def test_context_write_never_copies_an_escaped_token(config: Config, tmp_path: Path) -> None:
+    from vaultmem.vault import Vault
+
+    vault = Vault(config.root)
+    for token in _ESCAPED_TOKENS:
+        vault.store(None, f"Deploy with {token} today.", scope="project", scope_id="atlas")
+    project = tmp_path / "project"
+    project.mkdir()
+    vault.write_context("codex", project_dir=project)
+    agents = (project / "AGENTS.md").read_text(encoding="utf-8")
+    assert "Deploy with" in agents
+    assert "Zx9Yw8Vu7Ts6" not in agents and "abcdefghij" not in agents
+    assert "hunter2x9" not in agents

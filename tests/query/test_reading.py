@@ -183,3 +183,20 @@ def test_readme_store_recall_pair_on_dwarvesf_brain(tmp_path: Path) -> None:
     last = longest.read_text(encoding="utf-8").rstrip("\n").splitlines()[-1]
     done = run_cli("read", rel, "--json", "--max-bytes", "1000000", cwd=root)
     assert json.loads(done.stdout)["data"]["text"].splitlines()[-1] == last
+
+
+def test_a_note_named_in_nfd_is_found_by_its_nfc_name(example_vault: Path) -> None:
+    """macOS writes names decomposed: `read Café` finds `Cafe\u0301.md` as `[[Café]]` does
+    (issue 27 item 13), and an NFC twin elsewhere makes the name ambiguous, not the answer."""
+    from vaultmem.core.errors import AmbiguousError
+    from vaultmem.vault import Vault
+
+    (example_vault / "Knowledge" / "Cafe\u0301.md").write_text("# Cafe\n\nEspresso.\n", "utf-8")
+    vault = Vault(example_vault)
+    vault.reconcile()
+    assert "Espresso" in vault.read("Café").text
+    assert vault.show("Knowledge/Café.md").note["path"] == "Knowledge/Cafe\u0301.md"
+    (example_vault / "Projects" / "Atlas" / "Café.md").write_text("# Twin\n\nTea.\n", "utf-8")
+    vault.reconcile()
+    with pytest.raises(AmbiguousError):
+        vault.read("Café")

@@ -231,6 +231,7 @@ def _check(p: Param, value: Any, label: str, hint: str) -> Any:
         return int(value) if p.kind == "int" else float(value)
     if p.kind == "path":
         if isinstance(value, str | Path) and str(value):
+            _utf8(str(value), fail)
             return Path(value)
         raise fail(f"expected a path, got {_show(value)}.")
     if p.kind == "pairs":
@@ -260,9 +261,19 @@ def _check(p: Param, value: Any, label: str, hint: str) -> Any:
     return text
 
 
+def _utf8(value: str, fail: Callable[[str], InvalidArgumentError]) -> None:
+    """Refuse text holding bytes that are not UTF-8: a command line's `$'\\xff'` arrives as
+    lone surrogates (Python's surrogateescape), which no file, index row or JSON can hold."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise fail("is not valid UTF-8 text; nothing was done.") from None
+
+
 def _string(p: Param, value: Any, fail: Callable[[str], InvalidArgumentError]) -> str:
     if not isinstance(value, str):
         raise fail(f"expected a string, got {_show(value)}.")
+    _utf8(value, fail)
     if p.max_length is not None and len(value) > p.max_length:
         raise fail(f"{len(value)} characters; at most {p.max_length}.")
     if p.min_length is not None and len(value) < p.min_length:

@@ -41,6 +41,7 @@ ProblemCode = Literal[
     "file_unstable",
     "symlink_refused",
     "config_folder_missing",
+    "secret_in_name",
 ]
 PROBLEM_CODES: tuple[ProblemCode, ...] = get_args(ProblemCode)
 
@@ -178,10 +179,12 @@ SearchMode = Literal["words", "vectors", "hybrid"]  # search.vectors
 SEARCH_MODES: tuple[SearchMode, ...] = ("words", "vectors", "hybrid")
 SEARCH_MODE_WHEN_ON: SearchMode = "words"  # search.vectors: the mode when semantic recall is on
 
-PARSER_VERSION = 3
-"""Bump whenever `note.parse.parse_note`'s output changes: the index records it and rebuilds on
-a mismatch. Kept here (re-exported by `note.parse`) so that a no-op reconcile, which compares it,
-need not import the parser (mistune)."""
+PARSER_VERSION = 4
+"""Bump whenever `note.parse.parse_note`'s output changes, or what the index keeps of it (4:
+bounded tags, and rows redacted by `core.secrets.redact_note`; bump it too when a built-in
+secret pattern changes):
+the index records it and rebuilds on a mismatch. Kept here (re-exported by `note.parse`) so
+that a no-op reconcile, which compares it, need not import the parser (mistune)."""
 
 TOKENIZER_VERSION = 3
 """Bump whenever `search.tokenizer`'s output changes (it re-exports this): the index records it

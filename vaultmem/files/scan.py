@@ -41,6 +41,7 @@ from typing import BinaryIO, NamedTuple
 
 from vaultmem.core.config import Config
 from vaultmem.core.models import Problem
+from vaultmem.core.secrets import compile_patterns, redact, secret_names
 
 NOTE_SUFFIX = ".md"
 CANVAS_SUFFIX = ".canvas"
@@ -292,10 +293,51 @@ def scan_vault(config: Config) -> ScanResult:
                 Problem(printable(prefix.rstrip("/") or "."), "file_unreadable", message)
             )
     problems.extend(_missing_folders(config))
+    notes, files, problems = _without_secret_names(config, notes, files, problems)
     notes.sort(key=_note_path)  # paths are unique: comparing them alone sorts ~2x faster
     files.sort()
     problems.sort(key=lambda p: (p.path, p.code))
     return ScanResult(tuple(notes), tuple(files), tuple(problems))
+
+
+def _without_secret_names(
+    config: Config, notes: list[Fingerprint], files: list[str], problems: list[Problem]
+) -> tuple[list[Fingerprint], list[str], list[Problem]]:
+    """The walk without the files whose path holds a secret (`xoxb-….md`, a folder named
+    after a token): the index never holds a secret, and a path is its key, so such a file is
+    neither a note nor a link target. Each becomes one `secret_in_name` problem (a folder once,
+    for the shallowest name holding it), shown redacted; other problems' paths are redacted."""
+    patterns = compile_patterns(config.secret_patterns)
+    named = secret_names([*files, *(p.path for p in problems)], patterns)
+    if not named:
+        return notes, files, problems
+    flagged: dict[str, str] = {}
+    for path in files:
+        if path in named:
+            parts = path.split("/")
+            for i in range(1, len(parts) + 1):  # the shallowest part that holds it
+                head = "/".join(parts[:i])
+                if head == path or secret_names([head], patterns):
+                    flagged.setdefault(head, redact(head, patterns).text)
+                    break
+    out_problems = [
+        Problem(named.get(p.path, p.path), p.code, redact(p.message, patterns).text, p.line)
+        for p in problems
+    ]
+    for head, shown in sorted(flagged.items()):
+        found = ", ".join(redact(head, patterns).found)
+        out_problems.append(
+            Problem(
+                shown,
+                "secret_in_name",
+                f"the name holds a secret ({found}): not indexed; rename the file or folder",
+            )
+        )
+    return (
+        [fp for fp in notes if fp.path not in named],
+        [path for path in files if path not in named],
+        out_problems,
+    )
 
 
 _note_path = itemgetter(0)
@@ -405,6 +447,8 @@ def is_eligible_file(config: Config, path: str) -> bool:
     parts = path.split("/")
     if any(part in ("", ".", "..") or is_dropping(part) for part in parts):
         return False
+    if secret_names([path], compile_patterns(config.secret_patterns)):
+        return False  # `scan_vault` reports it (`secret_in_name`) and never indexes it
     excluded = _compile_exclusions(config.config_exclude, config.managed_folder).excluded
     for i in range(1, len(parts) + 1):
         if excluded("/".join(parts[:i]), parts[i - 1], folder=i < len(parts)):

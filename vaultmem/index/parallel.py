@@ -37,9 +37,10 @@ from typing import Literal, NamedTuple
 from vaultmem.core.config import Config
 from vaultmem.core.documents import SearchDocument, note_documents, postings_lines
 from vaultmem.core.models import Problem, Resolution
+from vaultmem.core.secrets import compile_patterns, redact_value
 from vaultmem.files.scan import content_hash, read_note_fingerprinted
 from vaultmem.note.links import LinkResolver, SubpathIndex, resolve_link
-from vaultmem.note.parse import parse_note
+from vaultmem.note.parse import parse_note, redacted_note
 from vaultmem.storage.rows import NoteRecord, StagedRows
 
 Progress = Callable[[int, int], None]
@@ -121,6 +122,7 @@ class _Worker:
         self.context = context
         self.config = context.config
         self.resolver = resolver if resolver is not None else LinkResolver(context.files)
+        self.patterns = compile_patterns(self.config.secret_patterns)
 
     def chunk(self, index: int, jobs: Sequence[Job]) -> Chunk:
         rows = StagedRows()
@@ -184,6 +186,16 @@ class _Worker:
             resolutions.append(res)
         scope = config.scope_of(path)
         assert scope is not None, path  # the scan yields mapped notes only
+        # The index never holds a secret: every text of the note is redacted once its links
+        # are resolved (against names, which hold none: `scan.scan_vault`), before documents,
+        # postings, vectors and rows are made of it.
+        patterns = self.patterns
+        note = redacted_note(note, patterns)
+        # other notes' subpaths are checked against their (redacted) headings by the load
+        subpaths = [(o, target, note.links[o].subpath) for o, target, _ in subpaths]
+        if topic is not None:
+            topic = redact_value(topic, patterns)
+        problems = redact_value(parsed.problems, patterns)
         documents = note_documents(note, config.search_language)
         claimed = topic.id if topic else None
         rows.add_note(
@@ -212,7 +224,7 @@ class _Worker:
             fp.mtime_ns,
             digest,
             claimed,
-            parsed.problems,
+            problems,
             tuple(subpaths),
         )
 

@@ -5,15 +5,16 @@ stale or missing). Link targets' headings and blocks come from parsing those fil
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from vaultmem.core.config import Config
 from vaultmem.core.errors import NotFoundError
 from vaultmem.core.models import ParsedNote, Problem, Resolution
+from vaultmem.core.secrets import compile_patterns
 from vaultmem.files.scan import read_note, scan_vault
 from vaultmem.note.links import LinkResolver, SubpathIndex, resolve_link
-from vaultmem.note.parse import parse_note
+from vaultmem.note.parse import parse_note, redacted_note
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,4 +59,6 @@ def preview(config: Config, rel: str) -> ParsedView:
     resolutions = tuple(
         resolve_link(link, rel, resolver, headings_of) for link in parsed.note.links
     )
-    return ParsedView(parsed, resolutions)
+    # shown as the index holds it: redacted once its links are resolved
+    note = redacted_note(parsed.note, compile_patterns(config.secret_patterns))
+    return ParsedView(replace(parsed, note=note), resolutions)

@@ -89,7 +89,7 @@ if TYPE_CHECKING:  # the workers' side loads only when a note must be parsed: no
 Progress = Callable[[int, int], None]
 Mode = Literal["full", "paths", "rebuild"]
 
-_SCAN_CODES = ("config_folder_missing", "symlink_refused")
+_SCAN_CODES = ("config_folder_missing", "secret_in_name", "symlink_refused")
 _READ_CODES = ("file_vanished", "file_unstable", "file_unreadable")
 _HEADINGS_BATCH = 20_000
 """Target notes whose headings and blocks the subpath check reads per query (each query scans
@@ -116,6 +116,7 @@ def index_versions(config: Config) -> dict[str, str]:
             config.managed_folder,
             list(config.exclude),
             config.max_note_bytes,
+            [list(pair) for pair in config.secret_patterns],  # rows are redacted by them
         ]
     )
     return {

@@ -240,7 +240,10 @@ def _write(
         )
     phases.append("redacted")
     # A derived key comes from the redacted text: a secret must never reach a file name.
-    key = key if key is not None else derive_key(cleaned.text)
+    if key is None:
+        key = derive_key(cleaned.text)
+        # Slugging can make a token of text that was none (`xoxb 1234567890 abcdefghij`)
+        _refuse_secret_names(key, None, (), extra)
     rel = managed.topic_path(config, scope, resolved_id, key)
 
     with managed.topic_lock(config, rel):

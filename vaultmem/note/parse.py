@@ -10,11 +10,14 @@ reconcile over a vault always finishes. No I/O happens here: the scanner reads t
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Sequence
+from dataclasses import replace
 
 from vaultmem.core import models
 from vaultmem.core.models import JSON, FrontmatterStatus, Link, Note, ParsedNote, Problem
+from vaultmem.core.secrets import SecretPattern, redact_note
 from vaultmem.note.canvas import is_canvas, parse_canvas
-from vaultmem.note.markdown import property_link, scan_body
+from vaultmem.note.markdown import heading_anchor, property_link, scan_body
 from vaultmem.note.properties import (
     as_problems,
     load_frontmatter,
@@ -22,7 +25,14 @@ from vaultmem.note.properties import (
     split_frontmatter,
 )
 
-__all__ = ["BINARY_SNIFF_BYTES", "MAX_BYTES", "PARSER_VERSION", "note_stem", "parse_note"]
+__all__ = [
+    "BINARY_SNIFF_BYTES",
+    "MAX_BYTES",
+    "PARSER_VERSION",
+    "note_stem",
+    "parse_note",
+    "redacted_note",
+]
 
 PARSER_VERSION = models.PARSER_VERSION  # bump it there when parse_note's output changes
 
@@ -169,3 +179,17 @@ def parse_note(path: str, data: bytes, *, max_bytes: int = MAX_BYTES) -> ParsedN
         sections=tuple(scan.sections),
     )
     return ParsedNote(note, tuple(problems))
+
+
+def redacted_note(note: Note, patterns: Sequence[SecretPattern] = ()) -> Note:
+    """`core.secrets.redact_note`, with the anchor of each heading it changed made again from
+    the redacted text: an anchor is lower-cased, and `akia…` no longer looks like the key it
+    holds. What the index stores of a note, and what `parse` shows."""
+    clean = redact_note(note, patterns)
+    if clean is note or clean.headings == note.headings:
+        return clean
+    headings = tuple(
+        h if h.text == old.text else replace(h, anchor=heading_anchor(h.text))
+        for h, old in zip(clean.headings, note.headings, strict=True)
+    )
+    return replace(clean, headings=headings)

@@ -43,7 +43,13 @@ from vaultmem.core.atomic import replace_at, replace_file
 from vaultmem.core.config import Config
 from vaultmem.core.errors import FileAccessError, InvalidArgumentError, PathEscapeError
 from vaultmem.core.models import JSON, SCOPES, ExportFormat, Note
-from vaultmem.core.secrets import SecretPattern, compile_patterns, redact
+from vaultmem.core.secrets import (
+    SecretPattern,
+    compile_patterns,
+    redact,
+    redact_value,
+    secret_names,
+)
 from vaultmem.files import managed
 from vaultmem.files.scan import read_note, scan_vault
 from vaultmem.note.links import LinkResolver
@@ -136,7 +142,15 @@ def export_bundle(
     skipped: list[dict[str, JSON]] = []
     redacted: list[dict[str, JSON]] = []
     kept: list[_Item] = []
+    named = secret_names([item.path for item in items], patterns)
     for item in items:
+        if item.path in named:
+            # its file name would become the concept's file, key and listing entries
+            found = redact(item.path, patterns).found
+            skipped.append(
+                {"path": named[item.path], "patterns": list(found), "reason": "secret_in_name"}
+            )
+            continue
         found = redact(item.body + "\n" + dump_yaml(item.note.frontmatter), patterns).found
         if found and not redact_secrets:
             skipped.append({"path": item.path, "patterns": list(found)})
@@ -147,10 +161,11 @@ def export_bundle(
         kept.append(item)
     _assign_concepts(kept, scope, scope_id, folder, config)
     files, rewritten, outside = _render_all(config, kept, patterns if redact_secrets else None)
+    files = _without_secrets(files, patterns)
     if fmt == "dir":
         written, unchanged, pruned = _write_folder(config, out, files, prune)
     else:
-        written, pruned = _write_file(out, _archive(files, fmt)), []
+        written, pruned = _write_file(config, out, _archive(files, fmt)), []
         unchanged = 0 if written else 1
     return ExportReport(
         out=str(out),
@@ -195,10 +210,14 @@ def _select(
             raise InvalidArgumentError(
                 f"{folder!r} belongs to the private scope {mapping.scope}.", hint=private_hint
             )
-        for fp in scan_vault(config).notes:
+        scan = scan_vault(config)
+        for fp in scan.notes:
             inside = folder == "" or fp.path.startswith(folder + "/")
             if inside and not config.is_managed(fp.path):
                 paths.append((fp.path, False, mapping.scope, mapping.scope_id))
+        for p in scan.problems:  # names holding a secret: never a concept (shown redacted)
+            if p.code == "secret_in_name" and (folder == "" or p.path.startswith(folder + "/")):
+                problems.append({"path": p.path, "code": p.code, "message": p.message})
     else:
         if scope in PRIVATE_SCOPES and not include_private:
             raise InvalidArgumentError(f"The scope {scope} is private.", hint=private_hint)
@@ -345,7 +364,7 @@ def _render_all(
         )
         concept_fm = concept_frontmatter(src, PRODUCER)
         if patterns is not None:
-            redacted_fm = _redact_values(concept_fm, patterns)
+            redacted_fm = redact_value(concept_fm, patterns)
             assert isinstance(redacted_fm, dict)
             concept_fm = redacted_fm
         files[item.concept + ".md"] = render(concept_fm, result.text).encode("utf-8")
@@ -425,16 +444,6 @@ def _first_sentence(body: str) -> str:
         cut = sentence[: _DESCRIPTION_MAX - 1]
         sentence = (cut.rsplit(" ", 1)[0] if " " in cut else cut) + "…"
     return sentence
-
-
-def _redact_values(value: JSON, patterns: Sequence[SecretPattern]) -> JSON:
-    if isinstance(value, str):
-        return redact(value, patterns).text
-    if isinstance(value, list):
-        return [_redact_values(v, patterns) for v in value]
-    if isinstance(value, dict):
-        return {k: _redact_values(v, patterns) for k, v in value.items()}
-    return value
 
 
 def _indexes(listing: list[tuple[str, str, str, str, str]]) -> dict[str, bytes]:
@@ -672,10 +681,39 @@ def _access_error(exc: OSError, path: Path) -> FileAccessError:
     return FileAccessError(f"Cannot write the bundle at {where}: {exc.strerror or exc}.")
 
 
-def _write_file(out: Path, data: bytes) -> list[str]:
+def _without_secrets(
+    files: Mapping[str, bytes], patterns: Sequence[SecretPattern]
+) -> dict[str, bytes]:
+    """The last look before anything is written: the generated listings (`index.md`, `log.md`
+    name every concept's title) redacted, and no file whose name holds a secret (the items
+    whose path held one were skipped, so none is expected)."""
+    named = secret_names(list(files), patterns)
+    out: dict[str, bytes] = {}
+    for rel, data in files.items():
+        if rel in named:
+            continue
+        if rel.rsplit("/", 1)[-1] in ("index.md", "log.md"):
+            text = data.decode("utf-8")
+            cleaned = redact(text, patterns)
+            data = cleaned.text.encode("utf-8") if cleaned.found else data
+        out[rel] = data
+    return out
+
+
+def _write_file(config: Config, out: Path, data: bytes) -> list[str]:
+    """Write an archive to the file `out`: never over a file no export wrote (the archive's
+    own record in `.vaultmem/exports.json` says one did)."""
+    record = _load_record(config)
+    key = str(out)
     try:
         if out.read_bytes() == data:
             return []
+        if out.name not in record.get(key, {}):
+            raise InvalidArgumentError(
+                f"{out} exists and no earlier export wrote it; vaultmem never overwrites "
+                "files it did not write.",
+                hint="Export to a new file name, or move that file away first.",
+            )
     except FileNotFoundError:
         pass
     except IsADirectoryError as exc:
@@ -689,6 +727,8 @@ def _write_file(out: Path, data: bytes) -> list[str]:
         replace_file(out, data)
     except OSError as exc:
         raise _access_error(exc, out) from exc
+    record[key] = {out.name: _sha256(data)}
+    _save_record(config, record)
     return [out.name]
 
 

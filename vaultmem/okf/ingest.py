@@ -24,7 +24,7 @@ from typing import Literal
 from vaultmem.core.config import Config
 from vaultmem.core.errors import InvalidArgumentError
 from vaultmem.core.models import JSON, Published
-from vaultmem.core.secrets import SecretPattern, compile_patterns, redact
+from vaultmem.core.secrets import SecretPattern, compile_patterns, find_secrets, redact
 from vaultmem.files import managed
 from vaultmem.note.properties import load_frontmatter, split_frontmatter
 from vaultmem.note.topics import append_observation, escape_observation, iso_utc, read_topic
@@ -115,6 +115,7 @@ def import_bundle(
             hint="Inspect the bundle; vaultmem imports only what it can read safely.",
         ) from exc
     rejected = [{"path": r.path, "reason": r.reason} for r in bundle.rejected]
+    name_patterns = compile_patterns(config.secret_patterns)
     concepts: list[_Concept] = []
     taken: dict[str, str] = {}
     for file in bundle.files:
@@ -130,6 +131,13 @@ def import_bundle(
             continue
         vm = _mapping(concept.frontmatter.get("vaultmem"))
         concept.key = key_for(concept.id, vm.get("key"))
+        named = find_secrets(f"{file.path}\n{concept.key}", name_patterns)
+        if named:
+            # the key names the topic's file: a token there would reach the vault, the index
+            # and every later export (`store` refuses such keys too)
+            why = f"its name or key holds a secret ({', '.join(named)}); rename it in the bundle"
+            rejected.append({"path": file.path, "reason": why})
+            continue
         if concept.key in taken:
             why = f"key {concept.key!r} is already taken by {taken[concept.key]}"
             rejected.append({"path": file.path, "reason": why})
@@ -144,9 +152,19 @@ def import_bundle(
     redacted: list[dict[str, JSON]] = []
     topics: list[dict[str, str]] = []
     written: list[str] = []
+    holders = _topic_ids(config)
     for concept in concepts:
         rel = managed.topic_path(config, scope, scope_id, concept.key)
         fm, body, observations = _topic(concept, keys, scope, scope_id, moment, counts)
+        topic_id = str(fm.get("id"))
+        holder = holders.get(topic_id)
+        if holder is not None and holder != rel:
+            # Two topics with one id: `get`/`forget` by id would act on whichever the index
+            # picked, so the existing topic keeps its id and this concept is not imported.
+            why = f"its vaultmem.id {topic_id} is the id of the existing topic {holder}"
+            rejected.append({"path": concept.path, "reason": why + " (conflict)"})
+            continue
+        holders[topic_id] = rel
         found = redact(body + "\n" + dump_yaml(fm), patterns).found
         if found and scope in _SECRET_GATED:
             why = f"holds a secret ({', '.join(found)}); scope {scope} refuses secrets"
@@ -186,6 +204,20 @@ def import_bundle(
         topics=tuple(topics),
     )
     return report, published
+
+
+def _topic_ids(config: Config) -> dict[str, str]:
+    """{id: path} of every topic file in the managed folder (read from the files: the index
+    may be behind them)."""
+    out: dict[str, str] = {}
+    for rel in managed.list_topics(config):
+        text = managed.read_text(config, rel)
+        if text is None:
+            continue
+        topic_id = read_topic(rel, text).id
+        if topic_id:
+            out.setdefault(topic_id, rel)
+    return out
 
 
 def _refuse_non_bundle(

@@ -69,10 +69,15 @@ def note_files(con: Connection) -> list[tuple[str, int, int, str, str | None]]:
 
 
 # Each kind of name, in the order `find_note` tries them; `?` is the case-folded name.
+# Names are compared folded as `note.links.fold_name` folds them (lower-cased, then NFC), on both
+# sides: a file macOS named in NFD (`Cafe\u0301.md`) is found by `Café`, as `[[Café]]` finds it.
 NAME_LOOKUPS: tuple[tuple[str, str], ...] = (
     ("id", "SELECT id, path, title FROM notes WHERE id = ?"),
-    ("path", "SELECT id, path, title FROM notes WHERE lower(path) IN (?, ? || '.md')"),
-    ("title", "SELECT id, path, title FROM notes WHERE lower(title) = ?"),
+    (
+        "path",
+        "SELECT id, path, title FROM notes WHERE nfc_normalize(lower(path)) IN (?, ? || '.md')",
+    ),
+    ("title", "SELECT id, path, title FROM notes WHERE nfc_normalize(lower(title)) = ?"),
     (
         "alias",
         "SELECT DISTINCT n.id, n.path, n.title FROM aliases a JOIN notes n ON n.id = a.note_id "
@@ -81,7 +86,7 @@ NAME_LOOKUPS: tuple[tuple[str, str], ...] = (
     (
         "file name",
         "SELECT id, path, title FROM notes "
-        "WHERE lower(regexp_extract(path, '([^/]*)\\.md$', 1)) = ?",
+        "WHERE nfc_normalize(lower(regexp_extract(path, '([^/]*)\\.md$', 1))) = ?",
     ),
 )
 
