@@ -79,6 +79,9 @@ def agent_env(home: Path, **extra: str) -> dict[str, str]:
         "PATH": ":".join([*path, "/usr/bin", "/bin"]),
         "LANG": "C.UTF-8",
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        # The index lives in the state folder the test session chose (tests/conftest.py); a
+        # user's agent finds the same default folder because it runs with the user's HOME.
+        "VAULTMEM_STATE_DIR": os.environ["VAULTMEM_STATE_DIR"],
     }
     env.update(extra)
     return env
@@ -103,6 +106,7 @@ def run(
 def setup(home: Path, *args: str, cwd: Path | None = None) -> dict[str, Any]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("VAULTMEM_", "CODEX_"))}
     env["HOME"] = str(home)
+    env["VAULTMEM_STATE_DIR"] = os.environ["VAULTMEM_STATE_DIR"]
     done = subprocess.run(
         [sys.executable, "-m", "vaultmem", "setup", *args, "--json"],
         capture_output=True,
