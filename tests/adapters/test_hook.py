@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import run_cli
+from tests.helpers import run_cli, state_of
 from vaultmem.adapters import hook
 from vaultmem.vault import Vault
 
@@ -117,7 +117,7 @@ def test_prompt_gives_relevant_hits_once_per_session(vault: Path, repos: tuple[P
     assert again.returncode == 0 and "alpha-deploy" not in again.stdout  # given already
     other_session = run_hook("prompt", {**payload, "session_id": "s4"}, "--vault", str(vault))
     assert "alpha-deploy" in other_session.stdout
-    state = vault / ".vaultmem" / hook.STATE_FOLDER
+    state = state_of(vault) / hook.STATE_FOLDER
     assert len(list(state.glob("*.json"))) == 2  # machine-local, one small file per session
 
 

@@ -616,10 +616,10 @@ def test_context_write_never_copies_an_escaped_token(config: Config, tmp_path: P
     from vaultmem.vault import Vault
 
     vault = Vault(config.root)
-    for token in _ESCAPED_TOKENS:
-        vault.store(None, f"Deploy with {token} today.", scope="project", scope_id="atlas")
     project = tmp_path / "project"
     project.mkdir()
+    for token in _ESCAPED_TOKENS:  # stored from the project, so its context holds them
+        vault.store(None, f"Deploy with {token} today.", scope="project", cwd=project)
     vault.write_context("codex", project_dir=project)
     agents = (project / "AGENTS.md").read_text(encoding="utf-8")
     assert "Deploy with" in agents

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from vaultmem.core.errors import ConfigError
+from vaultmem.core.errors import InvalidArgumentError
 from vaultmem.vault import Vault
 
 XOXB = "xoxb-1234567890-abcdefghij"
@@ -78,7 +78,7 @@ def test_an_archive_export_never_replaces_a_file_no_export_wrote(
     precious = tmp_path / "precious.txt"
     precious.write_text("keep me\n", encoding="utf-8")
     vault = Vault(example_vault)
-    with pytest.raises(ConfigError, match="no earlier export wrote it"):
+    with pytest.raises(InvalidArgumentError, match="no earlier export wrote it"):
         vault.export_okf(precious, folder="Knowledge", format="zip")
     assert precious.read_text(encoding="utf-8") == "keep me\n"
     # An archive an export wrote is its own to replace.

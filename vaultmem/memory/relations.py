@@ -326,9 +326,8 @@ def _resolve_note(config: Config, name: str) -> _NoteRow:
     return _NoteRow(*found)
 
 
-def relate(config: Config, a: str, b: str, type_: str = "relates_to") -> tuple[Edge, Published]:
-    """Record a person's edge A -[type]-> B and render it into A's See Also; the edge and what
-    was published (the decisions note, the source topic), for `Vault` to index."""
+def _endpoints(config: Config, a: str, b: str, type_: str) -> tuple[_NoteRow, _NoteRow]:
+    """The two notes of an edge A -[type]-> B, once the type and the pair are checked."""
     if not TYPE_RE.fullmatch(type_):
         raise InvalidArgumentError(
             f"{type_!r} is not an edge type.",
@@ -337,6 +336,13 @@ def relate(config: Config, a: str, b: str, type_: str = "relates_to") -> tuple[E
     source, target = _resolve_note(config, a), _resolve_note(config, b)
     if source.id == target.id:
         raise InvalidArgumentError(f"{a!r} and {b!r} are the same note; an edge needs two.")
+    return source, target
+
+
+def relate(config: Config, a: str, b: str, type_: str = "relates_to") -> tuple[Edge, Published]:
+    """Record a person's edge A -[type]-> B and render it into A's See Also; the edge and what
+    was published (the decisions note, the source topic), for `Vault` to index."""
+    source, target = _endpoints(config, a, b, type_)
     published = _decide(config, "relate", type_, "human", source, target)
     return _edge(config, edge_id(source.id, type_, target.id)), published
 
@@ -348,14 +354,7 @@ def propose(
     `proposed` until a person accepts or rejects it; nothing is rendered into See Also. A pair
     a person already decided (related, accepted, rejected) keeps that decision, and nothing is
     published then."""
-    if not TYPE_RE.fullmatch(type_):
-        raise InvalidArgumentError(
-            f"{type_!r} is not an edge type.",
-            hint="Lower-case letters, digits, '_' and '-', e.g. relates_to, supersedes.",
-        )
-    source, target = _resolve_note(config, a), _resolve_note(config, b)
-    if source.id == target.id:
-        raise InvalidArgumentError(f"{a!r} and {b!r} are the same note; an edge needs two.")
+    source, target = _endpoints(config, a, b, type_)
     eid = edge_id(source.id, type_, target.id)
     known = {e.id: e for e in edges(config, suggest=False)}
     if eid in known and known[eid].status != "proposed":
