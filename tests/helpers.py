@@ -29,16 +29,21 @@ def index_of(vault: Path) -> Path:
     return load_config(vault).index_path
 
 
-def run_cli(
-    *args: str, cwd: Path | None = None, stdin: str | None = None
-) -> subprocess.CompletedProcess[str]:
-    """`vaultmem ARGS` in a fresh interpreter, with no VAULTMEM_* variable leaking in (but
-    the test's state folder, VAULTMEM_STATE_DIR)."""
-    env = {
+def cli_env() -> dict[str, str]:
+    """The environment a CLI subprocess gets: no VAULTMEM_* variable leaking in, but the test's
+    state folder (VAULTMEM_STATE_DIR)."""
+    return {
         k: v
         for k, v in os.environ.items()
         if not k.startswith("VAULTMEM_") or k == "VAULTMEM_STATE_DIR"
     }
+
+
+def run_cli(
+    *args: str, cwd: Path | None = None, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`vaultmem ARGS` in a fresh interpreter, in `cli_env()`."""
+    env = cli_env()
     return subprocess.run(
         [sys.executable, "-m", "vaultmem", *args],
         capture_output=True,

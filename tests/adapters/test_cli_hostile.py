@@ -13,23 +13,20 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import cli_env
+
 ESCAPES = "\x1b[31m\x1b]0;pwned\x07\x1b[2J\u202e"
 
 
 def vaultmem(
     *args: str | bytes, stdin: int | None = None, stdout: int | None = subprocess.PIPE
 ) -> subprocess.CompletedProcess[bytes]:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith("VAULTMEM_") or k == "VAULTMEM_STATE_DIR"
-    }
     return subprocess.run(
         [sys.executable, "-m", "vaultmem", *args],
         stdin=stdin,
         stdout=stdout,
         stderr=subprocess.PIPE,
-        env=env,
+        env=cli_env(),
         check=False,
     )
 
