@@ -2,7 +2,7 @@
 
 A human note's id is derived from the path it was first seen at. When reconcile sees a note
 move (same bytes at a new path, old path gone) it appends one JSON line to
-`.vaultmem/renames.jsonl`; a rebuild replays the file, so ids survive deleting the index.
+`<state>/renames.jsonl`; a rebuild replays the file, so ids survive deleting the index.
 The journal lives in `.vaultmem/`, never in the vault: deleting it loses only rename history.
 Appends are single `write` calls of one line, fsynced, so a crash leaves at most a torn last
 line, which replay skips; so does any line that is not valid UTF-8 JSON (counted, so that

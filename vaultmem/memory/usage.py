@@ -1,4 +1,4 @@
-"""How often each note is used: an append-only log in `.vaultmem/usage.jsonl`.
+"""How often each note is used: an append-only log in `<state>/usage.jsonl`.
 
 A use is a read an agent chose to make: `get` of a topic, `read` of any note, or an explicit
 `used` ("this note helped"). A recall that merely returns a note is not a use: counting hits

@@ -6,7 +6,7 @@ kept note its concept ID, so the second pass can rewrite links knowing exactly w
 holds. Output is a pure function of the notes: `generated.at` comes from the note (`updated`,
 else the file's mtime), listings and the log are sorted, archives carry fixed dates and owners,
 and a file whose bytes would not change is not written at all. The files an export wrote are
-recorded with their SHA-256 in the vault's `.vaultmem/exports.json` (keyed by the bundle's
+recorded with their SHA-256 in the vault's state folder's `exports.json` (keyed by the bundle's
 absolute path), outside the bundle, which OKF allows to hold only concepts, index.md and log.md.
 
 A bundle folder is written like the managed folder: every folder is opened relative to the one
@@ -504,7 +504,7 @@ def _write_folder(
     config: Config, out: Path, files: Mapping[str, bytes], prune: bool
 ) -> tuple[list[str], int, list[str]]:
     """Write the bundle into the folder `out`, never through a link and never over a file no
-    export wrote. `.vaultmem/exports.json` records each written file's path and SHA-256; prune
+    export wrote. `<state>/exports.json` records each written file's path and SHA-256; prune
     deletes only recorded files whose bytes still have the recorded hash."""
     record = _load_record(config)
     key = str(out)
@@ -702,7 +702,7 @@ def _without_secrets(
 
 def _write_file(config: Config, out: Path, data: bytes) -> list[str]:
     """Write an archive to the file `out`: never over a file no export wrote (the archive's
-    own record in `.vaultmem/exports.json` says one did)."""
+    own record in `<state>/exports.json` says one did)."""
     record = _load_record(config)
     key = str(out)
     try:

@@ -1,6 +1,6 @@
 """The last survey the index agreed with: what lets a no-op reconcile leave the index closed.
 
-`.vaultmem/last-survey.json` holds the digest of a whole-vault stat walk (`plan.survey_digest`)
+`<state>/last-survey.json` holds the digest of a whole-vault stat walk (`plan.survey_digest`)
 that the index equalled when a reconcile finished, beside the identity of the index file and
 its WAL at that moment (inode, size, mtime_ns of each), the versions the index was built with,
 and its note and problem counts. When the next walk digests the same, the versions are the

@@ -281,7 +281,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "Frontmatter comes back apart; secrets are redacted. A long text comes in pieces of "
         "max_bytes: when `next_offset` is not null, call again with offset=next_offset. Counts "
         "as a use.",
-        read_only=False,  # it records a use (.vaultmem/usage.jsonl)
+        read_only=False,  # it records a use (<state>/usage.jsonl)
         render=_read_text,
     ),
     Operation(
@@ -331,7 +331,7 @@ OPERATIONS: tuple[Operation, ...] = (
         tool_title="Mark a note as used",
         tool_description="Record that a note or topic helped answer (one use). Uses decay over "
         "30 days and reorder only near-ties in memory_recall.",
-        read_only=False,  # it records a use (.vaultmem/usage.jsonl)
+        read_only=False,  # it records a use (<state>/usage.jsonl)
         render=lambda ref, args: output.line(f"Used {ref.path}"),
     ),
     Operation(

@@ -250,7 +250,7 @@ OPERATIONS: tuple[Operation, ...] = (
         tool_description="Read one memory topic in full: metadata and every observation, "
         "newest last, with corrections marked. Name it by key (with scope/scope_id when the "
         "key exists in several scopes) or by id.",
-        read_only=False,  # it records a use (.vaultmem/usage.jsonl)
+        read_only=False,  # it records a use (<state>/usage.jsonl)
         render=_get_text,
     ),
     Operation(
