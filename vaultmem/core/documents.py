@@ -25,7 +25,7 @@ import re
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from hashlib import blake2b
-from typing import NamedTuple, cast
+from typing import NamedTuple, Protocol, cast
 
 from vaultmem.core import segment
 from vaultmem.core.models import Note
@@ -63,28 +63,59 @@ def note_documents(note: Note, language: str = DEFAULT_LANGUAGE) -> list[SearchD
     """The note-level document followed by one document per non-empty section, its words
     stemmed for `language` (`[search] language`). (Boilerplate re-scoring, `section_postings`,
     segments a section's runs of Han alone as Chinese: it does not know the note.)"""
+    return documents_of(
+        note.title,
+        note.aliases,
+        note.tags,
+        note.sections,
+        note.frontmatter.get("lang"),
+        language,
+    )
+
+
+class SectionText(Protocol):
+    """What a search document needs of a section: `note.Section`, or a stored one."""
+
+    @property
+    def heading(self) -> str | None: ...
+    @property
+    def line(self) -> int: ...
+    @property
+    def text(self) -> str: ...
+
+
+def documents_of(
+    title: str,
+    aliases: Sequence[str],
+    tags: Sequence[str],
+    sections: Sequence[SectionText],
+    lang: object,
+    language: str = DEFAULT_LANGUAGE,
+) -> list[SearchDocument]:
+    """`note_documents` of the parts of a note it reads: its title, aliases, tags, every
+    section in order (a section's ord is its 1-based position) and its `lang` property.
+    The index holds each of them (`storage.search_upgrade`), so its search tables can be
+    made again from it, without the Markdown, when only the tokenizer changed."""
     # A run of Han alone is segmented in the note's language: its `lang` property, else
     # Japanese when the note holds kana anywhere (`segment.note_cjk`), else Chinese.
-    texts = [note.title, *(section.text for section in note.sections)]
-    cjk = segment.note_cjk(
-        note.frontmatter.get("lang"), "\n".join(t for t in texts if not t.isascii())
-    )
+    texts = [title, *(section.text for section in sections)]
+    cjk = segment.note_cjk(lang, "\n".join(t for t in texts if not t.isascii()))
     counts = analyzer(language, cjk).counts
     # Words never span a line break, so a field's lines tokenised as one text give the same
-    # terms as tokenised one by one.
+    # terms as tokenised one by one (and in any order).
     fields: list[tuple[Field, Counter[str]]] = [
-        ("title", counts(note.title)),
-        ("alias", counts("\n".join(note.aliases))),
-        ("tag", counts("\n".join(note.tags))),
+        ("title", counts(title)),
+        ("alias", counts("\n".join(aliases))),
+        ("tag", counts("\n".join(tags))),
     ]
-    head_text = "\n".join([note.title, *note.aliases, *("#" + t for t in note.tags)])
+    head_text = "\n".join([title, *aliases, *("#" + t for t in tags)])
     docs = [_document(0, None, 1, head_text, fields)]
-    for i, section in enumerate(note.sections, start=1):
+    for i, section in enumerate(sections, start=1):
         heading = section.heading
         body = counts(section.text)
         heading_terms = counts(heading) if heading else None
         if not body and not heading_terms:
-            continue
+            continue  # a termless section: the index keeps it apart (`termless_sections`)
         fields = [("body", body)]
         if heading_terms:
             fields.append(("heading", heading_terms))

@@ -59,6 +59,7 @@ from vaultmem.core.errors import IndexUnavailableError, LockedError
 from vaultmem.core.models import PARSER_VERSION, SCOPES, TOKENIZER_VERSION, Link, Problem
 from vaultmem.files.lock import writer_lock
 from vaultmem.files.scan import Fingerprint, is_eligible_file, scan_paths, scan_vault
+from vaultmem.index import upgrade
 from vaultmem.index.journal import append_renames, read_renames
 from vaultmem.index.plan import (
     ChangeSet,
@@ -182,7 +183,15 @@ def reconcile(
         unite_conflicts(config)
     run = _Run(config, progress, lock_timeout_s)
     run.warnings += state.prepare(config, writing=True)  # an index left in the vault moves out
-    return run.run(rebuild=rebuild, paths=None if paths is None else list(paths))
+    paths = None if paths is None else list(paths)
+    try:
+        return run.run(rebuild=rebuild, paths=paths)
+    except upgrade.StaleSearchTables:  # the notes' rows stand: no Markdown is read again
+        versions = index_versions(config)
+        kept = upgrade.upgrade_search_tables(
+            config, versions, run.warnings, progress=progress, lock_timeout_s=lock_timeout_s
+        )
+        return run.run(rebuild=not kept, paths=paths)
 
 
 _COPY_NAME = re.compile(r"\.sync-conflict-|conflicted copy| \d{1,3}\.md$")
@@ -440,6 +449,8 @@ class _Run:
             return empty
         try:
             if not store.meta_matches(con, index_versions(self.config)):
+                if upgrade.search_only(con, index_versions(self.config)):
+                    raise upgrade.StaleSearchTables  # `reconcile` upgrades, then runs again
                 self.warnings.append(
                     "The index was built by another version or configuration; rebuilt it."
                 )

@@ -37,6 +37,7 @@ NOTE_TABLES = (
     "blocks",
     "links",
     "documents",
+    "termless_sections",
     "postings",
     "vectors",
 )
@@ -149,6 +150,13 @@ class StagedRows:
             (n, doc.ord, doc.heading, doc.line, doc.length, doc.text, doc.line_keys)
             for doc in rec.documents
         ]
+        if len(rec.documents) <= len(note.sections):  # a section made no document
+            ords = {doc.ord for doc in rec.documents}
+            rows["termless_sections"] += [
+                (n, ord_, section.heading, section.line, section.text)
+                for ord_, section in enumerate(note.sections, start=1)
+                if ord_ not in ords
+            ]
 
     def write(self, folder: Path, stem: str) -> dict[str, Path]:
         """Write one file per table that has rows, `{column: [values]}`: {table: file}."""

@@ -2,8 +2,10 @@
 
 Every table and column carries a `--` comment; `docs/schema.md` is generated from them
 (`python -m vaultmem.storage.schema > docs/schema.md`), and a test fails when the two drift.
-Bump SCHEMA_VERSION on any change: an index with another version is rebuilt, never migrated
-in place, because every row is derived from the vault.
+Bump SCHEMA_VERSION on a change to a note table, SEARCH_SCHEMA_VERSION on a change to a search
+table only: an index with another schema version is rebuilt from the vault, one with another
+search schema version has its search tables made again from what it holds (`index.upgrade`);
+neither is migrated in place, because every row is derived from the vault.
 """
 
 from __future__ import annotations
@@ -12,12 +14,18 @@ import re
 import sys
 from typing import NamedTuple
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
+"""The note tables' layout (every table but `SEARCH_TABLES`, and `documents`' note_id, ord,
+heading, line and text): a change re-parses every note."""
+
+SEARCH_SCHEMA_VERSION = 1
+"""The search tables' layout (`SEARCH_TABLES`, and `documents`' length and line_keys): a
+change rebuilds them from the index, without reading a note (`index.upgrade`)."""
 
 DDL = """
--- Facts about the index itself: which versions built it. A mismatch means rebuild.
+-- Facts about the index itself: which versions built it. A mismatch means rebuild: of the search tables alone when only search_schema_version, tokenizer_version, embedding_model or vaultmem_version differ, else of everything.
 CREATE TABLE meta (
-    key VARCHAR NOT NULL, -- schema_version, parser_version, tokenizer_version, vaultmem_version, config_digest, embedding_model; rename_journal (not a version: the digest of the rename journal the note ids were assigned with)
+    key VARCHAR NOT NULL, -- schema_version, search_schema_version, parser_version, tokenizer_version, vaultmem_version, config_digest, embedding_model; rename_journal (not a version: the digest of the rename journal the note ids were assigned with)
     value VARCHAR NOT NULL -- the version string (the digest for rename_journal)
 );
 
@@ -115,6 +123,15 @@ CREATE TABLE documents (
 -- document's text: an ART index makes them ~6x faster at 10,000 notes.
 CREATE INDEX documents_by_note ON documents (note_id);
 
+-- Sections that are not search documents: no term under the tokenizer that built the index (a rule, an emoji, a lone image). Kept so that the search tables can be made again from the index alone when the tokenizer changes (docs/architecture.md).
+CREATE TABLE termless_sections (
+    note_id VARCHAR NOT NULL, -- notes.id
+    ord INTEGER NOT NULL, -- the section's position (1-based), as documents.ord would be
+    heading VARCHAR, -- the section's heading; NULL for text before the first heading
+    line INTEGER NOT NULL, -- 1-based line where the section starts
+    text VARCHAR NOT NULL -- the section's Markdown
+);
+
 -- BM25 postings: one row per term and document, the term's field-weighted frequency with the lengths BM25 needs, so a query reads nothing else. Sorted by term in a fresh index.
 CREATE TABLE postings (
     term VARCHAR NOT NULL, -- a tokenizer term (docs/search.md): case-folded, stemmed
@@ -187,6 +204,7 @@ DERIVED_TABLES: tuple[str, ...] = (
     "files",
     "links",
     "documents",
+    "termless_sections",
     "postings",
     "terms",
     "search_stats",
@@ -195,6 +213,18 @@ DERIVED_TABLES: tuple[str, ...] = (
     "problems",
 )
 """Tables whose contents a rebuild must reproduce exactly (`meta` and `reconcile_runs` excluded)."""
+
+SEARCH_TABLES: tuple[str, ...] = (
+    "postings",
+    "terms",
+    "search_stats",
+    "boilerplate_lines",
+    "vectors",
+)
+"""Tables made from `documents` and `termless_sections` alone: what a tokenizer change (or
+`[search] language`, semantic recall turned on or off) makes again without re-parsing.
+`documents` and `termless_sections` themselves are re-cut then (a section may gain or lose
+its terms); every other table is copied as it is."""
 
 
 # Named tuples, not dataclasses: every index user imports this module, and a dataclass compiles

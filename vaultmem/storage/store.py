@@ -42,7 +42,7 @@ except ImportError:  # pragma: no cover - depends on the installed DuckDB's pack
     import duckdb  # type: ignore[no-redef]
 
 from vaultmem.core.errors import IndexUnavailableError, LockedError
-from vaultmem.storage.schema import DDL, SCHEMA_VERSION, table_docs
+from vaultmem.storage.schema import DDL, SCHEMA_VERSION, SEARCH_SCHEMA_VERSION, table_docs
 
 _LOCK_MESSAGE = re.compile(r"Could not set lock|Conflicting lock", re.I)
 _PERMISSION = re.compile(r"Permission denied|Read-only file system", re.I)
@@ -420,10 +420,17 @@ def transaction(con: Connection) -> Iterator[None]:
     con.execute("COMMIT")
 
 
+SCHEMA_VERSIONS = {
+    "schema_version": str(SCHEMA_VERSION),
+    "search_schema_version": str(SEARCH_SCHEMA_VERSION),
+}
+"""The layout's versions, recorded in `meta` beside the code's (`reconcile.index_versions`)."""
+
+
 def create_schema(con: Connection, versions: Mapping[str, str]) -> None:
     con.execute(DDL)
     meta = new_batch("meta")
-    for key, value in sorted({**versions, "schema_version": str(SCHEMA_VERSION)}.items()):
+    for key, value in sorted({**versions, **SCHEMA_VERSIONS}.items()):
         meta.add(key, value)
     load(con, meta)
 
@@ -438,7 +445,7 @@ def meta_matches(con: Connection, versions: Mapping[str, str]) -> bool:
         meta = read_meta(con)
     except duckdb.CatalogException:
         return False
-    expected = {**versions, "schema_version": str(SCHEMA_VERSION)}
+    expected = {**versions, **SCHEMA_VERSIONS}
     return all(meta.get(k) == v for k, v in expected.items())
 
 

@@ -1,0 +1,239 @@
+"""Upgrades without re-parsing: a change to the search side only (tokenizer version, `[search]
+language`) makes the search tables again from the index, equal to a build from nothing, with no
+note read; a reader during the upgrade finds the old index whole; anything else re-parses."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+
+from tests.helpers import cli_env, dump_index
+from vaultmem.core.config import Config
+from vaultmem.index import upgrade
+from vaultmem.index.reconcile import index_versions, reconcile
+from vaultmem.storage import store
+from vaultmem.storage.schema import DERIVED_TABLES
+from vaultmem.vault import Vault
+
+FOOTER = "Edit this page on [GitHub](https://example.com/{name}.md) and share it."
+
+NOTES = {
+    "Running.md": "---\naliases: [Jogging, Runs]\ntags: [sport/outdoor, Health]\n---\n"
+    "# Running\n\nThe runners were running quickly through the parks.\n\n"
+    "## Shoes\n\nGood shoes matter for runners. #gear\n\n## ---\n\n---\n\n"
+    "## Notes\n\n" + FOOTER,
+    "Japanese.md": "---\nlang: ja\n---\n# 日本語\n\n東京都の天気は晴れです。漢字だけの文。\n\n"
+    "## 参考\n\nカタカナとひらがな。\n\n" + FOOTER,
+    "Chinese.md": "# 中文笔记\n\n怎么使用属性和标签。\n\n## 链接\n\n见 [[Running]]。\n\n" + FOOTER,
+    "Rules.md": "# Rules\n\n***\n\n## 🙂\n\n🙂 🙂\n\n## Real\n\nSome words here.\n",
+    "Empty.md": "",
+    "Code.md": "# Code\n\n```python\nreturn (x)\n```\n\nAfter the fence: stemming tests.\n",
+}
+"""Aliases, nested tags, a `lang` property, Han and kana, sections without terms (a rule, an
+emoji heading), an empty note, fenced code, and a footer in 8+ notes (boilerplate)."""
+
+
+def make_vault(root: Path) -> Config:
+    root.mkdir()
+    config = Vault.init(root).config
+    for name, text in NOTES.items():
+        (root / name).write_text(text, encoding="utf-8")
+    for i in range(9):  # the footer becomes boilerplate
+        (root / f"Daily/Day {i}.md").parent.mkdir(exist_ok=True)
+        (root / f"Daily/Day {i}.md").write_text(
+            f"# Day {i}\n\nRan {i} kilometres, walked after.\n\n"
+            + FOOTER.format(name=f"Day {i}"),
+            encoding="utf-8",
+        )
+    return config
+
+
+@pytest.fixture
+def vault(tmp_path: Path) -> Config:
+    return make_vault(tmp_path / "vault")
+
+
+QUERIES = ("running", "runners shoes", "東京", "属性", "github", "kilometres walked", "stem")
+
+
+def answers(config: Config) -> dict[str, list[tuple[str, int, float, str]]]:
+    vault = Vault(config.root)
+    vault.config = config
+    try:
+        return {
+            q: [(h.path, h.line, round(h.score, 9), h.snippet) for h in vault.search(q, limit=20)]
+            for q in QUERIES
+        }
+    finally:
+        store.SharedReader.release_all(config.index_path)  # the test writes the file next
+
+
+def set_meta(config: Config, key: str, value: str) -> None:
+    con = duckdb.connect(str(config.index_path))
+    try:
+        con.execute("UPDATE meta SET value = ? WHERE key = ?", [value, key])
+    finally:
+        con.close()
+
+
+def scramble_search_tables(config: Config) -> None:
+    """What an older tokenizer might have left: other terms, lengths and statistics, and a
+    section that had no term then (it sits in `termless_sections`, not in `documents`)."""
+    con = duckdb.connect(str(config.index_path))
+    try:
+        con.execute("UPDATE postings SET term = term || '_old', tf = tf + 1")
+        con.execute("DELETE FROM terms WHERE df > 1")
+        con.execute("UPDATE documents SET length = length + 3, line_keys = []")
+        con.execute("UPDATE search_stats SET documents = 1, total_length = 2")
+        con.execute("DELETE FROM boilerplate_lines")
+        moved = "note_id = (SELECT id FROM notes WHERE path = 'Running.md') AND ord = 2"
+        con.execute(
+            "INSERT INTO termless_sections SELECT note_id, ord, heading, line, text "
+            f"FROM documents WHERE {moved}"
+        )
+        con.execute(f"DELETE FROM documents WHERE {moved}")
+        con.execute(f"DELETE FROM postings WHERE {moved}")
+    finally:
+        con.close()
+
+
+def fresh_build(config: Config) -> tuple[dict[str, list[tuple[Any, ...]]], dict[str, Any]]:
+    reconcile(config, rebuild=True)
+    return dump_index(config.index_path), answers(config)
+
+
+def assert_same(got: dict[str, list[tuple[Any, ...]]], want: dict[str, list[Any]]) -> None:
+    for table in DERIVED_TABLES:
+        assert got[table] == want[table], f"table {table} differs from a build from nothing"
+
+
+def test_the_fixture_has_termless_sections_and_boilerplate(vault: Config) -> None:
+    reconcile(vault)
+    con = duckdb.connect(str(vault.index_path), read_only=True)
+    try:
+        termless = con.execute("SELECT count(*) FROM termless_sections").fetchone()
+        lines = con.execute("SELECT count(*) FROM boilerplate_lines").fetchone()
+    finally:
+        con.close()
+    assert termless is not None and termless[0] >= 2
+    assert lines is not None and lines[0] >= 1
+
+
+def test_a_tokenizer_change_remakes_the_search_tables_as_a_build_would(vault: Config) -> None:
+    want, want_answers = fresh_build(vault)
+    scramble_search_tables(vault)
+    set_meta(vault, "tokenizer_version", "0-english")
+    report = reconcile(vault)
+    assert any("no note was read" in w for w in report.warnings)
+    assert (report.added, report.changed, report.removed) == (0, 0, 0)
+    assert_same(dump_index(vault.index_path), want)
+    assert answers(vault) == want_answers
+    assert reconcile(vault).warnings == ()  # the meta is current now
+
+
+def test_a_search_language_change_remakes_the_search_tables(vault: Config) -> None:
+    reconcile(vault)
+    english = answers(vault)
+    config_file = vault.root / ".vaultmem" / "config.toml"
+    text = config_file.read_text(encoding="utf-8")
+    config_file.write_text(text.replace("[search]\n", '[search]\nlanguage = "none"\n'), "utf-8")
+    config = Vault(vault.root).config
+    assert config.search_language == "none"
+    report = reconcile(config)
+    assert any("no note was read" in w for w in report.warnings)
+    upgraded, upgraded_answers = dump_index(config.index_path), answers(config)
+    assert upgraded_answers != english  # unstemmed: `running` no longer finds `runners`
+    want, want_answers = fresh_build(config)
+    assert_same(upgraded, want)
+    assert upgraded_answers == want_answers
+
+
+def test_the_upgrade_reads_no_note(vault: Config) -> None:
+    """Every note is overwritten with other words of the same size and mtime after the build:
+    a re-parse would index those words, the upgrade keeps what the index held."""
+    want, want_answers = fresh_build(vault)
+    for path in sorted(vault.root.rglob("*.md")):
+        stat = path.stat()
+        path.write_bytes(b"x" * stat.st_size)
+        os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    set_meta(vault, "tokenizer_version", "0-english")
+    report = reconcile(vault)
+    assert any("no note was read" in w for w in report.warnings)
+    assert report.changed == 0
+    assert_same(dump_index(vault.index_path), want)
+    assert answers(vault) == want_answers
+
+
+def test_a_parser_change_still_parses_every_note(vault: Config) -> None:
+    want, _ = fresh_build(vault)
+    set_meta(vault, "parser_version", "0")
+    set_meta(vault, "tokenizer_version", "0-english")
+    report = reconcile(vault)
+    assert report.added == len(want["notes"])
+    assert any("another version" in w for w in report.warnings)
+
+
+def test_what_changed_sorts_the_meta_keys(vault: Config) -> None:
+    wanted = index_versions(vault)
+    meta = {**wanted, **store.SCHEMA_VERSIONS}
+    assert upgrade.what_changed(meta, wanted) == ""
+    for key in ("tokenizer_version", "embedding_model", "search_schema_version"):
+        assert upgrade.what_changed({**meta, key: "old"}, wanted) == "search", key
+    for key in ("parser_version", "schema_version", "config_digest"):
+        assert upgrade.what_changed({**meta, key: "old"}, wanted) == "all", key
+    assert upgrade.what_changed({**meta, "parser_version": "0", "tokenizer_version": "0"}, wanted)
+    assert upgrade.what_changed({}, wanted) == "all"
+
+
+def test_an_index_missing_a_section_is_rebuilt_from_the_vault(vault: Config) -> None:
+    want, _ = fresh_build(vault)
+    con = duckdb.connect(str(vault.index_path))
+    con.execute(
+        "DELETE FROM documents WHERE ord = 1 AND note_id = "
+        "(SELECT id FROM notes WHERE path = 'Running.md')"
+    )
+    con.close()
+    set_meta(vault, "tokenizer_version", "0-english")
+    report = reconcile(vault)
+    assert any("rebuilt it" in w for w in report.warnings)
+    assert report.added == len(want["notes"])
+    assert_same(dump_index(vault.index_path), want)
+
+
+_SEARCH = "import json, sys\nfrom vaultmem.vault import Vault\n" + (
+    "print(json.dumps([h.path for h in Vault(sys.argv[1]).search(sys.argv[2], limit=20)]))"
+)
+
+
+def test_a_reader_during_the_upgrade_reads_the_old_index(vault: Config) -> None:
+    """A search in another process while the upgrade runs (held at its progress callback,
+    after every note was cut and before the new file replaces the index) answers from the
+    old index, whole; after it, from the new one."""
+    reconcile(vault)
+    before = answers(vault)
+    set_meta(vault, "tokenizer_version", "0-english")
+    during: list[list[str]] = []
+
+    def search_meanwhile(done: int, total: int) -> None:
+        result = subprocess.run(
+            [sys.executable, "-c", _SEARCH, str(vault.root), "running"],
+            capture_output=True,
+            text=True,
+            env=cli_env(),
+            timeout=60,
+            check=True,
+        )
+        during.append(json.loads(result.stdout))
+
+    report = reconcile(vault, progress=search_meanwhile)
+    assert any("no note was read" in w for w in report.warnings)
+    assert during, "the upgrade reported no progress"
+    assert during[0] == [path for path, *_ in before["running"]] != []
+    assert answers(vault) == before

@@ -1,0 +1,331 @@
+"""Upgrades without re-parsing: the search tables made again from what the index holds.
+
+What a reconcile does with an index that another vaultmem (or configuration) built depends on
+what differs in `meta` (`what_changed`):
+
+- the search side only (`SEARCH_KEYS`: the tokenizer or stemmer version and `[search] language`
+  in `tokenizer_version`, semantic recall on or off in `embedding_model`, the search tables'
+  layout in `search_schema_version`, or vaultmem's own version): the index still holds every
+  note's rows, and the search documents are a function of rows it holds
+  (`core.documents.documents_of` of the title, aliases, tags, `lang` property and sections;
+  `storage.search_upgrade`). `upgrade_search_tables` re-cuts them, with no Markdown read:
+  `documents`, `termless_sections`, postings, terms, statistics, boilerplate and vectors;
+- anything else (`parser_version`, `schema_version`: the note model or the note tables;
+  `config_digest`: mappings, exclusions, secret patterns): every note is parsed again, as
+  before.
+
+The upgrade writes a new file beside the index (`store.rebuild_path`) with the old one attached
+read-only, and renames it over the index once committed, under the writer lock, like a build
+from nothing: a search during the upgrade reads the old index whole, one after it the new one,
+never a half-made one. The CPU part (tokenising every section) runs on every core when the
+index holds enough text, in chunks of about `parallel.CHUNK_BYTES`, as a build parses.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal, NamedTuple
+
+from vaultmem.core.config import Config
+
+if TYPE_CHECKING:  # reconcile imports this module on every run, a no-op included: DuckDB,
+    # the pool and the tokenizer load only when an index is read or upgraded
+    from vaultmem.index.parallel import Embed
+    from vaultmem.storage.search_upgrade import NoteSource
+    from vaultmem.storage.store import Connection
+
+Progress = Callable[[int, int], None]
+
+SEARCH_KEYS = frozenset(
+    {"search_schema_version", "tokenizer_version", "embedding_model", "vaultmem_version"}
+)
+"""`meta` keys whose change leaves every note's rows valid: only the search tables are stale.
+(vaultmem's own version too: a release that changes how notes parse bumps PARSER_VERSION or
+SCHEMA_VERSION, and one that changes only search is served by this upgrade.)"""
+
+_DUCKDB_MEMORY_MB = 512
+
+
+class StaleSearchTables(Exception):
+    """Raised by reconcile's state read: this index needs `upgrade_search_tables`."""
+
+
+class _CannotUpgrade(Exception):
+    """The index's rows do not make whole notes again (sections missing): parse instead."""
+
+
+def what_changed(
+    meta: Mapping[str, str], wanted: Mapping[str, str]
+) -> Literal["", "search", "all"]:
+    """What `meta` (an index's) lacks against `wanted` (`reconcile.index_versions`, the
+    layout's versions added here): nothing, the search tables only, or everything."""
+    from vaultmem.storage import store
+
+    expected = {**wanted, **store.SCHEMA_VERSIONS}
+    differ = {key for key, value in expected.items() if meta.get(key) != value}
+    if not differ:
+        return ""
+    return "search" if differ <= SEARCH_KEYS else "all"
+
+
+def search_only(con: Connection, wanted: Mapping[str, str]) -> bool:
+    """Whether the index open on `con` needs its search tables made again, and nothing else."""
+    from vaultmem.storage import store
+
+    try:
+        meta = store.read_meta(con)
+    except store.DatabaseError:
+        return False  # no `meta`: an index of no known shape, built again from the vault
+    return what_changed(meta, wanted) == "search"
+
+
+def upgrade_search_tables(
+    config: Config,
+    wanted: Mapping[str, str],
+    warnings: list[str],
+    *,
+    progress: Progress | None = None,
+    lock_timeout_s: float = 30.0,
+) -> bool:
+    """Make the index's search tables again from its rows, for the versions `wanted`; under
+    the writer lock, into a new file renamed over the index. False when its rows cannot make
+    whole notes (an index damaged by hand): the caller then builds from the vault."""
+    from vaultmem.files.lock import writer_lock
+    from vaultmem.index.parallel import staging_folder
+    from vaultmem.storage import store
+    from vaultmem.storage.last_survey import forget_last_survey
+
+    index = config.index_path
+    with writer_lock(config.state_dir, timeout_s=lock_timeout_s):
+        con = store.connect(index, read_only=True)
+        try:
+            if not search_only(con, wanted):
+                return True  # another writer upgraded it, or it needs a build: reconcile sees
+        finally:
+            con.close()
+        forget_last_survey(config.state_dir)
+        tmp = store.rebuild_path(index)
+        store.remove_index(tmp)
+        try:
+            with staging_folder() as staging:
+                _build(config, wanted, index, tmp, staging, progress)
+        except _CannotUpgrade as error:
+            store.remove_index(tmp)
+            warnings.append(
+                f"The index's rows could not make its search tables ({error}); rebuilt it."
+            )
+            return False
+        index.with_name(index.name + ".wal").unlink(missing_ok=True)
+        tmp.replace(index)
+    warnings.append(
+        "The index's search tables were made by another version or configuration; made them "
+        "again from the index (no note was read)."
+    )
+    return True
+
+
+def _build(
+    config: Config,
+    wanted: Mapping[str, str],
+    index: Path,
+    tmp: Path,
+    staging: Path,
+    progress: Progress | None,
+) -> None:
+    from vaultmem.storage import search_rows, search_upgrade, store
+    from vaultmem.storage.index_writes import bound_memory
+
+    con = store.connect(tmp, read_only=False)
+    try:
+        bound_memory(con, _DUCKDB_MEMORY_MB, staging / "spill")
+        search_upgrade.attach_old(con, index)
+        with store.transaction(con):
+            total = search_upgrade.copy_tables(con, wanted)
+            cut = _cut_all(
+                lambda: search_upgrade.note_sources(con), total, config, staging, progress
+            )
+            search_upgrade.load_documents(con, cut.documents)
+            search_rows.build_postings(
+                con,
+                cut.postings,
+                max_line_bytes=config.max_note_bytes + 64,
+                language=config.search_language,
+            )
+            search_rows.recount_terms(con, None)
+            if config.semantic:
+                from vaultmem.storage import vector_queries
+
+                vector_queries.load_staged_vectors(con, cut.vectors)
+        search_upgrade.detach_old(con)
+    finally:
+        con.close()
+
+
+# -- re-cutting the documents, on every core ----------------------------------------------------
+
+
+class _Context(NamedTuple):
+    language: str
+    out_dir: str
+    embed: Embed | None
+
+
+class _Cut(NamedTuple):
+    """A chunk's files: documents (JSON column lists), postings (TSV), vectors (Parquet)."""
+
+    notes: int
+    documents: Path
+    postings: Path | None
+    vectors: Path | None
+
+
+class _AllCut(NamedTuple):
+    documents: list[Path]
+    postings: list[Path]
+    vectors: list[Path]
+
+
+def _cut_all(
+    sources: Callable[[], Iterator[NoteSource]],
+    total: int,
+    config: Config,
+    staging: Path,
+    progress: Progress | None,
+) -> _AllCut:
+    """Every note's documents cut (`_cut_chunk`), in a pool when the index holds enough text;
+    `sources` reads the notes (again, should the pool fail to start)."""
+    from vaultmem.index.parallel import CHUNK_BYTES, PARALLEL_MIN_BYTES, worker_count
+
+    embed: Embed | None = None
+    if config.semantic:
+        from vaultmem.search import embedding
+
+        embedding.embedder()  # a missing extra fails before any work
+        embed = embedding.stage_vectors
+    context = _Context(config.search_language, str(staging), embed)
+    done = [0]
+    out = _AllCut([], [], [])
+
+    def record(cut: _Cut) -> None:
+        out.documents.append(cut.documents)
+        if cut.postings is not None:
+            out.postings.append(cut.postings)
+        if cut.vectors is not None:
+            out.vectors.append(cut.vectors)
+        done[0] += cut.notes
+        if progress:
+            progress(done[0], total)
+
+    chunks = _chunks(sources())
+    few = PARALLEL_MIN_BYTES // CHUNK_BYTES  # up to this many chunks, one process is faster
+    first = [chunk for _, chunk in zip(range(few + 1), chunks, strict=False)]
+    workers = worker_count()
+    if workers >= 2 and len(first) > few:
+        from concurrent.futures.process import BrokenProcessPool
+
+        try:
+            _cut_in_pool(enumerate(_chain(first, chunks)), context, workers, record)
+            return out
+        except BrokenProcessPool:  # workers could not start (`__main__` is stdin, say)
+            out = _AllCut([], [], [])
+            done[0] = 0
+            first, chunks = [], _chunks(sources())
+    for index, notes in enumerate(_chain(first, chunks)):
+        record(_cut_chunk(index, notes, context))
+    return out
+
+
+def _chunks(sources: Iterator[NoteSource]) -> Iterator[list[NoteSource]]:
+    from vaultmem.index.parallel import CHUNK_BYTES
+
+    chunk: list[NoteSource] = []
+    size = 0
+    for source in sources:
+        chunk.append(source)
+        size += source.size()
+        if size >= CHUNK_BYTES:
+            yield chunk
+            chunk, size = [], 0
+    if chunk:
+        yield chunk
+
+
+def _chain(
+    first: list[list[NoteSource]], rest: Iterator[list[NoteSource]]
+) -> Iterator[list[NoteSource]]:
+    yield from first
+    yield from rest
+
+
+def _cut_in_pool(
+    chunks: Iterable[tuple[int, list[NoteSource]]],
+    context: _Context,
+    workers: int,
+    record: Callable[[_Cut], None],
+) -> None:
+    """The chunks in a forkserver pool (no DuckDB state is forked), at most two per worker
+    in flight: the main process reads the next chunks' text while the workers tokenise."""
+    import multiprocessing
+    from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+
+    from vaultmem.index.parallel import _exit_with_owner
+
+    mp = multiprocessing.get_context("forkserver")
+    mp.set_forkserver_preload(["vaultmem.index.upgrade", "vaultmem.core.documents"])
+    with ProcessPoolExecutor(
+        max_workers=workers, mp_context=mp, initializer=_exit_with_owner, initargs=(os.getpid(),)
+    ) as pool:
+        running: set[Future[_Cut]] = set()
+        for index, notes in chunks:
+            if len(running) >= 2 * workers:
+                finished, running = wait(running, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    record(future.result())
+            running.add(pool.submit(_cut_chunk, index, notes, context))
+        for future in running:
+            record(future.result())
+
+
+def _cut_chunk(index: int, notes: Sequence[NoteSource], context: _Context) -> _Cut:
+    """A chunk's notes cut into search documents, as a parse worker cuts them: the documents'
+    lengths and line keys, postings TSV and (semantic recall) vectors, in files."""
+    from vaultmem.core.documents import documents_of, postings_lines
+
+    columns: dict[str, list[object]] = {
+        "number": [],
+        "ord": [],
+        "length": [],
+        "line_keys": [],
+    }
+    postings: list[str] = []
+    embedded = []
+    for source in notes:
+        sections = source.sections
+        if any(s.ord != i for i, s in enumerate(sections, start=1)):
+            raise _CannotUpgrade(f"note number {source.number} misses a section")
+        documents = documents_of(
+            source.title, source.aliases, source.tags, sections, source.lang, context.language
+        )
+        for doc in documents:
+            columns["number"].append(source.number)
+            columns["ord"].append(doc.ord)
+            columns["length"].append(doc.length)
+            columns["line_keys"].append(list(doc.line_keys))
+        postings.extend(postings_lines(source.number, documents))
+        embedded.append((source.number, source.title, documents))
+    out = Path(context.out_dir)
+    stem = f"upgrade-{index:06d}"
+    documents_path = out / f"{stem}.documents.json"
+    with open(documents_path, "w", encoding="utf-8", newline="\n") as handle:
+        handle.write(json.dumps(columns))
+    postings_path = None
+    if postings:
+        postings_path = out / f"{stem}.postings.tsv"
+        with open(postings_path, "w", encoding="utf-8", newline="\n") as handle:
+            handle.writelines(postings)
+    embed = context.embed
+    vectors = embed(out / f"{stem}.vectors.parquet", embedded) if embed and embedded else None
+    return _Cut(len(notes), documents_path, postings_path, vectors)

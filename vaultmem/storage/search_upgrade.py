@@ -1,0 +1,168 @@
+"""The SQL of a search-table upgrade: a new index file made from the old one without the vault.
+
+`index.upgrade` drives it. The new file gets the current schema, the old index attached
+read-only (readers go on reading the old file meanwhile), every table but the search ones
+copied as it is, and the notes numbered (`note_numbers`, as a build numbers them) so that the
+re-cut search documents load as a build loads them: `documents` from the workers' lengths and
+line keys joined to the old sections' text, `termless_sections` for the sections left without a
+term, then `search_rows.build_postings` and `recount_terms` as in a build from nothing.
+
+What a note's documents are made of is all in the index (`core.documents.documents_of`): the
+title (`notes.title`), the `lang` property (`notes.frontmatter`), the aliases, the tags as
+written (the `tags` rows not inherited), and every section in order: `documents` of ord 1…
+and `termless_sections`. Aliases and tags come back in no particular order; their terms are
+the same in any order (no word spans a line break), and the ord-0 document's text (which
+lists them in the note's order) is copied.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from vaultmem.storage import store
+from vaultmem.storage.schema import DERIVED_TABLES, SEARCH_TABLES, table_docs
+from vaultmem.storage.store import Connection
+
+REMADE_TABLES = ("documents", "termless_sections", *SEARCH_TABLES)
+"""Tables an upgrade makes again; every other table of the schema is copied."""
+
+COPIED_TABLES = tuple(
+    t.name for t in table_docs() if t.name != "meta" and t.name not in REMADE_TABLES
+)
+assert set(DERIVED_TABLES) <= {*COPIED_TABLES, *REMADE_TABLES}
+
+_OLD = "old_index"
+
+
+def _sections(where: str = "", *, note_level: bool = False) -> str:
+    """Every section of the old index with its note's number: documents of ord 1… and the
+    termless sections (and, `note_level`, the ord-0 documents)."""
+    ords = "" if note_level else " WHERE ord > 0"
+    return (
+        "SELECT m.number, s.note_id, s.ord, s.heading, s.line, s.text FROM ("
+        f"SELECT note_id, ord, heading, line, text FROM {_OLD}.documents{ords} "
+        f"UNION ALL SELECT note_id, ord, heading, line, text FROM {_OLD}.termless_sections"
+        f") s JOIN note_numbers m USING (note_id){where}"
+    )
+
+
+def attach_old(con: Connection, old: Path) -> None:
+    """Attach the index being upgraded, read-only, to the new file's connection."""
+    store.SharedReader.release_all(old)  # one DuckDB instance per file in a process
+    quoted = str(old).replace("'", "''")
+    con.execute(f"ATTACH '{quoted}' AS {_OLD} (READ_ONLY)")
+
+
+def detach_old(con: Connection) -> None:
+    con.execute(f"DETACH {_OLD}")
+
+
+def old_meta(con: Connection) -> dict[str, str]:
+    return {k: v for k, v in con.execute(f"SELECT key, value FROM {_OLD}.meta").fetchall()}
+
+
+def copy_tables(con: Connection, versions: Mapping[str, str]) -> int:
+    """The new file's schema and `meta` (these versions, the old file's other keys), every
+    table but the remade ones copied, the notes numbered; returns the number of notes."""
+    store.create_schema(con, versions)
+    con.execute(
+        f"INSERT INTO meta SELECT key, value FROM {_OLD}.meta "
+        "WHERE key NOT IN (SELECT key FROM meta)"
+    )
+    for table in COPIED_TABLES:
+        con.execute(f"INSERT INTO {table} SELECT * FROM {_OLD}.{table}")
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE note_numbers AS SELECT "
+        "(row_number() OVER (ORDER BY id) - 1)::INTEGER AS number, id AS note_id, note_key "
+        "FROM notes"
+    )
+    (count,) = con.execute("SELECT count(*) FROM note_numbers").fetchone() or (0,)
+    return int(count)
+
+
+class SectionRow(NamedTuple):
+    """A stored section, as `core.documents.documents_of` reads one."""
+
+    ord: int
+    heading: str | None
+    line: int
+    text: str
+
+
+class NoteSource(NamedTuple):
+    """What the index holds of one note that its search documents are made of."""
+
+    number: int
+    title: str
+    aliases: tuple[str, ...]
+    tags: tuple[str, ...]
+    lang: object
+    sections: tuple[SectionRow, ...]
+
+    def size(self) -> int:
+        return len(self.title) + sum(len(s.text) for s in self.sections)
+
+
+def note_sources(con: Connection, batch_rows: int = 20_000) -> Iterator[NoteSource]:
+    """Every note's `NoteSource`, in number order, the sections' text streamed in batches."""
+    heads = con.execute(
+        "SELECT m.number, n.title, n.frontmatter->'lang', a.aliases, t.tags "
+        "FROM notes n JOIN note_numbers m ON m.note_id = n.id "
+        "LEFT JOIN (SELECT note_id, list(alias) AS aliases FROM aliases GROUP BY note_id) a "
+        "ON a.note_id = n.id "
+        "LEFT JOIN (SELECT note_id, list(written) AS tags FROM tags WHERE NOT inherited "
+        "GROUP BY note_id) t ON t.note_id = n.id ORDER BY m.number"
+    ).fetchall()
+    # On `con` itself: a cursor is another connection, which sees no temp table.
+    con.execute(_sections(" ORDER BY m.number, s.ord"))
+    rows = _fetched(con, batch_rows)
+    row = next(rows, None)
+    for number, title, lang, aliases, tags in heads:
+        sections = []
+        while row is not None and row[0] == number:
+            sections.append(SectionRow(row[2], row[3], row[4], row[5]))
+            row = next(rows, None)
+        yield NoteSource(
+            int(number),
+            title,
+            tuple(aliases or ()),
+            tuple(tags or ()),
+            json.loads(lang) if lang is not None else None,
+            tuple(sections),
+        )
+
+
+def _fetched(cursor: Connection, batch_rows: int) -> Iterator[Any]:
+    while batch := cursor.fetchmany(batch_rows):
+        yield from batch
+
+
+def load_documents(con: Connection, files: Sequence[Path]) -> None:
+    """`documents` from the workers' files (number, ord, length, line_keys) joined to the old
+    documents' and sections' heading, line and text (the ord-0 document's text too: it lists
+    the aliases and tags in the order the note gives them, which the index keeps nowhere
+    else); then `termless_sections`: the old sections that made no document now."""
+    paths = [str(p) for p in files]
+    if paths:
+        size = max(max(os.path.getsize(p) for p in paths) + 1, 16 * 1024 * 1024)
+        spec = (
+            "{'number': 'INTEGER[]', 'ord': 'INTEGER[]', 'length': 'INTEGER[]', "
+            "'line_keys': 'BIGINT[][]'}"
+        )
+        con.execute(
+            "INSERT INTO documents SELECT m.note_id, w.ord, s.heading, s.line, w.length, s.text, "
+            "w.line_keys FROM (SELECT unnest(number) AS number, unnest(ord) AS ord, "
+            "unnest(length) AS length, unnest(line_keys) AS line_keys FROM read_json($1, "
+            f"format='unstructured', columns={spec}, maximum_object_size={size})) w "
+            "JOIN note_numbers m USING (number) "
+            f"JOIN ({_sections(note_level=True)}) s ON s.number = w.number AND s.ord = w.ord",
+            [paths],
+        )
+    con.execute(
+        "INSERT INTO termless_sections SELECT s.note_id, s.ord, s.heading, s.line, s.text "
+        f"FROM ({_sections()}) s ANTI JOIN documents d ON d.note_id = s.note_id AND d.ord = s.ord"
+    )
