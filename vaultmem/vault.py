@@ -58,7 +58,7 @@ if TYPE_CHECKING:  # imported where used: a cold CLI command loads only what it 
 
     from vaultmem.core.secrets import SecretPattern
     from vaultmem.index.preview import ParsedView
-    from vaultmem.index.reconcile import Progress, ReconcileReport
+    from vaultmem.index.reconcile import PhaseProgress, ReconcileReport
     from vaultmem.index.watch import Emit
     from vaultmem.memory import context as context_block
     from vaultmem.memory import identity, relations
@@ -186,7 +186,7 @@ class Vault:
         *,
         rebuild: bool = False,
         paths: Iterable[str] | None = None,
-        progress: Progress | None = None,
+        progress: PhaseProgress | None = None,
         lock_timeout_s: float = 30.0,
     ) -> ReconcileReport:
         from vaultmem.index.reconcile import reconcile

@@ -221,7 +221,8 @@ def test_a_reader_during_the_upgrade_reads_the_old_index(vault: Config) -> None:
     set_meta(vault, "tokenizer_version", "0-english")
     during: list[list[str]] = []
 
-    def search_meanwhile(done: int, total: int) -> None:
+    def search_meanwhile(phase: str, done: int, total: int) -> None:
+        assert phase == "search"  # no note is parsed
         result = subprocess.run(
             [sys.executable, "-c", _SEARCH, str(vault.root), "running"],
             capture_output=True,

@@ -19,8 +19,9 @@ with an envelope too when `--json` was asked for. No failure prints a traceback.
 from __future__ import annotations
 
 import json
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import click
@@ -295,6 +296,8 @@ def _invoke(op: Operation, values: dict[str, Any]) -> None:
     args = contract.bind(op, raw, adapter="cli")
     vault = Vault(args.get("vault")) if op.needs_vault else None
     bar, update = _progress_bar(op.progress and not as_json)
+    if op.progress and as_json:
+        update = _progress_lines(_progress_min_notes())
     try:
         result = op.run(Call(vault, args, progress=update, as_json=as_json))
     finally:
@@ -347,6 +350,16 @@ def _render_json(result: Any, args: dict[str, Any]) -> None:
     output.line(json.dumps(contract.data(result), indent=2, ensure_ascii=False))
 
 
+PROGRESS_MIN_NOTES = 500
+"""Runs over fewer notes show no progress: they end before a bar or a line would help.
+`VAULTMEM_PROGRESS_MIN_NOTES` changes it (a test's small vault sets it low)."""
+
+
+def _progress_min_notes() -> int:
+    value = os.environ.get("VAULTMEM_PROGRESS_MIN_NOTES", "")
+    return int(value) if value.isdigit() else PROGRESS_MIN_NOTES
+
+
 def _progress_bar(enabled: bool) -> Any:
     """A rich progress callback for large runs on a terminal; None otherwise."""
     if not enabled or not sys.stderr.isatty():
@@ -356,16 +369,38 @@ def _progress_bar(enabled: bool) -> Any:
     bar = Progress(console=output.err_console, transient=True)
     task = bar.add_task("Parsing", total=None)
     state = {"started": False}
+    minimum = _progress_min_notes()
+    labels = {"parse": "Parsing", "search": "Search tables"}
 
-    def update(done: int, total: int) -> None:
-        if total < 500:
+    def update(phase: str, done: int, total: int) -> None:
+        if total < minimum:
             return
         if not state["started"]:
             bar.start()
             state["started"] = True
-        bar.update(task, completed=done, total=total)
+        bar.update(task, completed=done, total=total, description=labels.get(phase, phase))
 
     return bar, update
+
+
+def _progress_lines(minimum: int) -> Callable[[str, int, int], None]:
+    """`--json`'s progress: one JSON line on stderr each time a phase passes another tenth,
+    `{"progress": {"phase": "parse", "done": N, "total": M}}` (docs/agents.md), for runs of
+    at least `minimum` notes; stdout keeps the one result object."""
+    shown: dict[str, int] = {}
+
+    def update(phase: str, done: int, total: int) -> None:
+        if total < max(minimum, 1):
+            return
+        tenth = done * 10 // total  # the last line, done == total, is the tenth tenth
+        if tenth <= shown.get(phase, 0):
+            return
+        shown[phase] = tenth
+        line = {"progress": {"phase": phase, "done": done, "total": total}}
+        sys.stderr.write(json.dumps(line) + "\n")
+        sys.stderr.flush()
+
+    return update
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -28,7 +28,7 @@ from vaultmem.core.errors import InvalidArgumentError
 from vaultmem.vault import Vault
 
 if TYPE_CHECKING:  # a type only: a CLI search need not import reconcile
-    from vaultmem.index.reconcile import Progress
+    from vaultmem.index.reconcile import PhaseProgress
 
 Kind = Literal["str", "int", "float", "bool", "strs", "path", "pairs"]
 UNSET: Any = object()
@@ -97,7 +97,7 @@ class Call(NamedTuple):
 
     vault: Vault | None
     args: dict[str, Any]
-    progress: Progress | None = None
+    progress: PhaseProgress | None = None
     as_json: bool = False  # the CLI's --json (an operation that prints as it goes reads it)
 
     @property

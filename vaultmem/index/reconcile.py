@@ -88,6 +88,9 @@ if TYPE_CHECKING:  # the workers' side loads only when a note must be parsed: no
     from vaultmem.storage.store import Connection
 
 Progress = Callable[[int, int], None]
+PhaseProgress = Callable[[str, int, int], None]
+"""How far a long run is: (phase, done, total). Phases: `parse` (notes read and parsed) and
+`search` (notes whose search documents an upgrade made again, `index.upgrade`)."""
 Mode = Literal["full", "paths", "rebuild"]
 
 _SCAN_CODES = ("config_folder_missing", "secret_in_name", "symlink_refused")
@@ -164,7 +167,7 @@ def reconcile(
     *,
     rebuild: bool = False,
     paths: Iterable[str] | None = None,
-    progress: Progress | None = None,
+    progress: PhaseProgress | None = None,
     lock_timeout_s: float = 30.0,
 ) -> ReconcileReport:
     """Bring the index up to date with the vault.
@@ -181,7 +184,7 @@ def reconcile(
         from vaultmem.index.conflicts import unite_conflicts
 
         unite_conflicts(config)
-    run = _Run(config, progress, lock_timeout_s)
+    run = _Run(config, _in_phase(progress, "parse"), lock_timeout_s)
     run.warnings += state.prepare(config, writing=True)  # an index left in the vault moves out
     paths = None if paths is None else list(paths)
     try:
@@ -189,9 +192,19 @@ def reconcile(
     except upgrade.StaleSearchTables:  # the notes' rows stand: no Markdown is read again
         versions = index_versions(config)
         kept = upgrade.upgrade_search_tables(
-            config, versions, run.warnings, progress=progress, lock_timeout_s=lock_timeout_s
+            config,
+            versions,
+            run.warnings,
+            progress=_in_phase(progress, "search"),
+            lock_timeout_s=lock_timeout_s,
         )
         return run.run(rebuild=not kept, paths=paths)
+
+
+def _in_phase(progress: PhaseProgress | None, phase: str) -> Progress | None:
+    if progress is None:
+        return None
+    return lambda done, total: progress(phase, done, total)
 
 
 _COPY_NAME = re.compile(r"\.sync-conflict-|conflicted copy| \d{1,3}\.md$")

@@ -1,0 +1,122 @@
+"""A tokenizer-only upgrade against a full build, same run, cold CLI processes (issue 28).
+
+    python -m benchmarks.bench_upgrade [--quick] [--json] [--vault DIR] [--notes N]
+
+On a copy of the vault (the generated N-note vault unless `--vault`): `vaultmem rebuild`
+(the full build), then the index's `meta.tokenizer_version` is set to an older value, as a
+vaultmem with a new TOKENIZER_VERSION finds it, and `vaultmem reconcile` runs the upgrade: the
+search tables made again from the index, no note read (docs/architecture.md). Target at
+100,000 notes: the upgrade within 0.3x the full build. `measure_upgrade(vault_dir)` is the
+entry `make bench-100k` reads; its keys are listed in `KEYS`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # run as a script: make `benchmarks` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.floor import run_process_tree
+
+TARGET_X = 0.3
+"""Issue 28: a tokenizer-only upgrade within 0.3x a full build at 100,000 notes."""
+
+KEYS = (
+    "notes",
+    "full_s",
+    "upgrade_s",
+    "upgrade_x_full",
+    "target_x",
+    "full_peak_mb",
+    "upgrade_peak_mb",
+)
+
+
+def _cli(vault: Path, command: str) -> Any:
+    return run_process_tree(
+        [sys.executable, "-m", "vaultmem", command, "--vault", str(vault)], timeout=7200
+    )
+
+
+def _age_tokenizer(vault: Path) -> int:
+    """Make the index look built by an older tokenizer; return its note count."""
+    import duckdb
+
+    from vaultmem.core.config import load_config
+
+    index = load_config(vault).index_path
+    con = duckdb.connect(str(index))
+    try:
+        con.execute("UPDATE meta SET value = 'old' WHERE key = 'tokenizer_version'")
+        row = con.execute("SELECT count(*) FROM notes").fetchone()
+    finally:
+        con.close()
+    return int(row[0]) if row else 0
+
+
+def measure_upgrade(vault_dir: Path | str) -> dict[str, Any]:
+    """A full build and a tokenizer-only upgrade of a copy of `vault_dir` (left untouched),
+    each a cold `vaultmem` process; seconds, their ratio and each run's largest process."""
+    with tempfile.TemporaryDirectory(prefix="vaultmem-bench-upgrade-") as tmp:
+        vault = Path(tmp) / "vault"
+        shutil.copytree(vault_dir, vault, ignore=shutil.ignore_patterns(".vaultmem"))
+        saved = os.environ.get("VAULTMEM_STATE_DIR")
+        os.environ["VAULTMEM_STATE_DIR"] = str(Path(tmp) / "state")
+        try:
+            full = _cli(vault, "rebuild")
+            notes = _age_tokenizer(vault)
+            upgraded = _cli(vault, "reconcile")
+        finally:
+            if saved is None:
+                os.environ.pop("VAULTMEM_STATE_DIR", None)
+            else:
+                os.environ["VAULTMEM_STATE_DIR"] = saved
+    return {
+        "notes": notes,
+        "full_s": full.seconds,
+        "upgrade_s": upgraded.seconds,
+        "upgrade_x_full": upgraded.seconds / full.seconds,
+        "target_x": TARGET_X,
+        "full_peak_mb": full.largest_peak_mb,
+        "upgrade_peak_mb": upgraded.largest_peak_mb,
+    }
+
+
+def render(r: dict[str, Any]) -> str:
+    verdict = "ok" if r["upgrade_x_full"] <= r["target_x"] else "over"
+    return (
+        f"upgrade: {r['notes']} notes: full build {r['full_s']:.2f} s "
+        f"({r['full_peak_mb']:.0f} MB), tokenizer-only upgrade {r['upgrade_s']:.2f} s "
+        f"({r['upgrade_peak_mb']:.0f} MB) = {r['upgrade_x_full']:.2f}x the build "
+        f"(target <= {r['target_x']}x: {verdict})"
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a 1,000-note vault")
+    parser.add_argument("--json", action="store_true", help="one JSON object on one line")
+    parser.add_argument("--vault", type=Path, help="measure a copy of this vault")
+    parser.add_argument("--notes", type=int, default=10_000, help="generated vault size")
+    args = parser.parse_args(argv)
+    source = args.vault
+    if source is None:
+        from benchmarks.generate_vault import ensure_vault
+
+        source, _, _ = ensure_vault(1_000 if args.quick else args.notes)
+    result = measure_upgrade(source)
+    print(json.dumps(result) if args.json else render(result))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
