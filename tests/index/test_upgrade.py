@@ -48,8 +48,7 @@ def make_vault(root: Path) -> Config:
     for i in range(9):  # the footer becomes boilerplate
         (root / f"Daily/Day {i}.md").parent.mkdir(exist_ok=True)
         (root / f"Daily/Day {i}.md").write_text(
-            f"# Day {i}\n\nRan {i} kilometres, walked after.\n\n"
-            + FOOTER.format(name=f"Day {i}"),
+            f"# Day {i}\n\nRan {i} kilometres, walked after.\n\n" + FOOTER.format(name=f"Day {i}"),
             encoding="utf-8",
         )
     return config
