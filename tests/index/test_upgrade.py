@@ -140,10 +140,7 @@ def test_a_tokenizer_change_remakes_the_search_tables_as_a_build_would(vault: Co
 def test_a_search_language_change_remakes_the_search_tables(vault: Config) -> None:
     reconcile(vault)
     english = answers(vault)
-    config_file = vault.root / ".vaultmem" / "config.toml"
-    text = config_file.read_text(encoding="utf-8")
-    config_file.write_text(text.replace("[search]\n", '[search]\nlanguage = "none"\n'), "utf-8")
-    config = Vault(vault.root).config
+    config = set_search_key(vault, 'language = "none"')
     assert config.search_language == "none"
     report = reconcile(config)
     assert any("no note was read" in w for w in report.warnings)
@@ -237,3 +234,36 @@ def test_a_reader_during_the_upgrade_reads_the_old_index(vault: Config) -> None:
     assert during, "the upgrade reported no progress"
     assert during[0] == [path for path, *_ in before["running"]] != []
     assert answers(vault) == before
+
+
+def set_search_key(config: Config, line: str) -> Config:
+    path = config.root / ".vaultmem" / "config.toml"
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text.replace("[search]\n", f"[search]\n{line}\n"), encoding="utf-8")
+    return Vault(config.root).config
+
+
+@pytest.mark.slow
+def test_semantic_recall_turned_on_then_off_remakes_the_vectors(
+    vault: Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("tokenizers", reason="needs the `semantic` extra")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    reconcile(vault)
+    on = set_search_key(vault, "semantic = true")
+    report = reconcile(on)
+    assert any("no note was read" in w for w in report.warnings)
+    upgraded = dump_index(on.index_path)
+    assert upgraded["vectors"]
+    want, _ = fresh_build(on)
+    assert_same(upgraded, want)
+    path = on.root / ".vaultmem" / "config.toml"
+    path.write_text(path.read_text(encoding="utf-8").replace("semantic = true\n", ""), "utf-8")
+    off = Vault(on.root).config
+    assert not off.semantic
+    report = reconcile(off)
+    assert any("no note was read" in w for w in report.warnings)
+    upgraded = dump_index(off.index_path)
+    assert upgraded["vectors"] == []
+    want, _ = fresh_build(off)
+    assert_same(upgraded, want)
