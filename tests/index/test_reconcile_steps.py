@@ -5,7 +5,6 @@ real files and a real index, with no full reconcile around them."""
 
 from __future__ import annotations
 
-from datetime import datetime
 from pathlib import Path
 
 import duckdb
@@ -300,8 +299,3 @@ def test_load_state_reads_the_index_or_says_why_it_must_be_built(tmp_path: Path)
     config.index_path.write_bytes(b"not a database")
     damaged = reconcile.load_state(config, rebuild=False)
     assert damaged.create and damaged.damage is not None
-
-
-def test_the_run_value_carries_the_clock_it_reports_from(tmp_path: Path) -> None:
-    run = rc.Run(Config(root=tmp_path), None, 1.0, 0.0, datetime(2026, 1, 1))
-    assert run._replace(lock_timeout_s=2.0).lock_timeout_s == 2.0 and run.lock_timeout_s == 1.0

@@ -123,3 +123,19 @@ def test_search_gives_the_same_hits_through_either_scorer(
         monkeypatch.setattr(bm25, "columns_from", lambda n=columns_from: n)
         assert [vault.search(q, limit=20) for q in queries] == plain
     assert all(plain)
+
+
+def test_idf_is_one_formula_for_a_float_and_an_array() -> None:
+    """Both scorers take idf from `bm25.idf`: a float with `math.log`, an array with `np.log`,
+    the same value element by element."""
+    import math
+
+    dfs = [1.0, 2.0, 7.0, 40.0]
+    arrays = bm25.idf(40.0, np.array(dfs), np.log).tolist()
+    assert arrays == pytest.approx([bm25.idf(40.0, df, math.log) for df in dfs], rel=1e-15)
+    assert bm25.idf(40.0, 40.0, math.log) == pytest.approx(math.log(1 + 0.5 / 40.5))
+
+
+def test_top_documents_are_best_first_then_by_ord() -> None:
+    pairs = [(3, 0.5), (1, 0.9), (0, 0.5), (2, 0.1)]
+    assert bm25.top_documents(pairs, 3) == [(1, 0.9), (0, 0.5), (3, 0.5)]

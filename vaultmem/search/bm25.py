@@ -15,13 +15,21 @@ summed over its documents, |note| = Σ|d|, N notes, df in notes). A note's score
     score(note) = max_{section d} bm25(d) + title_weight · bm25(title document)
                   + whole_weight · bm25(note)
 
-Two scorers give the same result (to ~1e-15: the float operations run in another order):
-`rank_rows` in plain Python for up to COLUMNS_FROM rows (and
-up to COLD_COLUMNS_FROM in a process that has not loaded numpy: a cold CLI's one query never
-imports it), `rank_columns` with numpy above. Both sum in a
-fixed order (query term order; rows sorted by note, ord, term), so equal postings give equal
-floats whatever order the scan returned them in: an incrementally kept index and a rebuild
-rank ties alike.
+One formula, two entry points over one `rank` (`search.query` calls only `rank`):
+`rank_rows` in plain Python for up to COLUMNS_FROM rows (and up to COLD_COLUMNS_FROM in a
+process that has not loaded numpy), `rank_columns` with numpy above. One scorer cannot serve
+both without losing speed either way: numpy's fixed cost per call makes it slower than Python
+below ~128 rows (the typical query), a cold CLI's one query would pay numpy's import (~0.07 s,
+a quarter of its time), and Python is 5x slower than numpy at ~1,700 rows (COLUMNS_FROM's
+measurements). What they share is one function each for the parts that are not per row:
+`idf` and `top_documents` (the documents a hit lists), and the order of hits (score
+descending, then note key: `heapq` in one, `_top`'s lexsort in the other). The per-row arithmetic is
+written twice, in the shape each runtime does fast (dicts of floats; whole-array operations),
+and the two group the same products differently, so they agree to ~1e-15, not bit for bit;
+folding one into the other's order would change the scores (and so the ties) of the queries it
+serves. Each sums in a fixed order (query term order; rows sorted by note, ord, term), so equal
+postings give equal floats whatever order the scan returned them in: an incrementally kept
+index and a rebuild rank ties alike.
 """
 
 from __future__ import annotations
@@ -29,13 +37,16 @@ from __future__ import annotations
 import heapq
 import math
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
+
+F = TypeVar("F", float, "npt.NDArray[np.float64]")
+"""A float or an array of them: `idf` runs on either."""
 
 POSTING_COLUMNS = ("term", "note_key", "ord", "tf", "length", "note_length")
 """The columns `rank` reads: the query term's index in the query, the note's integer key, the
@@ -140,7 +151,7 @@ def rank_rows(
             continue
         matched.add(ti)
         per_note: dict[int, list[float]] = {}
-        factor = weights[ti] * _idf_one(stats.documents, len(rows)) * (k1 + 1)
+        factor = weights[ti] * idf(stats.documents, float(len(rows)), math.log) * (k1 + 1)
         for _, key, ord_, tf, length, note_length in rows:
             docs[key, ord_] = docs.get((key, ord_), 0.0) + factor * tf / (
                 tf + base + doc_norm * length
@@ -150,7 +161,7 @@ def rank_rows(
                 per_note[key] = [tf, float(note_length)]
             else:
                 entry[0] += tf
-        nfactor = weights[ti] * _idf_one(stats.notes, len(per_note)) * (k1 + 1)
+        nfactor = weights[ti] * idf(stats.notes, float(len(per_note)), math.log) * (k1 + 1)
         for key, (tf_sum, note_len) in per_note.items():
             whole[key] = whole.get(key, 0.0) + nfactor * tf_sum / (
                 tf_sum + base + note_norm * note_len
@@ -177,14 +188,25 @@ def rank_rows(
             section.get(key, 0.0),
             title.get(key, 0.0),
             whole[key],
-            sorted(best[key], key=lambda d: (-d[1], d[0]))[:best_documents],
+            top_documents(best[key], best_documents),
         )
         for key in top
     ], matched
 
 
-def _idf_one(n: float, df: float) -> float:
-    return math.log(1 + (n - df + 0.5) / (df + 0.5))
+def idf(n: float, df: F, log: Callable[[F], F]) -> F:
+    """BM25's idf of a term in `df` of `n` units (documents or notes): a float, or numpy
+    arrays with `log=np.log` (the same operations in the same order, element by element)."""
+    return log(1 + (n - df + 0.5) / (df + 0.5))
+
+
+def top_documents(pairs: Iterable[tuple[int, float]], count: int) -> list[tuple[int, float]]:
+    """A hit's `count` best documents as (ord, score): score descending, then ord."""
+    return sorted(pairs, key=_document_order)[:count]
+
+
+def _document_order(pair: tuple[int, float]) -> tuple[float, int]:
+    return -pair[1], pair[0]
 
 
 def _starts(changed: npt.NDArray[np.bool_]) -> npt.NDArray[np.intp]:
@@ -192,12 +214,6 @@ def _starts(changed: npt.NDArray[np.bool_]) -> npt.NDArray[np.intp]:
     import numpy as np
 
     return np.concatenate(([True], changed)).nonzero()[0]
-
-
-def _idf(n: float, df: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-    import numpy as np
-
-    return np.log(1 + (n - df + 0.5) / (df + 0.5))
 
 
 def rank_columns(
@@ -247,7 +263,7 @@ def rank_columns(
 
     # Documents: df counts the rows of each term; a document's score sums its terms' parts.
     df = np.bincount(term, minlength=n_terms).astype(np.float64)
-    part = (qw * _idf(stats.documents, df))[term] * tf * (k1 + 1)
+    part = (qw * idf(stats.documents, df, np.log))[term] * tf * (k1 + 1)
     part /= tf + k1 * (1 - b + b * length / (stats.avgdl or 1.0))
     doc = _starts(new_note | (ord_[1:] != ord_[:-1]))
     doc_score = np.add.reduceat(part, doc)
@@ -265,7 +281,7 @@ def rank_columns(
     pair_tf = np.add.reduceat(tf[by_term], pair)
     pair_term, pair_length = t_term[pair], note_length[by_term][pair]
     ndf = np.bincount(pair_term, minlength=n_terms).astype(np.float64)
-    whole_part = (qw * _idf(stats.notes, ndf))[pair_term] * pair_tf * (k1 + 1)
+    whole_part = (qw * idf(stats.notes, ndf, np.log))[pair_term] * pair_tf * (k1 + 1)
     whole_part /= pair_tf + k1 * (1 - b + b * pair_length / (stats.avgnl or 1.0))
     note = np.concatenate(([True], t_new_note))[pair].nonzero()[0]  # a note's pairs
     whole = np.add.reduceat(whole_part, note)
@@ -296,13 +312,9 @@ def rank_columns(
         strict=True,
     ):
         end = start + len(r)
-        documents = sorted(
-            zip(ords[start:end], scores[start:end], strict=True), key=lambda d: (-d[1], d[0])
-        )
+        kept = top_documents(zip(ords[start:end], scores[start:end], strict=True), best_documents)
         start = end
-        scored.append(
-            ScoredNote(key_, score, best, title_score, whole_score, documents[:best_documents])
-        )
+        scored.append(ScoredNote(key_, score, best, title_score, whole_score, kept))
     return scored, set(df.nonzero()[0].tolist())
 
 
