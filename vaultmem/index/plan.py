@@ -63,6 +63,67 @@ class IndexedNotes(Mapping[str, IndexedNote]):
         self._row = dict(zip(self._paths, range(len(self._paths)), strict=True))
         self._fps: frozenset[tuple[str, int, int]] | None = None
 
+    @classmethod
+    def from_columns(
+        cls,
+        paths: Sequence[str],
+        ids: Sequence[str],
+        sizes: Sequence[int],
+        mtimes: Sequence[int],
+        hashes: Sequence[str],
+        claims: Sequence[str | None],
+    ) -> IndexedNotes:
+        """The notes given as six equally long columns (`storage.index_state` keeps them so)."""
+        notes = cls(())
+        columns = (paths, ids, sizes, mtimes, hashes, claims)
+        if len({len(c) for c in columns}) > 1:
+            raise ValueError("columns of different lengths")
+        notes._paths, notes._ids, notes._sizes, notes._mtimes, notes._hashes, notes._claims = (
+            tuple(c) for c in columns
+        )
+        notes._row = dict(zip(notes._paths, range(len(notes._paths)), strict=True))
+        return notes
+
+    def columns(self) -> tuple[tuple[Any, ...], ...]:
+        """(paths, ids, sizes, mtimes, hashes, claims), each in the same order."""
+        return (self._paths, self._ids, self._sizes, self._mtimes, self._hashes, self._claims)
+
+    def updated(
+        self,
+        removed: Iterable[str],
+        added: Iterable[tuple[str, str, int, int, str, str | None]],
+        fingerprints: Iterable[tuple[str, int, int]] = (),
+        id_changes: Mapping[str, str] | None = None,
+    ) -> IndexedNotes:
+        """The notes after a write: the `removed` paths out, `added` rows (path, id, size,
+        mtime_ns, content_hash, claimed_id) in, new (path, size, mtime_ns) `fingerprints` of
+        notes whose bytes did not change, and ids moved by `id_changes` (old id -> new id).
+        The same changes reconcile's transaction makes to `notes`, in the same order."""
+        columns = [list(c) for c in self.columns()]
+        gone = sorted({self._row[p] for p in removed if p in self._row}, reverse=True)
+        if len(gone) > 64:  # many: one pass instead of a shift of every column per row
+            keep = set(range(len(self._paths))) - set(gone)
+            columns = [[c[i] for i in sorted(keep)] for c in columns]
+        else:
+            for i in gone:
+                for column in columns:
+                    del column[i]
+        if id_changes:
+            ids = columns[1]
+            for i, note_id in enumerate(ids):
+                if note_id in id_changes:
+                    ids[i] = id_changes[note_id]
+        rows = list(added)
+        for row in rows:
+            for column, value in zip(columns, row, strict=True):
+                column.append(value)
+        if fps := list(fingerprints):
+            where = {p: i for i, p in enumerate(columns[0])}
+            for path, size, mtime_ns in fps:
+                if (i := where.get(path)) is not None:
+                    columns[2][i], columns[3][i] = size, mtime_ns
+        return IndexedNotes.from_columns(*columns)
+
     def __getitem__(self, path: str) -> IndexedNote:
         i = self._row[path]
         return IndexedNote(

@@ -51,7 +51,7 @@ from contextlib import ExitStack
 from datetime import UTC, datetime
 from hashlib import blake2b
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from vaultmem import __version__
 from vaultmem.core.config import Config
@@ -390,13 +390,14 @@ class _Run:
                 return None  # another writer: the usual path waits for it after the parse
             if index_token(path) != token:
                 return None  # a writer committed since the walk: the usual path re-reads
+            recorded = self.recorded_state(token)  # taken before it is forgotten
             forget_last_survey(self.config.state_dir)  # the index may change from here
             try:
                 con = store.connect(path, read_only=False)
             except store.CorruptIndex:
                 return None  # the usual path finds it again, and moves it aside
             held.callback(con.close)  # `write` closes it too: closing twice is harmless
-            state = self.load_state(False, token, con)
+            state = recorded if recorded is not None else self.load_state(False, token, con)
             survey = self.survey(state, None, False, walk)
             changes = plan_changes(survey.indexed, survey.notes)
             if state.create or is_noop(
@@ -431,6 +432,8 @@ class _Run:
         empty = State(IndexedNotes(()), frozenset(), frozenset(), 0, token, create=True)
         if rebuild or not path.exists():
             return empty
+        if (known := self.recorded_state(token)) is not None:
+            return known
         own = con is None
         try:
             if con is None:
@@ -459,6 +462,29 @@ class _Run:
             token,
             False,
             read.journal,
+        )
+
+    def recorded_state(self, token: IndexToken) -> State | None:
+        """The state the last writer recorded (`storage.index_state`), when the index is still
+        the file it wrote and was built with this configuration; else None (read the rows)."""
+        from vaultmem.storage.index_state import read_state_record
+
+        record = read_state_record(self.config.state_dir)
+        if record is None or token[0] is None or record.token != token:
+            return None
+        if record.versions != index_versions(self.config):
+            return None
+        notes = IndexedNotes.from_columns(
+            record.paths, record.ids, record.sizes, record.mtimes, record.hashes, record.claims
+        )
+        return State(
+            notes,
+            frozenset(record.files),
+            frozenset(record.scan_problems),
+            record.problem_count,
+            token,
+            False,
+            record.journal,
         )
 
     def survey(
@@ -640,9 +666,41 @@ class _Run:
             report = self.transaction(tmp, state, survey, prep, out, ident, links)
             index.with_name(index.name + ".wal").unlink(missing_ok=True)
             tmp.replace(index)
+        token = index_token(index)
+        self.record_state(token, state_after(state, survey, out, ident), ident, report)
         if _agrees(out, survey):
-            self.remember(index_token(index), survey, report.notes, report.problems)
+            self.remember(token, survey, report.notes, report.problems)
         return report
+
+    def record_state(
+        self,
+        token: IndexToken,
+        after: tuple[IndexedNotes, frozenset[str], set[tuple[str, str, str]]],
+        ident: Identities,
+        report: ReconcileReport,
+    ) -> None:
+        """Keep the index's state beside it (`storage.index_state`) for the next run."""
+        from vaultmem.storage.index_state import StateRecord, write_state_record
+
+        if token[0] is None:
+            return
+        notes, files, problems = after
+        paths, ids, sizes, mtimes, hashes, claims = notes.columns()
+        record = StateRecord(
+            token,
+            index_versions(self.config),
+            paths,
+            ids,
+            sizes,
+            mtimes,
+            hashes,
+            claims,
+            sorted(files),
+            sorted(problems),
+            report.problems,
+            ident.journal,
+        )
+        write_state_record(self.config.state_dir, record)
 
     def transaction(
         self,
@@ -672,19 +730,7 @@ class _Run:
                 removed_stats = search_rows.document_stats(con, ident.removed_ids)
                 gone_lines = [] if create else search_rows.line_keys_of(con, ident.removed_ids)
                 writes.delete_notes(con, ident.removed_ids, postings=False)
-                full_scan = survey.problems is not None
-                writes.replace_problems(
-                    con,
-                    paths=[*out.parsed, *(n.path for n in out.changes.gone)],
-                    read_paths=[
-                        *(p.path for p in out.touched),
-                        *(p.path for p in out.failed),
-                        *(survey.candidates or ()),
-                    ],
-                    codes=[*_READ_CODES, *_SCAN_CODES] if full_scan else [],
-                    read_codes=_READ_CODES,
-                    problems=[*out.problems, *(survey.problems or ())],
-                )
+                writes.replace_problems(con, **_problem_changes(survey, out))
                 writes.change_ids(con, ident.id_changes)
                 if ident.journal != state.journal:  # else `meta` holds this digest already
                     writes.record_journal(con, ident.journal)
@@ -982,6 +1028,43 @@ def _agrees(out: Outcomes, survey: Survey) -> bool:
         (p.size, p.mtime_ns) == (walked[p.path].size, walked[p.path].mtime_ns)
         for p in (*out.parsed.values(), *out.touched)
     )
+
+
+def _problem_changes(survey: Survey, out: Outcomes) -> dict[str, Any]:
+    """The problems this run re-examines, and its new ones (`index_writes.replace_problems`)."""
+    return {
+        "paths": [*out.parsed, *(n.path for n in out.changes.gone)],
+        "read_paths": [
+            *(p.path for p in out.touched),
+            *(p.path for p in out.failed),
+            *(survey.candidates or ()),
+        ],
+        "codes": [*_READ_CODES, *_SCAN_CODES] if survey.problems is not None else [],
+        "read_codes": _READ_CODES,
+        "problems": [*out.problems, *(survey.problems or ())],
+    }
+
+
+def state_after(
+    state: State, survey: Survey, out: Outcomes, ident: Identities
+) -> tuple[IndexedNotes, frozenset[str], set[tuple[str, str, str]]]:
+    """The index's notes, files and scan problems once `transaction` has written `out`: what
+    the next run would read back (`storage.index_state`), made from what this run knows."""
+    from vaultmem.storage.index_writes import problems_after
+
+    indexed = survey.indexed
+    removed = [n.path for n in out.changes.gone]
+    removed += [p for p in out.parsed if p in indexed]
+    added = [
+        (path, ident.ids[path], p.size, p.mtime_ns, p.content_hash, p.claimed_id)
+        for path, p in out.parsed.items()
+    ]
+    touched = [(p.path, p.size, p.mtime_ns) for p in out.touched]
+    notes = state.notes.updated(removed, added, touched, ident.id_changes)
+    problems = problems_after(
+        state.scan_problems, (*_SCAN_CODES, *_READ_CODES), **_problem_changes(survey, out)
+    )
+    return notes, survey.files, problems
 
 
 def _no_headings(path: str) -> None:
