@@ -34,7 +34,18 @@ from vaultmem.index import reconcile as rc
 from vaultmem.storage import index_writes, search_rows, store
 from vaultmem.vault import Vault
 
-STEPS = ("walk", "steady", "load_state", "prepare", "identities", "transaction", "_reresolve")
+STEPS = (
+    "walk",
+    "steady",
+    "write_small",
+    "load_state",
+    "recorded_state",
+    "prepare",
+    "identities",
+    "transaction",
+    "_reresolve",
+    "record_state",
+)
 STATEMENTS = {
     index_writes: ("read_state", "delete_notes", "load_staged", "links_to_reresolve"),
     search_rows: ("delete_postings", "load_postings", "recount_terms"),
