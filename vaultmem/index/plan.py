@@ -188,10 +188,10 @@ def plan_changes(indexed: IndexedNotes, scanned: Sequence[F]) -> ChangeSet[F]:
     """
     in_place = _moved_in_place(indexed, scanned)
     if in_place is not None:  # the same paths in the same order: an edit, a touch, nothing
-        unchanged, at = in_place
+        kept, at = in_place
         for i in reversed(at):
-            del unchanged[i]
-        return ChangeSet((), tuple(scanned[i] for i in at), (), tuple(unchanged))
+            del kept[i]
+        return ChangeSet((), tuple(scanned[i] for i in at), (), tuple(kept))
     known = indexed.fingerprints()
     moved = list(filterfalse(known.__contains__, scanned))
     new = tuple(fp for fp in moved if fp[0] not in indexed)
