@@ -4,7 +4,7 @@
 
 VAULT must already be indexed (run `vaultmem reconcile` on a copy first: this appends a line to
 one note per edit). Each run prints its wall and CPU seconds and the CPU seconds of every
-reconcile step and storage statement group (wrappers around `_Run`'s methods and the storage
+reconcile step and storage statement group (wrappers around the runner's steps and the storage
 functions, so nested phases overlap: `transaction` includes `delete_postings`). CPU seconds
 count DuckDB's threads too; on a loaded machine they are the steadier figure. Cold-process
 figures (imports included) come from `hyperfine` on the CLI: see benchmarks/HISTORY.md.
@@ -30,22 +30,23 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make `benchmarks` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from vaultmem.index import preparation, transaction
 from vaultmem.index import reconcile as rc
 from vaultmem.storage import index_writes, search_rows, store
 from vaultmem.vault import Vault
 
-STEPS = (
-    "walk",
-    "steady",
-    "write_small",
-    "load_state",
-    "recorded_state",
-    "prepare",
-    "identities",
-    "transaction",
-    "_reresolve",
-    "record_state",
-)
+STEPS = {  # each step where the runner (or the transaction) looks it up
+    "walk": (rc, "walk"),
+    "steady": (rc, "_steady"),
+    "write_small": (rc, "_write_small"),
+    "load_state": (rc, "load_state"),
+    "recorded_state": (rc, "recorded_state"),
+    "record_state": (rc, "_record_state"),
+    "prepare": (preparation, "prepare"),
+    "identities": (rc, "identities"),
+    "transaction": (transaction, "transaction"),
+    "_reresolve": (transaction, "reresolve"),
+}
 STATEMENTS = {
     index_writes: ("read_state", "delete_notes", "load_staged", "links_to_reresolve"),
     search_rows: ("delete_postings", "load_postings", "recount_terms"),
@@ -64,8 +65,8 @@ def _timer(totals: dict[str, float], label: str, fn: Callable[..., Any]) -> Call
 
 
 def instrument(totals: dict[str, float]) -> None:
-    for name in STEPS:
-        setattr(rc._Run, name, _timer(totals, name, getattr(rc._Run, name)))
+    for label, (module, name) in STEPS.items():
+        setattr(module, name, _timer(totals, label, getattr(module, name)))
     rc.plan_changes = _timer(totals, "plan", rc.plan_changes)
     for module, names in STATEMENTS.items():
         for name in names:

@@ -93,13 +93,19 @@ class _TimedConnection:
 
 def install() -> None:
     """Wrap the build's steps with timers."""
-    from vaultmem.index import parallel, reconcile
+    from vaultmem.index import parallel, preparation, reconcile, transaction
     from vaultmem.storage import index_writes, search_rows, store
 
-    run = reconcile._Run
-    for name in ("load_state", "survey", "prepare", "outcomes", "identities", "transaction"):
-        setattr(run, name, _timed(f"step: {name}", getattr(run, name)))
-    run._check_subpaths = _timed("step: check subpaths", run._check_subpaths)  # type: ignore[method-assign]
+    for module, name in (  # each step where the runner (or the transaction) looks it up
+        (reconcile, "load_state"),
+        (reconcile, "_survey"),
+        (preparation, "prepare"),
+        (reconcile, "outcomes"),
+        (reconcile, "identities"),
+        (transaction, "transaction"),
+    ):
+        setattr(module, name, _timed(f"step: {name.lstrip('_')}", getattr(module, name)))
+    transaction.check_subpaths = _timed("step: check subpaths", transaction.check_subpaths)
     for module, names in (
         (index_writes, ("load_staged", "number_notes", "replace_problems", "replace_files")),
         (search_rows, ("build_postings", "load_postings", "recount_terms")),

@@ -75,7 +75,7 @@ def assert_equals_rebuild(config: Config) -> dict[str, list[tuple[Any, ...]]]:
 def assert_state_record_matches(config: Config) -> None:
     """The index state a writer recorded beside the index (`storage.index_state`) is, while the
     index is still the file it names, exactly what reading the index gives."""
-    from vaultmem.index.reconcile import _READ_CODES, _SCAN_CODES
+    from vaultmem.index.steps import READ_CODES, SCAN_CODES
     from vaultmem.storage import store
     from vaultmem.storage.index_state import read_state_record
     from vaultmem.storage.index_writes import read_state
@@ -86,7 +86,7 @@ def assert_state_record_matches(config: Config) -> None:
         return  # no record for this index: the next run reads the rows
     con = store.connect(config.index_path, read_only=True)
     try:
-        state = read_state(con, (*_SCAN_CODES, *_READ_CODES))
+        state = read_state(con, (*SCAN_CODES, *READ_CODES))
     finally:
         con.close()
     rows = zip(

@@ -222,16 +222,16 @@ def test_a_commit_between_the_walk_and_the_state_read_is_seen(
     this run delete a note its walk could not see yet."""
     from vaultmem.index import reconcile as rc
 
-    real = rc._Run.walk
+    real = rc.walk
 
-    def walk_then_another_writer(self: rc._Run, rebuild: bool) -> rc.Survey:
-        survey = real(self, rebuild)
-        monkeypatch.setattr(rc._Run, "walk", real)
+    def walk_then_another_writer(config: Config, rebuild: bool) -> rc.Survey:
+        survey = real(config, rebuild)
+        monkeypatch.setattr(rc, "walk", real)
         write(vault.root, "G.md", "# G\n")
         reconcile(vault)  # another writer indexes G after this run's walk
         return survey
 
-    monkeypatch.setattr(rc._Run, "walk", walk_then_another_writer)
+    monkeypatch.setattr(rc, "walk", walk_then_another_writer)
     write(vault.root, "B.md", "# B\n\nbeta changed\n")
     reconcile(vault)
     assert query(vault, "SELECT count(*) FROM notes WHERE path = 'G.md'") == [(1,)]

@@ -1,0 +1,65 @@
+"""Reconcile's second step: the workers (`parallel`) read, hash, parse, resolve and format the
+rows of the notes to prepare into staging files, and hand back one small record per note
+(`steps.Preparation`). No lock is held meanwhile.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from vaultmem.files.scan import Fingerprint
+from vaultmem.index.steps import Preparation, Run, Survey, collect, path_of
+
+if TYPE_CHECKING:
+    from vaultmem.note.links import LinkResolver
+
+
+def prepare(
+    run: Run,
+    todo: Sequence[Fingerprint],
+    survey: Survey,
+    staging: Path,
+    first_number: int,
+    resolver: Callable[[], LinkResolver],
+) -> Preparation:
+    """Prepare the notes `todo` in the workers, numbered from `first_number`, their rows
+    staged under `staging`. `resolver` gives the run's link resolver over `survey.files`
+    for the work done in this process."""
+    from vaultmem.index.parallel import Context, Embed, Job, prepare_all
+
+    staging.mkdir(parents=True, exist_ok=True)
+    jobs = [
+        Job(
+            first_number + i,
+            fp.path,
+            fp.size,
+            known.content_hash if (known := survey.indexed.get(fp.path)) else None,
+        )
+        for i, fp in enumerate(sorted(todo, key=path_of))
+    ]
+    embed: Embed | None = None
+    if run.config.semantic:  # the workers embed the documents they make
+        from vaultmem.search import embedding
+
+        embed = embedding.stage_vectors
+    context = Context(run.config, tuple(sorted(survey.files)), str(staging), embed)
+    chunks = prepare_all(jobs, context, progress=run.progress, resolver=resolver) if jobs else []
+    return collect(chunks, first_number + len(jobs), staging.parent / "spill")
+
+
+def link_resolver(files: frozenset[str]) -> Callable[[], LinkResolver]:
+    """One resolver over a survey's files, built once (on first use) for the run's in-process
+    work: a lazy one, which indexes only the name keys the run's links ask for (a one-note
+    edit asks a handful; a large batch goes to the workers, each with its own)."""
+    made: list[LinkResolver] = []
+
+    def resolver() -> LinkResolver:
+        if not made:
+            from vaultmem.note.links import LazyLinkResolver
+
+            made.append(LazyLinkResolver(tuple(files)))
+        return made[0]
+
+    return resolver

@@ -1,0 +1,475 @@
+"""Reconcile's steps: the values a run hands from one step to the next, and the pure steps.
+
+Each pure step is a module function of explicit inputs that returns one value and does no
+I/O, so a test feeds it values and checks what comes back (tests/index/test_reconcile_steps.py):
+`settles` (the last survey answers for the walk), `is_noop`, `to_redo` and `merged` (what a
+worker's result no longer covers after another writer committed), `outcomes`, `identities`,
+`link_work`, `agrees` (the walk may become the last survey) and `report`. The steps that read
+or write (the walk, the state read, the workers, the transaction) live in `survey`,
+`reconcile`, `preparation` and `transaction`; `reconcile`'s runner sequences them all.
+
+The values are named tuples, not dataclasses: every reconcile imports this module, a no-op
+included, and building these frozen dataclasses cost ~3 ms of its start-up (`dataclasses`
+compiles each class's methods); they live for one run and never leave it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
+from hashlib import blake2b
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+
+from vaultmem import __version__
+from vaultmem.core.config import Config
+from vaultmem.core.models import PARSER_VERSION, TOKENIZER_VERSION, Problem
+from vaultmem.files.scan import Fingerprint
+from vaultmem.index.plan import (
+    ChangeSet,
+    IndexedNote,
+    IndexedNotes,
+    assign_ids,
+    journal_digest,
+    pair_renames,
+)
+from vaultmem.storage.last_survey import IndexToken, LastSurvey
+
+if TYPE_CHECKING:  # the workers' side loads only when a note must be parsed: not on a no-op
+    from vaultmem.index.parallel import Chunk, Prepared
+
+Progress = Callable[[int, int], None]
+Mode = Literal["full", "paths", "rebuild"]
+
+SCAN_CODES = ("config_folder_missing", "secret_in_name", "symlink_refused")
+"""Problem codes a scan (not a parse) produces: a no-op compares the stored ones."""
+READ_CODES = ("file_vanished", "file_unstable", "file_unreadable")
+"""Problem codes of a note that could not be read: its old rows stay."""
+OUTDATED = "The index was built by another version or configuration; rebuilt it."
+
+
+def index_versions(config: Config) -> dict[str, str]:
+    """What the index records in `meta`; any difference means rebuild.
+
+    Besides the code's versions this holds a digest of the configuration that shapes rows
+    (mappings, managed folder, exclusions, size cap): a changed mapping moves unchanged notes
+    to another scope, which only a rebuild gets right.
+    """
+    shape = json.dumps(
+        [
+            [[m.folder, m.scope, m.scope_id] for m in config.mappings],
+            config.managed_folder,
+            list(config.exclude),
+            config.max_note_bytes,
+            [list(pair) for pair in config.secret_patterns],  # rows are redacted by them
+        ]
+    )
+    return {
+        "parser_version": str(PARSER_VERSION),
+        "tokenizer_version": f"{TOKENIZER_VERSION}-{config.search_language}",
+        "vaultmem_version": __version__,
+        "config_digest": blake2b(shape.encode(), digest_size=8).hexdigest(),
+        "embedding_model": _embedding_model(config),
+    }
+
+
+def _embedding_model(config: Config) -> str:
+    if not config.semantic:
+        return "none"
+    from vaultmem.search import embedding
+
+    return embedding.INDEX_ID
+
+
+# -- the values ---------------------------------------------------------------------------------
+
+
+class ReconcileReport(NamedTuple):
+    """What a reconcile did. `warnings` carries recoveries (a damaged index moved aside).
+
+    A named tuple like the step values below (and for the same reason); `to_dict` makes it
+    render as a JSON object, not a list."""
+
+    mode: str
+    added: int
+    changed: int
+    removed: int
+    renamed: int
+    unchanged: int
+    touched: int
+    problems: int
+    notes: int
+    duration_s: float
+    warnings: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, object]:
+        return self._asdict()
+
+
+class Run(NamedTuple):
+    """What every step of one run shares: its configuration, its caller's wishes, its clock."""
+
+    config: Config
+    progress: Progress | None
+    lock_timeout_s: float
+    started: float
+    """`time.perf_counter()` at the start: the report's duration counts from here."""
+    started_at: datetime
+    """The start as a naive UTC time, as `runs` records it."""
+
+
+class State(NamedTuple):
+    """The index as read before deciding anything; `create` when it is built from nothing."""
+
+    notes: IndexedNotes
+    files: frozenset[str]
+    scan_problems: frozenset[tuple[str, str, str]]
+    problem_count: int
+    token: IndexToken
+    create: bool
+    journal: str | None = None
+    """Digest of the rename journal the stored ids were assigned with (`plan.journal_digest`)."""
+    damage: BaseException | None = None
+    """Why the index could not be read (then `create`): the write moves it aside."""
+    outdated: bool = False
+    """The index was built by another version or configuration (then `create`)."""
+
+
+class Survey(NamedTuple):
+    """The stat walk: note fingerprints and every file; `problems` None in paths mode, where
+    `candidates` holds the paths looked at and `indexed` the index's notes among them.
+    `digest` (`plan.survey_digest`) only for a walk of the whole vault."""
+
+    mode: Mode
+    notes: tuple[Fingerprint, ...]
+    files: frozenset[str]
+    problems: tuple[Problem, ...] | None
+    candidates: frozenset[str] | None
+    indexed: IndexedNotes
+    digest: str | None = None
+
+
+class Preparation(NamedTuple):
+    """The workers' results: one record per note, and the files holding their rows."""
+
+    by_path: dict[str, Prepared]
+    staged: dict[str, list[Path]]
+    postings: list[Path]
+    vectors: list[Path]
+    next_number: int
+    spill_dir: Path
+    """Where DuckDB may spill during the load: inside the run's staging folder."""
+
+
+class Outcomes(NamedTuple):
+    """What preparing the changed files found, against the plan."""
+
+    changes: ChangeSet[Fingerprint]
+    parsed: dict[str, Prepared]
+    touched: tuple[Prepared, ...]
+    failed: tuple[Prepared, ...]
+    kept: tuple[str, ...]
+    """Indexed notes that could not be read: their rows stay until they read cleanly."""
+    renames: dict[str, IndexedNote]
+    problems: tuple[Problem, ...]
+
+
+class Identities(NamedTuple):
+    ids: dict[str, str]
+    id_changes: dict[str, str]
+    """Unchanged notes whose id moved (a clash resolved differently): old id → new id."""
+    new_renames: tuple[tuple[str, str, str], ...]
+    removed_ids: frozenset[str]
+    journal: str
+    """Digest of the rename journal these ids were assigned with."""
+
+
+class LinkWork(NamedTuple):
+    added_files: frozenset[str]
+    removed_files: frozenset[str]
+    affected_keys: frozenset[str]
+    changed_targets: frozenset[str]
+
+
+class Write(NamedTuple):
+    """Everything the transaction writes: the steps' values, in the order they came."""
+
+    state: State
+    survey: Survey
+    prep: Preparation
+    out: Outcomes
+    ident: Identities
+    links: LinkWork
+
+
+# -- the pure steps -----------------------------------------------------------------------------
+
+
+def settles(known: LastSurvey | None, walk: Survey, token: IndexToken, config: Config) -> bool:
+    """Whether the last survey the index agreed with answers for this walk: the same digest,
+    the index still the file it was then (`token`, as it is now), the same versions."""
+    if known is None or known.digest != walk.digest or known.token[0] is None:
+        return False
+    return known.token == token and known.versions == index_versions(config)
+
+
+def is_noop(
+    state: State, survey: Survey, changes: ChangeSet[Fingerprint], recovering: bool = False
+) -> bool:
+    """Nothing to write: no note changed, no file came or went, the same scan problems.
+    `recovering`: the run moves a damaged index aside or warns of something (always a write)."""
+    if state.create or recovering:
+        return False
+    if changes.new or changes.suspect or changes.gone or survey.files != state.files:
+        return False
+    if survey.problems is None:  # paths mode: no stored read problem for these paths
+        assert survey.candidates is not None
+        return not any(p in survey.candidates for p, _, _ in state.scan_problems)
+    return {(p.path, p.code, p.message) for p in survey.problems} == state.scan_problems
+
+
+def state_warnings(state: State) -> tuple[str, ...]:
+    """What reading the index found to warn of (a damaged index is warned of when moved)."""
+    return (OUTDATED,) if state.outdated else ()
+
+
+def to_prepare(changes: ChangeSet[Fingerprint]) -> tuple[Fingerprint, ...]:
+    """The notes whose files the workers read: every new and suspect one."""
+    return (*changes.new, *changes.suspect)
+
+
+def to_redo(
+    prep: Preparation, changes: ChangeSet[Fingerprint], survey: Survey
+) -> list[Fingerprint]:
+    """The notes of a new plan that `prep` no longer covers (another writer committed, or the
+    file changed after its worker read it)."""
+    return [
+        fp
+        for fp in to_prepare(changes)
+        if not _still_valid(prep.by_path.get(fp.path), fp, survey.indexed.get(fp.path))
+    ]
+
+
+def merged(prep: Preparation, more: Preparation) -> Preparation:
+    """`prep` with `more`'s results added (and preferred for a note both hold)."""
+    staged = {
+        t: [*prep.staged.get(t, []), *more.staged.get(t, [])] for t in {*prep.staged, *more.staged}
+    }
+    return Preparation(
+        {**prep.by_path, **more.by_path},
+        staged,
+        [*prep.postings, *more.postings],
+        [*prep.vectors, *more.vectors],
+        more.next_number,
+        prep.spill_dir,
+    )
+
+
+def collect(chunks: Sequence[Chunk], next_number: int, spill_dir: Path) -> Preparation:
+    """The workers' chunks as one preparation."""
+    by_path: dict[str, Prepared] = {}
+    staged: dict[str, list[Path]] = {}
+    postings: list[Path] = []
+    vectors: list[Path] = []
+    for chunk in chunks:
+        for prepared in chunk.notes:
+            by_path[prepared.path] = prepared
+        for table, path in chunk.staged.items():
+            staged.setdefault(table, []).append(path)
+        if chunk.postings is not None:
+            postings.append(chunk.postings)
+        if chunk.vectors is not None:
+            vectors.append(chunk.vectors)
+    return Preparation(by_path, staged, postings, vectors, next_number, spill_dir)
+
+
+def outcomes(changes: ChangeSet[Fingerprint], prep: Preparation, survey: Survey) -> Outcomes:
+    """Sort the prepared notes into parsed, touched and failed; pair renames."""
+    parsed: dict[str, Prepared] = {}
+    touched: list[Prepared] = []
+    failed: list[Prepared] = []
+    kept: list[str] = []
+    problems: list[Problem] = []
+    for fp in sorted(to_prepare(changes), key=path_of):
+        done = prep.by_path[fp.path]
+        problems.extend(done.problems)
+        if done.outcome == "parsed":
+            parsed[fp.path] = done
+        elif done.outcome == "touched":
+            touched.append(done)
+        else:
+            failed.append(done)
+            if fp.path in survey.indexed:
+                kept.append(fp.path)  # keep the old rows until it reads cleanly
+    new_hashes = {p: d.content_hash for p, d in parsed.items() if p not in survey.indexed}
+    renames = pair_renames(changes.gone, new_hashes)
+    return Outcomes(
+        changes, parsed, tuple(touched), tuple(failed), tuple(kept), renames, tuple(problems)
+    )
+
+
+def identities(
+    state: State, survey: Survey, out: Outcomes, journal_ids: Mapping[str, str]
+) -> Identities:
+    """Ids: a pure function of every live note's claim and the rename journal
+    (`journal_ids`: path -> id, as `journal.read_renames` gives them)."""
+    ids_journal = dict(journal_ids)
+    new_renames = tuple((old.id, old.path, new) for new, old in sorted(out.renames.items()))
+    ids_journal.update({new: note_id for note_id, _, new in new_renames})
+    digest = journal_digest(ids_journal)
+    indexed = survey.indexed
+    if _ids_stand(state, out, digest):
+        # Ids are a function of the live paths, their claims and the journal: all three
+        # as the stored ids were assigned, so those stand (a one-note edit, a touch).
+        return Identities(
+            state.notes.ids(),
+            {},
+            new_renames,
+            frozenset(indexed[p].id for p in out.parsed),
+            digest,
+        )
+    claims: dict[str, str | None] = {}
+    for path in out.changes.unchanged:
+        claims[path] = indexed[path].claimed_id
+    for prepared in out.touched:
+        claims[prepared.path] = indexed[prepared.path].claimed_id
+    for path in out.kept:
+        claims[path] = indexed[path].claimed_id
+    for path, prepared in out.parsed.items():
+        claims[path] = prepared.claimed_id
+    if survey.mode == "paths":
+        # Notes outside the watched paths keep their ids but still take part in clashes.
+        for path, known in state.notes.items():
+            if path not in indexed:
+                claims.setdefault(path, known.claimed_id)
+    ids = assign_ids(claims, ids_journal)
+    all_notes = state.notes
+    id_changes = {
+        all_notes[p].id: ids[p]
+        for p in ids
+        if p in all_notes and p not in out.parsed and all_notes[p].id != ids[p]
+    }
+    removed_ids = {n.id for n in out.changes.gone} | {
+        indexed[p].id for p in out.parsed if p in indexed
+    }
+    return Identities(ids, id_changes, new_renames, frozenset(removed_ids), digest)
+
+
+def link_work(state: State, survey: Survey, out: Outcomes) -> LinkWork:
+    """Which stored links can resolve differently after this run."""
+    from vaultmem.note.links import file_name_key
+
+    added = survey.files - state.files
+    removed = state.files - survey.files
+    return LinkWork(
+        frozenset(added),
+        frozenset(removed),
+        frozenset(file_name_key(p) for p in added | removed),
+        frozenset(out.parsed) | {n.path for n in out.changes.gone},
+    )
+
+
+def agrees(out: Outcomes, survey: Survey) -> bool:
+    """Whether the index, once `out` is written, equals the walk: every note read cleanly,
+    with the fingerprint the walk saw (a file that changed between the walk and its read is
+    stored with the read's fingerprint, which the next run must look at again)."""
+    if out.failed:
+        return False
+    walked = {fp.path: fp for fp in to_prepare(out.changes)}
+    return all(
+        (p.size, p.mtime_ns) == (walked[p.path].size, walked[p.path].mtime_ns)
+        for p in (*out.parsed.values(), *out.touched)
+    )
+
+
+def report(
+    survey: Survey,
+    changes: ChangeSet[Fingerprint],
+    out: Outcomes | None,
+    problems: int,
+    notes: int,
+    duration_s: float,
+    warnings: Sequence[str],
+) -> ReconcileReport:
+    """The run's report; `out` None when nothing was prepared (a no-op)."""
+    parsed = out.parsed if out else {}
+    changed = sum(1 for p in parsed if p in survey.indexed)
+    renamed = len(out.renames) if out else 0
+    kept = len(out.kept) if out else 0
+    touched = len(out.touched) if out else 0
+    return ReconcileReport(
+        mode=survey.mode,
+        added=len(parsed) - changed - renamed,
+        changed=changed,
+        removed=len(changes.gone) - renamed,
+        renamed=renamed,
+        # Touched notes are unchanged (same bytes); `touched` counts them again.
+        unchanged=len(changes.unchanged) + kept + touched,
+        touched=touched,
+        problems=problems,
+        notes=notes,
+        duration_s=duration_s,
+        warnings=tuple(dict.fromkeys(warnings)),
+    )
+
+
+def problem_changes(survey: Survey, out: Outcomes) -> dict[str, Any]:
+    """The problems a run re-examines, and its new ones (`index_writes.replace_problems`)."""
+    return {
+        "paths": [*out.parsed, *(n.path for n in out.changes.gone)],
+        "read_paths": [
+            *(p.path for p in out.touched),
+            *(p.path for p in out.failed),
+            *(survey.candidates or ()),
+        ],
+        "codes": [*READ_CODES, *SCAN_CODES] if survey.problems is not None else [],
+        "read_codes": READ_CODES,
+        "problems": [*out.problems, *(survey.problems or ())],
+    }
+
+
+def state_after(
+    write: Write,
+) -> tuple[IndexedNotes, frozenset[str], set[tuple[str, str, str]]]:
+    """The index's notes, files and scan problems once the transaction has written `write`:
+    what the next run would read back (`storage.index_state`), made from what this run knows,
+    with the changes the transaction makes to `notes`, `files` and `problems`."""
+    from vaultmem.storage.index_writes import problems_after
+
+    state, survey, _, out, ident, _ = write
+    indexed = survey.indexed
+    removed = [n.path for n in out.changes.gone]
+    removed += [p for p in out.parsed if p in indexed]
+    added = [
+        (path, ident.ids[path], p.size, p.mtime_ns, p.content_hash, p.claimed_id)
+        for path, p in out.parsed.items()
+    ]
+    touched = [(p.path, p.size, p.mtime_ns) for p in out.touched]
+    notes = state.notes.updated(removed, added, touched, ident.id_changes)
+    problems = problems_after(
+        state.scan_problems, (*SCAN_CODES, *READ_CODES), **problem_changes(survey, out)
+    )
+    return notes, survey.files, problems
+
+
+def path_of(fp: Fingerprint) -> str:
+    return fp.path
+
+
+def _still_valid(done: Prepared | None, fp: Fingerprint, known: IndexedNote | None) -> bool:
+    """Whether a worker's result still stands for the file and the index as they are now."""
+    if done is None or (done.size, done.mtime_ns) != (fp.size, fp.mtime_ns):
+        return False  # not prepared, or the file changed after its worker read it
+    if done.outcome == "touched":
+        return known is not None and known.content_hash == done.content_hash
+    return done.outcome == "parsed"
+
+
+def _ids_stand(state: State, out: Outcomes, journal: str) -> bool:
+    """Whether the stored ids are what `assign_ids` would give now: no note came or went, no
+    parsed note claims another id than it did, and the journal is the one they came from."""
+    if state.create or state.journal != journal or out.changes.new or out.changes.gone:
+        return False
+    notes = state.notes
+    return all(p.claimed_id == notes[path].claimed_id for path, p in out.parsed.items())

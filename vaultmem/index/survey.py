@@ -1,0 +1,71 @@
+"""Reconcile's first step, the survey: the stat walk of the vault (or of the watcher's paths),
+and the last survey that lets a walk equal to it end the run with the index closed.
+
+Each function reads the file system (and `storage.last_survey`'s small file) and returns a
+`steps` value; deciding from them is `steps`' job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from vaultmem.core.config import Config
+from vaultmem.files.scan import is_eligible_file, scan_paths, scan_vault
+from vaultmem.index.plan import IndexedNotes, survey_digest
+from vaultmem.index.steps import Mode, State, Survey, index_versions
+from vaultmem.storage.last_survey import (
+    IndexToken,
+    LastSurvey,
+    index_token,
+    read_last_survey,
+    write_last_survey,
+)
+
+
+def walk(config: Config, rebuild: bool) -> Survey:
+    """The stat walk of the whole vault, before the index is read (`indexed` empty)."""
+    scan = scan_vault(config)
+    mode: Mode = "rebuild" if rebuild else "full"
+    digest = survey_digest(
+        scan.notes, scan.files, [(p.path, p.code, p.message) for p in scan.problems]
+    )
+    empty = IndexedNotes(())
+    return Survey(mode, scan.notes, frozenset(scan.files), scan.problems, None, empty, digest)
+
+
+def survey_paths(config: Config, paths: Iterable[str], state: State) -> Survey:
+    """For the watcher: look only at the named paths (a folder stands for its contents)."""
+    wanted = {p.strip("/") for p in paths if p.strip("/")}
+    prefixes = tuple(p + "/" for p in wanted)
+    candidates = set(wanted)
+    candidates.update(p for p in state.files if p.startswith(prefixes))
+    root = config.root
+    for folder in wanted:
+        full = root / folder
+        if full.is_dir() and not full.is_symlink():
+            candidates.update(
+                p.relative_to(root).as_posix() for p in full.rglob("*") if p.is_file()
+            )
+    present, _gone = scan_paths(config, sorted(candidates))
+    files = set(state.files)
+    for path in candidates:
+        full = root / path
+        if full.is_file() and is_eligible_file(config, path):
+            files.add(path)
+        else:
+            files.discard(path)
+    indexed = state.notes.only(candidates)
+    return Survey("paths", tuple(present), frozenset(files), None, frozenset(candidates), indexed)
+
+
+def last_survey(config: Config) -> tuple[LastSurvey | None, IndexToken]:
+    """The last survey the index agreed with, and the index file's identity now."""
+    return read_last_survey(config.state_dir), index_token(config.index_path)
+
+
+def remember(config: Config, token: IndexToken, survey: Survey, notes: int, problems: int) -> None:
+    """Record that the index (as `token` identifies it) equals this whole-vault walk."""
+    if survey.digest is None or token[0] is None:
+        return
+    record = LastSurvey(token, index_versions(config), survey.digest, notes, problems)
+    write_last_survey(config.state_dir, record)
