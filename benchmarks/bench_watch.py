@@ -176,9 +176,11 @@ def scale_watch(
         word = "zqburst" + _word(saves)
         targets = [notes[(saves + i) * step % len(notes)] for i in range(burst)]
         started = time.perf_counter()
-        for path in targets:
+        for i, path in enumerate(targets):
+            # a line of its own in each note: one line in 500 notes is boilerplate, which the
+            # index leaves out of the postings (docs/search.md)
             with path.open("a", encoding="utf-8") as handle:
-                handle.write(f"\n{word}\n")
+                handle.write(f"\n{word} {_word(10_000 + i)}\n")
         written = time.perf_counter()
         deadline = time.monotonic() + 600
         peak = 0.0
