@@ -47,7 +47,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import ExitStack
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from vaultmem.core.config import Config
 from vaultmem.core.errors import IndexUnavailableError, LockedError
@@ -325,9 +325,6 @@ def recorded_state(config: Config, token: IndexToken) -> State | None:
     the file it wrote and was built with this configuration; else None (read the rows)."""
     from vaultmem.storage.index_state import read_state_record
 
-    kept = _KEPT.get(config.state_dir)
-    if kept is not None and kept.token == token and kept.versions == index_versions(config):
-        return kept.state  # this process wrote it (a watcher's previous batch)
     record = read_state_record(config.state_dir)
     if record is None or token[0] is None or record.token != token:
         return None
@@ -370,20 +367,6 @@ def _record_state(config: Config, token: IndexToken, write: Write, done: Reconci
         write.ident.journal,
     )
     write_state_record(config.state_dir, record)
-    state = State(notes, files, frozenset(problems), done.problems, token, False, record.journal)
-    _KEPT.clear()  # one vault's at a time: a watcher's
-    _KEPT[config.state_dir] = _Kept(token, record.versions, state)
-
-
-class _Kept(NamedTuple):
-    token: IndexToken
-    versions: dict[str, str]
-    state: State
-
-
-_KEPT: dict[Path, _Kept] = {}
-"""The state this process last recorded, by state folder: a long-lived process (`watch`)
-takes it back without reading the record, while the index is still the file it wrote."""
 
 
 def _survey(
