@@ -23,6 +23,7 @@ Targets at 100,000 notes: peak RSS <= 1 GiB for the largest process, full <= 4x 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import shutil
 import statistics
@@ -146,11 +147,11 @@ def mistune_entry(args: Sequence[str]) -> dict[str, Any]:
     return {"seconds": time.perf_counter() - start, "cpu_s": time.process_time() - cpu}
 
 
-def _cli_tree(vault: Path, command: str) -> Any:
+def _cli_tree(vault: Path, command: str, *args: str) -> Any:
     from benchmarks.floor import run_process_tree
 
     return run_process_tree(
-        [sys.executable, "-m", "vaultmem", command, "--vault", str(vault)], timeout=7200
+        [sys.executable, "-m", "vaultmem", command, "--vault", str(vault), *args], timeout=7200
     )
 
 
@@ -160,9 +161,39 @@ def _fts5(vault: Path, tmp: Path) -> float:
     ).seconds
 
 
-def bench_scale(n: int, source: Path | None = None) -> dict[str, Any]:
-    """Issue 14's report on an n-note vault (generated, or copied from `source`): one run of
-    each step, all in this run."""
+def _upgrade(vault: Path, full_s: float) -> dict[str, Any] | None:
+    """The tokenizer-only upgrade row, from `benchmarks/bench_upgrade.py` when it exists:
+    its `scale_row(vault, full_s)` times the upgrade on this run's built vault."""
+    try:
+        module = importlib.import_module("benchmarks.bench_upgrade")
+    except ModuleNotFoundError:
+        return None
+    row = getattr(module, "scale_row", None)
+    return None if row is None else dict(row(vault, full_s))
+
+
+def _median_cold(vault: Path, args: Sequence[str], runs: int, edit: Path | None) -> float:
+    """The median of `runs` cold `vaultmem reconcile ARGS` processes, `edit` appended to
+    before each when given (a one-note edit)."""
+    seconds = []
+    for i in range(runs):
+        if edit is not None:
+            with edit.open("a", encoding="utf-8") as handle:
+                handle.write(f"\nEdited for benchmark run {i}: zebrafish{i}\n")
+        seconds.append(_cli_tree(vault, "reconcile", *args).seconds)
+    return statistics.median(seconds)
+
+
+def bench_scale(
+    n: int, source: Path | None = None, repeat: int = 5, watch: bool = True
+) -> dict[str, Any]:
+    """Issue 28's report on an n-note vault (generated, or copied from `source`): the full
+    build once, beside SQLite FTS5 and the floor (the read+YAML pass plus mistune's own pass
+    over the text divided by the workers), all in this run; then the medians of `repeat`
+    cold no-ops, one-note edits and `reconcile --path` edits; with `watch`, the watcher's
+    save-to-searchable latency and a burst of 500 changed notes (`bench_watch.scale_watch`)."""
+    from benchmarks import bench_watch
+    from benchmarks.floor import markdown_files
     from vaultmem.index.parallel import worker_count
 
     if source is None:
@@ -170,34 +201,46 @@ def bench_scale(n: int, source: Path | None = None) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="vaultmem-bench-") as tmp:
         vault = Path(tmp) / "vault"
         shutil.copytree(source, vault, ignore=shutil.ignore_patterns(".vaultmem"))
+        shutil.copytree(
+            source / ".vaultmem",
+            vault / ".vaultmem",
+            dirs_exist_ok=True,
+            ignore=shutil.ignore_patterns("index.duckdb*"),
+        )
         floor = run_in_subprocess("benchmarks.floor:floor_entry", [str(vault)], 7200).seconds
         fts5_before = _fts5(vault, Path(tmp))
-        # mistune's pass is the 10,000-note target's yardstick; at 100,000 the target is FTS5.
-        mistune = (
-            run_in_subprocess("benchmarks.bench_reconcile:mistune_entry", [str(vault)], 7200).result
-            if n <= 20_000
-            else {"seconds": float("nan"), "cpu_s": float("nan")}
-        )
+        mistune = run_in_subprocess(
+            "benchmarks.bench_reconcile:mistune_entry", [str(vault)], 7200
+        ).result
         mistune_s = mistune["seconds"]
         full = _cli_tree(vault, "rebuild")
         # FTS5 again right after the build: on a shared machine the load drifts during a long
         # build, so the build is compared with the mean of the two runs that bracket it
         fts5_after = _fts5(vault, Path(tmp))
         fts5 = (fts5_before + fts5_after) / 2
-        noop = _cli_tree(vault, "reconcile")
-        _edit_one(vault, 0)
-        edit = _cli_tree(vault, "reconcile")
+        notes = sorted(markdown_files(vault))
+        target = notes[len(notes) // 2]
+        rel = target.relative_to(vault).as_posix()
+        noop = _median_cold(vault, [], repeat, None)
+        edit = _median_cold(vault, [], repeat, target)
+        path_edit = _median_cold(vault, ["--path", rel], repeat, target)
+        _cli_tree(vault, "reconcile")  # the index current again: the watcher starts on a no-op
+        watched = bench_watch.scale_watch(vault) if watch else None
+        upgrade = _upgrade(vault, full.seconds)
     workers = worker_count()
+    yardstick = mistune_s / workers + floor
     return {
         "notes": n,
         "workers": workers,
+        "repeat": repeat,
         "floor_s": floor,
         "fts5_s": fts5,
         "fts5_before_after_s": [fts5_before, fts5_after],
         "mistune_s": mistune_s,
+        "yardstick_s": yardstick,
         "full_s": full.seconds,
         "full_x_fts5": full.seconds / fts5,
-        "full_x_mistune_target": full.seconds / (mistune_s / workers + floor),
+        "full_x_floor": full.seconds / yardstick,
         # the build's wall time not explained by mistune's own pass spread over the workers
         "outside_mistune_share": 1 - (mistune_s / workers) / full.seconds,
         # CPU of every process of the build (workers included) against mistune's own pass:
@@ -205,34 +248,107 @@ def bench_scale(n: int, source: Path | None = None) -> dict[str, Any]:
         "full_cpu_s": full.cpu_s,
         "mistune_cpu_s": mistune["cpu_s"],
         "full_cpu_x_mistune": full.cpu_s / mistune["cpu_s"],
-        "noop_s": noop.seconds,
-        "one_edit_s": edit.seconds,
-        "main_peak_mb": max(full.main_peak_mb, noop.main_peak_mb, edit.main_peak_mb),
-        "largest_peak_mb": max(full.largest_peak_mb, noop.largest_peak_mb, edit.largest_peak_mb),
+        "noop_s": noop,
+        "one_edit_s": edit,
+        "path_edit_s": path_edit,
+        "main_peak_mb": full.main_peak_mb,
+        "largest_peak_mb": full.largest_peak_mb,
         "processes": full.processes,
+        "watch": watched,
+        "upgrade": upgrade,
     }
 
 
+TARGETS = {  # issue 28: (notes, key, limit, unit); "x" limits are ratios
+    100_000: (
+        ("one-note edit (cold `reconcile`)", "one_edit_s", 0.5, "s"),
+        ("no-op (cold `reconcile`)", "noop_s", 1.0, "s"),
+        ("watch: save -> searchable, p95", "watch.p95_s", 1.0, "s"),
+        ("watch: burst of 500 changed notes, batches", "watch.burst_batches", 1, ""),
+        ("watch: burst, largest process", "watch.burst_peak_mb", 1024, "MB"),
+        ("tokenizer-only upgrade / full build", "upgrade.x_full", 0.3, "x"),
+        ("full build / floor (mistune / workers + read)", "full_x_floor", 2.0, "x"),
+        ("full build: largest process", "largest_peak_mb", 1024, "MB"),
+    ),
+    10_000: (
+        ("one-note edit (cold `reconcile`)", "one_edit_s", 0.35, "s"),
+        ("no-op (cold `reconcile`)", "noop_s", 0.3, "s"),
+        ("full build / floor (mistune / workers + read)", "full_x_floor", 2.0, "x"),
+    ),
+}
+
+
+def _figure(r: dict[str, Any], key: str) -> float | None:
+    value: Any = r
+    for part in key.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    return None if value is None else float(value)
+
+
+def target_rows(r: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each of issue 28's targets for this size: its figure, its limit, and whether met."""
+    rows = []
+    for name, key, limit, unit in TARGETS.get(r["notes"], ()):
+        figure = _figure(r, key)
+        met = None if figure is None else figure <= limit
+        rows.append(
+            {"target": name, "key": key, "figure": figure, "limit": limit, "unit": unit, "met": met}
+        )
+    return rows
+
+
 def render_scale(r: dict[str, Any]) -> str:
-    return (
-        f"scale: {r['notes']} notes, {r['workers']} workers (one run each, cold CLI processes)\n"
-        f"  full {r['full_s']:.1f} s = {r['full_x_fts5']:.2f}x FTS5 ({r['fts5_s']:.1f} s, the mean "
-        f"of {r['fts5_before_after_s'][0]:.1f} s before and {r['fts5_before_after_s'][1]:.1f} s "
-        "after the build) = "
-        f"{r['full_x_mistune_target']:.2f}x (mistune {r['mistune_s']:.1f} s / workers + floor "
-        f"{r['floor_s']:.1f} s); outside mistune {100 * r['outside_mistune_share']:.0f}% of "
-        "the build\n"
-        f"  CPU of the full build, every process: {r['full_cpu_s']:.1f} s = "
-        f"{r['full_cpu_x_mistune']:.2f}x mistune's own pass ({r['mistune_cpu_s']:.1f} s CPU)\n"
-        f"  no-op {r['noop_s']:.2f} s; one edit {r['one_edit_s']:.2f} s\n"
-        f"  peak RSS: main {r['main_peak_mb']:.0f} MB, largest process "
-        f"{r['largest_peak_mb']:.0f} MB ({r['processes']} processes in the full build)"
-    )
+    lines = [
+        f"scale: {r['notes']:,} notes, {r['workers']} workers (cold CLI processes; medians of "
+        f"{r['repeat']} where repeated)",
+        f"  floor: read+YAML {r['floor_s']:.1f} s + mistune's own pass {r['mistune_s']:.1f} s / "
+        f"{r['workers']} workers = {r['yardstick_s']:.1f} s; SQLite FTS5 {r['fts5_s']:.1f} s "
+        f"(mean of {r['fts5_before_after_s'][0]:.1f} s before and "
+        f"{r['fts5_before_after_s'][1]:.1f} s after the build)",
+        f"  full build {r['full_s']:.1f} s = {r['full_x_floor']:.2f}x the floor = "
+        f"{r['full_x_fts5']:.2f}x FTS5; CPU of every process {r['full_cpu_s']:.1f} s = "
+        f"{r['full_cpu_x_mistune']:.2f}x mistune's own pass; outside mistune "
+        f"{100 * r['outside_mistune_share']:.0f}% of the build",
+        f"  no-op {r['noop_s']:.2f} s; one edit {r['one_edit_s']:.2f} s; one edit named by "
+        f"`reconcile --path` {r['path_edit_s']:.2f} s",
+        f"  peak RSS of the build: main {r['main_peak_mb']:.0f} MB, largest process "
+        f"{r['largest_peak_mb']:.0f} MB ({r['processes']} processes)",
+    ]
+    w = r.get("watch")
+    if w:
+        lines.append(
+            f"  watch: {w['saves']} saves, save -> searchable median {w['median_s']:.2f} s, "
+            f"p95 {w['p95_s']:.2f} s; a burst of {w['burst']} notes searchable "
+            f"{w['burst_searchable_s']:.1f} s after the last write, in {w['burst_batches']} "
+            f"batch(es) (largest {w['burst_largest_batch']} paths), largest process "
+            f"{w['burst_peak_mb']:.0f} MB"
+        )
+    if r.get("upgrade") is None and r["notes"] in TARGETS and r["notes"] >= 100_000:
+        lines.append(
+            "  tokenizer-only upgrade: not measured here (benchmarks/bench_upgrade.py, "
+            "`scale_row(vault, full_s)`, is not in this tree)"
+        )
+    rows = target_rows(r)
+    if rows:
+        lines.append(f"  issue 28's targets at {r['notes']:,} notes:")
+        for row in rows:
+            figure = (
+                "not measured"
+                if row["figure"] is None
+                else (f"{row['figure']:.2f}{row['unit'] and ' ' + row['unit']}")
+            )
+            verdict = {True: "met", False: "NOT MET", None: "-"}[row["met"]]
+            limit = f"{row['limit']}{row['unit'] and ' ' + row['unit']}"
+            lines.append(f"    {row['target']:<50} {figure:>14}  target <= {limit:<8} {verdict}")
+    return "\n".join(lines)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--scale", type=int, help="one scale report on a vault of this size")
+    parser.add_argument(
+        "--scale", type=int, action="append", help="a scale report on a vault of this size"
+    )
+    parser.add_argument("--no-watch", action="store_true", help="with --scale: skip watch")
     parser.add_argument("--source", type=Path, help="with --scale: copy this vault instead")
     parser.add_argument("--quick", action="store_true", help="1,000 notes only, one run")
     parser.add_argument("--json", action="store_true")
@@ -240,8 +356,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--notes", type=int, action="append", help="vault sizes (repeatable)")
     args = parser.parse_args(argv)
     if args.scale:
-        row = bench_scale(args.scale, args.source)
-        print(json.dumps({"benchmark": NAME, "scale": row}) if args.json else render_scale(row))
+        for n in args.scale:
+            row = bench_scale(n, args.source, watch=not args.no_watch)
+            row["targets"] = target_rows(row)
+            print(json.dumps({"benchmark": NAME, "scale": row}) if args.json else render_scale(row))
         return 0
     sizes = args.notes or ([1_000] if args.quick else [1_000, 10_000])
     repeat = 1 if args.quick else args.repeat

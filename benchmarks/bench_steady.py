@@ -38,7 +38,10 @@ from vaultmem.vault import Vault
 STEPS = {  # each step where the runner (or the transaction) looks it up
     "walk": (rc, "walk"),
     "steady": (rc, "_steady"),
+    "write_small": (rc, "_write_small"),
     "load_state": (rc, "load_state"),
+    "recorded_state": (rc, "recorded_state"),
+    "record_state": (rc, "_record_state"),
     "prepare": (preparation, "prepare"),
     "identities": (rc, "identities"),
     "transaction": (transaction, "transaction"),

@@ -111,13 +111,113 @@ def _found(index: Path, word: str) -> bool:
     return row is not None
 
 
+def _index_of(vault: Path) -> Path:
+    from vaultmem.core.config import load_config
+
+    return load_config(vault).index_path
+
+
+def _notes_with(index: Path, word: str) -> int:
+    """How many notes' postings hold `word` (0 while the index is busy)."""
+    from vaultmem.core.errors import VaultmemError
+    from vaultmem.storage import store
+
+    try:
+        with store.reading(index, timeout_s=5.0) as con:
+            row = con.execute(
+                "SELECT count(DISTINCT note_key) FROM postings WHERE term = ?", [word]
+            ).fetchone()
+    except VaultmemError:
+        return 0
+    return int(row[0]) if row else 0
+
+
+def _tree_peak_mb(pid: int) -> float:
+    """The largest peak RSS (VmHWM) among `pid` and its descendants, in MB."""
+    from benchmarks.floor import _children_of, _hwm_mb
+
+    tree, todo, peak = _children_of(), [pid], 0.0
+    while todo:
+        current = todo.pop()
+        peak = max(peak, _hwm_mb(current) or 0.0)
+        todo.extend(tree.get(current, ()))
+    return peak
+
+
+def scale_watch(
+    vault: Path, saves: int = 20, burst: int = 500, debounce_ms: int = 300
+) -> dict[str, Any]:
+    """Issue 28's watch figures on an indexed vault: `saves` single saves, each from the end
+    of the write until its word is searchable (median and p95), then `burst` notes changed
+    at once: until all are searchable, in how many batches, and the largest process's peak
+    RSS meanwhile. The vault's index must be current: the watcher's start-up sweep is then
+    a no-op."""
+    index = _index_of(vault)
+    notes = markdown_files(vault)
+    step = max(1, len(notes) // max(1, saves + burst))
+    watcher = _Watcher(vault, debounce_ms)
+    try:
+        watcher.wait("sweep", 1, START_TIMEOUT_S)
+        latencies: list[float] = []
+        for i in range(saves):
+            batches = len(watcher.kinds("batch"))
+            word = _word(i)
+            with notes[(i * step) % len(notes)].open("a", encoding="utf-8") as handle:
+                handle.write(f"\n{word}\n")
+            saved = time.perf_counter()
+            deadline = time.monotonic() + SAMPLE_TIMEOUT_S
+            while not _found(index, word):
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"{word} never reached the index")
+                time.sleep(POLL_S)
+            latencies.append(time.perf_counter() - saved)
+            watcher.wait("batch", batches + 1, SAMPLE_TIMEOUT_S)
+        batches = len(watcher.kinds("batch"))
+        word = "zqburst" + _word(saves)
+        targets = [notes[(saves + i) * step % len(notes)] for i in range(burst)]
+        started = time.perf_counter()
+        for i, path in enumerate(targets):
+            # a line of its own in each note: one line in 500 notes is boilerplate, which the
+            # index leaves out of the postings (docs/search.md)
+            with path.open("a", encoding="utf-8") as handle:
+                handle.write(f"\n{word} {_word(10_000 + i)}\n")
+        written = time.perf_counter()
+        deadline = time.monotonic() + 600
+        peak = 0.0
+        while _notes_with(index, word) < len(set(targets)):
+            peak = max(peak, _tree_peak_mb(watcher.proc.pid))
+            if time.monotonic() > deadline:
+                raise RuntimeError("the burst never reached the index")
+            time.sleep(POLL_S * 4)
+        done = time.perf_counter()
+        burst_events = watcher.kinds("batch")[batches:]
+        peak = max(peak, _tree_peak_mb(watcher.proc.pid))
+    finally:
+        code = watcher.stop()
+    ordered = sorted(latencies)
+    return {
+        "notes": len(notes),
+        "saves": saves,
+        "median_s": statistics.median(ordered),
+        "p95_s": ordered[max(0, math.ceil(0.95 * len(ordered)) - 1)],
+        "max_s": ordered[-1],
+        "burst": len(set(targets)),
+        "burst_write_s": written - started,
+        "burst_searchable_s": done - written,
+        "burst_batches": len(burst_events),
+        "burst_largest_batch": max((e["paths"] for e in burst_events), default=0),
+        "burst_peak_mb": peak,
+        "exit_code": code,
+    }
+
+
 def run(n_notes: int, samples: int, debounce_ms: int) -> dict[str, Any]:
     source, counts, _ = ensure_vault(n_notes)
     floor = measure(lambda: read_floor(source), repeat=3, warmup=1)
     with tempfile.TemporaryDirectory(prefix="vaultmem-bench-watch-") as tmp:
         vault = Path(tmp) / "vault"
         shutil.copytree(source, vault)
-        index = vault / ".vaultmem" / "index.duckdb"
+        index = _index_of(vault)
         notes = markdown_files(vault)
         step = max(1, len(notes) // samples)
         watcher = _Watcher(vault, debounce_ms)

@@ -32,13 +32,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="JSON Lines, one per benchmark")
     parser.add_argument("--only", action="append", default=[], metavar="NAME", help="e.g. parse")
     parser.add_argument(
-        "--scale", type=int, metavar="N", help="only the reconcile scale report on N notes"
+        "--scale",
+        type=int,
+        action="append",
+        metavar="N",
+        help="only the reconcile scale report on N notes (repeatable)",
     )
     args = parser.parse_args(argv)
     if args.scale:
         from benchmarks import bench_reconcile
 
-        return bench_reconcile.main(["--scale", str(args.scale), *(["--json"] * args.json)])
+        sizes = [flag for n in args.scale for flag in ("--scale", str(n))]
+        return bench_reconcile.main([*sizes, *(["--json"] * args.json)])
     names = bench_modules()
     unknown = [n for n in args.only if n not in names]
     if unknown:

@@ -194,7 +194,7 @@ class Vault:
         report = reconcile(
             self.config,
             rebuild=rebuild,
-            paths=paths,
+            paths=None if paths is None else self._vault_paths(paths),
             progress=progress,
             lock_timeout_s=lock_timeout_s,
         )
@@ -202,6 +202,31 @@ class Vault:
             report = report._replace(warnings=(*self.moved, *report.warnings))
             self.moved = []
         return report
+
+    def _vault_paths(self, paths: Iterable[str]) -> list[str]:
+        """Files or folders named by a caller, as vault-relative POSIX paths: relative to the
+        vault, or absolute inside it; nothing that climbs out (`..`) or names the vault."""
+        out = []
+        root = os.path.realpath(self.root)
+        for given in paths:
+            path = given
+            if os.path.isabs(path):
+                real = os.path.realpath(path)
+                if real != root and not real.startswith(root.rstrip(os.sep) + os.sep):
+                    raise InvalidArgumentError(
+                        f"--path {given!r} is outside the vault {self.root}.",
+                        hint="Name a note or folder inside the vault, relative to it.",
+                    )
+                path = os.path.relpath(real, root)
+            parts = path.replace(os.sep, "/").split("/")
+            parts = [part for part in parts if part not in ("", ".")]
+            if not parts or ".." in parts:
+                raise InvalidArgumentError(
+                    f"--path {given!r} does not name a note or folder inside the vault.",
+                    hint="Give a path relative to the vault, such as `Folder/Note.md`.",
+                )
+            out.append("/".join(parts))
+        return out
 
     def watch(
         self,

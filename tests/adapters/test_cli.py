@@ -130,6 +130,23 @@ def test_init_reconcile_rebuild(cli: Cli, tmp_path: Path) -> None:
     assert "--map" in bad_map["message"]
 
 
+def test_reconcile_of_named_paths_looks_at_those_alone(cli: Cli, tmp_path: Path) -> None:
+    vault = tmp_path / "v"
+    (vault / "Projects").mkdir(parents=True)
+    (vault / "Projects" / "Plan.md").write_text("# Plan\n", encoding="utf-8")
+    cli.ok("init", str(vault))
+    cli.ok("reconcile", "--vault", str(vault))
+    (vault / "Projects" / "Plan.md").write_text("# Plan\n\nedited\n", encoding="utf-8")
+    (vault / "Other.md").write_text("# Other\n", encoding="utf-8")  # not named: not seen
+    named = cli.ok("reconcile", "--vault", str(vault), "--path", "Projects/Plan.md")
+    assert (named["mode"], named["changed"], named["added"], named["notes"]) == ("paths", 1, 0, 1)
+    absolute = str(vault / "Other.md")
+    assert cli.ok("reconcile", "--vault", str(vault), "--path", absolute)["added"] == 1
+    for outside in ("../x.md", str(tmp_path / "x.md"), "."):
+        refused = cli.usage("reconcile", "--vault", str(vault), "--path", outside)
+        assert "--path" in refused["message"]
+
+
 def test_init_as_the_readme_prints_it(cli: Cli, tmp_path: Path) -> None:
     """`vaultmem init ~/Notes --map Projects=project:work --map Knowledge=global` works: the
     managed folder gets a mapping of its own, and a missing mapped folder is a warning."""

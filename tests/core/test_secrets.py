@@ -24,6 +24,7 @@ from vaultmem.core.secrets import (
     marker,
     may_hold_secrets,
     redact,
+    secret_names,
 )
 
 BUILTIN_NAMES = {p.name for p in BUILTIN_PATTERNS}
@@ -687,3 +688,30 @@ def test_redact_value_walks_every_field_key_and_number() -> None:
     assert clean.frontmatter["size"] == 5 and clean.items[0] == "fine"
     untouched = Result("plain", {"size": 5}, ("a",))
     assert redact_value(untouched) is untouched  # the fast path gives the object back
+
+
+# -- many names at once (a vault's walk) ----------------------------------------------------------
+
+_NAME_PARTS = (
+    *("notes", "Token", "sk-", "ghp_", GITHUB, JWT, "pass", "login", "AKIA", "-----BEGIN"),
+    *("\u00e9", "\u200b", "&amp;", "\\", "\n", ":5432:", "/", " ", "://"),
+    "AKIA" + "ABCDEFGH" * 2,
+    "https://user:" + "hunter2" + "@host/x",
+)
+
+
+@given(
+    st.lists(
+        st.lists(st.sampled_from(_NAME_PARTS), min_size=1, max_size=6).map("".join),
+        min_size=0,
+        max_size=40,
+    ),
+    st.integers(min_value=0, max_value=40),
+)
+@settings(max_examples=60, deadline=None)
+def test_many_names_are_judged_as_each_alone(names: list[str], padding: int) -> None:
+    """Above a few hundred paths `secret_names` picks the ones to look at in one pass over
+    them all; it must find exactly what asking of each path finds."""
+    paths = [*(f"Folder {i}/Plain note {i}.md" for i in range(256 + padding)), *names]
+    expected = {p: redact(p).text for p in paths if redact(p).found}
+    assert secret_names(paths) == expected

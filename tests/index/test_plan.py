@@ -93,3 +93,31 @@ def test_indexed_notes_answer_as_a_mapping_of_notes() -> None:
     assert dict(only) == {"a.md": notes["a.md"], "c.md": notes["c.md"]}
     empty = IndexedNotes(())
     assert len(empty) == 0 and empty.ids() == {} and not empty.fingerprints()
+
+
+def test_the_same_paths_in_order_are_compared_in_place_with_the_same_answer() -> None:
+    """An index whose notes are in path order, as the recorded state keeps them, is compared
+    column by column; the answer is the one the fingerprint sets give."""
+    from vaultmem.files.scan import Fingerprint
+
+    rows = [(f"n{i:03d}.md", f"n-{i}", 10 + i, 1000 + i, "h", None) for i in range(50)]
+    walk = [Fingerprint(p, s, m) for p, _, s, m, _, _ in rows]
+    walk[7] = Fingerprint("n007.md", 99, 1007)  # edited
+    walk[30] = Fingerprint("n030.md", 40, 5)  # touched
+    in_order = IndexedNotes(rows)
+    shuffled = IndexedNotes(list(reversed(rows)))  # not in order: the sets decide
+    assert plan_changes(in_order, walk) == plan_changes(shuffled, walk)
+    changes = plan_changes(in_order, walk)
+    assert [fp.path for fp in changes.suspect] == ["n007.md", "n030.md"]
+    assert len(changes.unchanged) == 48 and not changes.new and not changes.gone
+
+
+def test_updated_notes_stay_in_path_order() -> None:
+    notes = IndexedNotes([("b.md", "n-b", 1, 1, "h", None), ("a.md", "n-a", 1, 1, "h", None)])
+    after = notes.updated(
+        ["b.md"], [("c.md", "n-c", 2, 2, "h", "t-c"), ("0.md", "n-0", 3, 3, "h", None)]
+    )
+    assert list(after) == ["0.md", "a.md", "c.md"]
+    again = after.updated([], [("b.md", "n-b", 4, 4, "h", None)], [("c.md", 5, 6)], {"n-a": "n-z"})
+    assert list(again) == ["0.md", "a.md", "b.md", "c.md"]
+    assert again["c.md"] == ("c.md", "n-c", 5, 6, "h", "t-c") and again["a.md"].id == "n-z"

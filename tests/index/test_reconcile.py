@@ -72,6 +72,38 @@ def assert_equals_rebuild(config: Config) -> dict[str, list[tuple[Any, ...]]]:
     return rebuilt
 
 
+def assert_state_record_matches(config: Config) -> None:
+    """The index state a writer recorded beside the index (`storage.index_state`) is, while the
+    index is still the file it names, exactly what reading the index gives."""
+    from vaultmem.index.steps import READ_CODES, SCAN_CODES
+    from vaultmem.storage import store
+    from vaultmem.storage.index_state import read_state_record
+    from vaultmem.storage.index_writes import read_state
+    from vaultmem.storage.last_survey import index_token
+
+    record = read_state_record(config.state_dir)
+    if record is None or record.token != index_token(config.index_path):
+        return  # no record for this index: the next run reads the rows
+    con = store.connect(config.index_path, read_only=True)
+    try:
+        state = read_state(con, (*SCAN_CODES, *READ_CODES))
+    finally:
+        con.close()
+    rows = zip(
+        record.paths,
+        record.ids,
+        record.sizes,
+        record.mtimes,
+        record.hashes,
+        record.claims,
+        strict=True,
+    )
+    assert sorted(rows) == sorted(state.notes)
+    assert sorted(record.files) == sorted(state.files)
+    assert set(record.scan_problems) == state.scan_problems
+    assert (record.problem_count, record.journal) == (state.problem_count, state.journal)
+
+
 _CLOCK = [1_700_000_000_000_000_000]
 
 
@@ -228,6 +260,7 @@ class IncrementalEqualsRebuild(RuleBasedStateMachine):
         """Sometimes reconcile right away, so that changes also arrive one at a time."""
         if settle:
             reconcile(self.config)
+            assert_state_record_matches(self.config)
 
     @initialize()
     def start(self) -> None:
@@ -296,6 +329,7 @@ class IncrementalEqualsRebuild(RuleBasedStateMachine):
     @rule()
     def reconcile_and_compare(self) -> None:
         report = reconcile(self.config)
+        assert_state_record_matches(self.config)
         assert report.notes == len(self.files)
         assert_equals_rebuild(self.config)
         again = reconcile(self.config)

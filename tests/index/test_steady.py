@@ -8,11 +8,18 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pytest
 
-from tests.index.test_reconcile import assert_equals_rebuild, counts, query, write
+from tests.index.test_reconcile import (
+    assert_equals_rebuild,
+    assert_state_record_matches,
+    counts,
+    query,
+    write,
+)
 from vaultmem.core.config import Config
 from vaultmem.index.reconcile import reconcile
 from vaultmem.storage.last_survey import RECORD_NAME, read_last_survey
@@ -231,3 +238,47 @@ def test_a_commit_between_the_walk_and_the_state_read_is_seen(
     reconcile(vault)
     assert query(vault, "SELECT count(*) FROM notes WHERE path = 'G.md'") == [(1,)]
     assert_equals_rebuild(vault)
+
+
+# -- the index state beside the index -----------------------------------------------------------
+
+
+def _count_state_reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    from vaultmem.storage import index_writes
+
+    reads: list[int] = []
+    real = index_writes.read_state
+
+    def counted(*args: Any) -> Any:
+        reads.append(1)
+        return real(*args)
+
+    monkeypatch.setattr(index_writes, "read_state", counted)
+    return reads
+
+
+def test_an_edit_takes_the_recorded_state_instead_of_the_rows(
+    vault: Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reads = _count_state_reads(monkeypatch)
+    write(vault.root, "B.md", "# B\n\nbeta words and more [[A]]\n")
+    assert counts(reconcile(vault)) == (0, 1, 0, 0, 2)
+    write(vault.root, "D.md", "# D\n\n[[B]]\n")
+    (vault.root / "sub/C.md").unlink()
+    assert counts(reconcile(vault, paths=["D.md", "sub/C.md"])) == (1, 0, 1, 0, 0)
+    assert reads == []  # each run found the state its predecessor recorded
+    assert_state_record_matches(vault)
+    assert_equals_rebuild(vault)
+
+
+def test_a_recorded_state_of_another_index_file_is_not_trusted(
+    vault: Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    con = duckdb.connect(str(vault.index_path))  # another writer: the index file moves on
+    con.execute("UPDATE notes SET size = size + 1 WHERE path = 'B.md'")
+    con.close()
+    reads = _count_state_reads(monkeypatch)
+    write(vault.root, "A.md", "# A\n\nalpha words, edited [[B]]\n")
+    report = reconcile(vault)
+    assert reads == [1] and report.changed == 1
+    assert report.touched == 1  # B.md's stored size moved: read again, same bytes

@@ -8,11 +8,12 @@ incremental reconcile and a rebuild: both call the same functions on the same st
 from __future__ import annotations
 
 from array import array
+from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, KeysView, Mapping, Sequence
 from hashlib import blake2b
-from itertools import filterfalse
-from operator import itemgetter
+from itertools import compress, filterfalse
+from operator import itemgetter, le, ne
 from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
 
@@ -62,6 +63,76 @@ class IndexedNotes(Mapping[str, IndexedNote]):
         self._paths, self._ids, self._sizes, self._mtimes, self._hashes, self._claims = columns
         self._row = dict(zip(self._paths, range(len(self._paths)), strict=True))
         self._fps: frozenset[tuple[str, int, int]] | None = None
+
+    @classmethod
+    def from_columns(
+        cls,
+        paths: Sequence[str],
+        ids: Sequence[str],
+        sizes: Sequence[int],
+        mtimes: Sequence[int],
+        hashes: Sequence[str],
+        claims: Sequence[str | None],
+    ) -> IndexedNotes:
+        """The notes given as six equally long columns (`storage.index_state` keeps them so)."""
+        notes = cls(())
+        columns = (paths, ids, sizes, mtimes, hashes, claims)
+        if len({len(c) for c in columns}) > 1:
+            raise ValueError("columns of different lengths")
+        notes._paths, notes._ids, notes._sizes, notes._mtimes, notes._hashes, notes._claims = (
+            tuple(c) for c in columns
+        )
+        notes._row = dict(zip(notes._paths, range(len(notes._paths)), strict=True))
+        return notes
+
+    def columns(self) -> tuple[tuple[Any, ...], ...]:
+        """(paths, ids, sizes, mtimes, hashes, claims), each in the same order."""
+        return (self._paths, self._ids, self._sizes, self._mtimes, self._hashes, self._claims)
+
+    def updated(
+        self,
+        removed: Iterable[str],
+        added: Iterable[tuple[str, str, int, int, str, str | None]],
+        fingerprints: Iterable[tuple[str, int, int]] = (),
+        id_changes: Mapping[str, str] | None = None,
+    ) -> IndexedNotes:
+        """The notes after a write: the `removed` paths out, `added` rows (path, id, size,
+        mtime_ns, content_hash, claimed_id) in, new (path, size, mtime_ns) `fingerprints` of
+        notes whose bytes did not change, and ids moved by `id_changes` (old id -> new id).
+        The same changes reconcile's transaction makes to `notes`, in the same order; the
+        result is in path order, as the walk is (`plan_changes` then compares in place)."""
+        columns = [list(c) for c in self.columns()]
+        gone = sorted({self._row[p] for p in removed if p in self._row}, reverse=True)
+        if len(gone) > 64:  # many: one pass instead of a shift of every column per row
+            keep = set(range(len(self._paths))) - set(gone)
+            columns = [[c[i] for i in sorted(keep)] for c in columns]
+        else:
+            for i in gone:
+                for column in columns:
+                    del column[i]
+        if id_changes:
+            ids = columns[1]
+            for i, note_id in enumerate(ids):
+                if note_id in id_changes:
+                    ids[i] = id_changes[note_id]
+        rows = list(added)
+        if len(rows) <= 64 and _ascending(columns[0]):
+            for row in rows:  # in place, so the columns stay in path order
+                at = bisect_left(columns[0], row[0])
+                for column, value in zip(columns, row, strict=True):
+                    column.insert(at, value)
+        else:
+            for row in rows:
+                for column, value in zip(columns, row, strict=True):
+                    column.append(value)
+            order = sorted(range(len(columns[0])), key=columns[0].__getitem__)
+            columns = [[c[i] for i in order] for c in columns]
+        if fps := list(fingerprints):
+            where = {p: i for i, p in enumerate(columns[0])}
+            for path, size, mtime_ns in fps:
+                if (i := where.get(path)) is not None:
+                    columns[2][i], columns[3][i] = size, mtime_ns
+        return IndexedNotes.from_columns(*columns)
 
     def __getitem__(self, path: str) -> IndexedNote:
         i = self._row[path]
@@ -115,6 +186,12 @@ def plan_changes(indexed: IndexedNotes, scanned: Sequence[F]) -> ChangeSet[F]:
     one-note edit at 10,000 notes: the passes over every note run in C (`filterfalse` over
     set lookups of whole fingerprint tuples); Python looks only at the few that moved.
     """
+    in_place = _moved_in_place(indexed, scanned)
+    if in_place is not None:  # the same paths in the same order: an edit, a touch, nothing
+        kept, at = in_place
+        for i in reversed(at):
+            del kept[i]
+        return ChangeSet((), tuple(scanned[i] for i in at), (), tuple(kept))
     known = indexed.fingerprints()
     moved = list(filterfalse(known.__contains__, scanned))
     new = tuple(fp for fp in moved if fp[0] not in indexed)
@@ -126,6 +203,28 @@ def plan_changes(indexed: IndexedNotes, scanned: Sequence[F]) -> ChangeSet[F]:
         missing = indexed.keys() - set(map(itemgetter(0), scanned))
         gone = [indexed[p] for p in sorted(missing)]
     return ChangeSet(new, suspect, tuple(gone), unchanged)
+
+
+def _ascending(values: Sequence[str]) -> bool:
+    return all(map(le, values, values[1:]))
+
+
+def _moved_in_place(
+    indexed: IndexedNotes, scanned: Sequence[F]
+) -> tuple[list[str], list[int]] | None:
+    """When the index holds exactly the scanned paths in the same (path) order: those paths
+    and the positions whose size or mtime moved; else None. Column comparisons in C, where
+    hashing every fingerprint into a set took ~0.2 s of CPU at 100,000 notes."""
+    paths, _, sizes, mtimes, _, _ = indexed.columns()
+    if len(paths) != len(scanned):
+        return None
+    walked = list(map(itemgetter(0), scanned))
+    if walked != list(paths):
+        return None
+    positions = range(len(paths))
+    moved = set(compress(positions, map(ne, map(itemgetter(1), scanned), sizes)))
+    moved.update(compress(positions, map(ne, map(itemgetter(2), scanned), mtimes)))
+    return walked, sorted(moved)
 
 
 def pair_renames(

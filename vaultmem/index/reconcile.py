@@ -77,6 +77,7 @@ from vaultmem.index.steps import (
     path_of,
     report,
     settles,
+    state_after,
     state_warnings,
     to_prepare,
     to_redo,
@@ -268,13 +269,14 @@ def _write_small(
             return None  # another writer: the usual path waits for it after the parse
         if index_token(path) != token:
             return None  # a writer committed since the walk: the usual path re-reads
+        recorded = recorded_state(config, token)  # taken before it is forgotten
         forget_last_survey(config.state_dir)  # the index may change from here
         try:
             con = store.connect(path, read_only=False)
         except store.CorruptIndex:
             return None  # the usual path finds it again, and moves it aside
         held.callback(con.close)  # `transaction` closes it too: closing twice is harmless
-        state = load_state(config, False, token, con)
+        state = recorded if recorded is not None else load_state(config, False, token, con)
         warnings += state_warnings(state)
         survey = _survey(config, state, None, False, walked)
         changes = plan_changes(survey.indexed, survey.notes)
@@ -313,6 +315,8 @@ def load_state(
     empty = State(IndexedNotes(()), frozenset(), frozenset(), 0, token, create=True)
     if rebuild or not path.exists():
         return empty
+    if (recorded := recorded_state(config, token)) is not None:
+        return recorded
     own = con is None
     try:
         if con is None:
@@ -339,6 +343,55 @@ def load_state(
         False,
         read.journal,
     )
+
+
+def recorded_state(config: Config, token: IndexToken) -> State | None:
+    """The state the last writer recorded (`storage.index_state`), when the index is still
+    the file it wrote and was built with this configuration; else None (read the rows)."""
+    from vaultmem.storage.index_state import read_state_record
+
+    record = read_state_record(config.state_dir)
+    if record is None or token[0] is None or record.token != token:
+        return None
+    if record.versions != index_versions(config):
+        return None
+    notes = IndexedNotes.from_columns(
+        record.paths, record.ids, record.sizes, record.mtimes, record.hashes, record.claims
+    )
+    return State(
+        notes,
+        frozenset(record.files),
+        frozenset(record.scan_problems),
+        record.problem_count,
+        token,
+        False,
+        record.journal,
+    )
+
+
+def _record_state(config: Config, token: IndexToken, write: Write, done: ReconcileReport) -> None:
+    """Keep the index's state beside it (`storage.index_state`) for the next run."""
+    from vaultmem.storage.index_state import StateRecord, write_state_record
+
+    if token[0] is None:
+        return
+    notes, files, problems = state_after(write)
+    paths, ids, sizes, mtimes, hashes, claims = notes.columns()
+    record = StateRecord(
+        token,
+        index_versions(config),
+        paths,
+        ids,
+        sizes,
+        mtimes,
+        hashes,
+        claims,
+        sorted(files),
+        sorted(problems),
+        done.problems,
+        write.ident.journal,
+    )
+    write_state_record(config.state_dir, record)
 
 
 def _survey(
@@ -435,8 +488,10 @@ def _write(
         done = transaction(run, tmp, write, resolver, warnings)
         index.with_name(index.name + ".wal").unlink(missing_ok=True)
         tmp.replace(index)
+    token = index_token(index)
+    _record_state(config, token, write, done)
     if agrees(out, survey):
-        remember(config, index_token(index), survey, done.notes, done.problems)
+        remember(config, token, survey, done.notes, done.problems)
     return done
 
 

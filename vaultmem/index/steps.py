@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from hashlib import blake2b
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from vaultmem import __version__
 from vaultmem.core.config import Config
@@ -412,6 +412,45 @@ def report(
         duration_s=duration_s,
         warnings=tuple(dict.fromkeys(warnings)),
     )
+
+
+def problem_changes(survey: Survey, out: Outcomes) -> dict[str, Any]:
+    """The problems a run re-examines, and its new ones (`index_writes.replace_problems`)."""
+    return {
+        "paths": [*out.parsed, *(n.path for n in out.changes.gone)],
+        "read_paths": [
+            *(p.path for p in out.touched),
+            *(p.path for p in out.failed),
+            *(survey.candidates or ()),
+        ],
+        "codes": [*READ_CODES, *SCAN_CODES] if survey.problems is not None else [],
+        "read_codes": READ_CODES,
+        "problems": [*out.problems, *(survey.problems or ())],
+    }
+
+
+def state_after(
+    write: Write,
+) -> tuple[IndexedNotes, frozenset[str], set[tuple[str, str, str]]]:
+    """The index's notes, files and scan problems once the transaction has written `write`:
+    what the next run would read back (`storage.index_state`), made from what this run knows,
+    with the changes the transaction makes to `notes`, `files` and `problems`."""
+    from vaultmem.storage.index_writes import problems_after
+
+    state, survey, _, out, ident, _ = write
+    indexed = survey.indexed
+    removed = [n.path for n in out.changes.gone]
+    removed += [p for p in out.parsed if p in indexed]
+    added = [
+        (path, ident.ids[path], p.size, p.mtime_ns, p.content_hash, p.claimed_id)
+        for path, p in out.parsed.items()
+    ]
+    touched = [(p.path, p.size, p.mtime_ns) for p in out.touched]
+    notes = state.notes.updated(removed, added, touched, ident.id_changes)
+    problems = problems_after(
+        state.scan_problems, (*SCAN_CODES, *READ_CODES), **problem_changes(survey, out)
+    )
+    return notes, survey.files, problems
 
 
 def path_of(fp: Fingerprint) -> str:

@@ -18,14 +18,13 @@ from typing import TYPE_CHECKING
 
 from vaultmem.core.models import Link
 from vaultmem.index.steps import (
-    READ_CODES,
-    SCAN_CODES,
     Identities,
     Outcomes,
     ReconcileReport,
     Run,
     Write,
     index_versions,
+    problem_changes,
     report,
 )
 
@@ -70,19 +69,7 @@ def transaction(
             removed_stats = search_rows.document_stats(con, ident.removed_ids)
             gone_lines = [] if create else search_rows.line_keys_of(con, ident.removed_ids)
             writes.delete_notes(con, ident.removed_ids, postings=False)
-            full_scan = survey.problems is not None
-            writes.replace_problems(
-                con,
-                paths=[*out.parsed, *(n.path for n in out.changes.gone)],
-                read_paths=[
-                    *(p.path for p in out.touched),
-                    *(p.path for p in out.failed),
-                    *(survey.candidates or ()),
-                ],
-                codes=[*READ_CODES, *SCAN_CODES] if full_scan else [],
-                read_codes=READ_CODES,
-                problems=[*out.problems, *(survey.problems or ())],
-            )
+            writes.replace_problems(con, **problem_changes(survey, out))
             writes.change_ids(con, ident.id_changes)
             if ident.journal != state.journal:  # else `meta` holds this digest already
                 writes.record_journal(con, ident.journal)

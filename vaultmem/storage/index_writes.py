@@ -135,6 +135,31 @@ def replace_problems(
     load(con, batch)
 
 
+def problems_after(
+    stored: Iterable[tuple[str, str, str]],
+    kept_codes: Sequence[str],
+    *,
+    paths: Iterable[str],
+    read_paths: Iterable[str],
+    codes: Sequence[str],
+    read_codes: Sequence[str],
+    problems: Iterable[Problem],
+) -> set[tuple[str, str, str]]:
+    """What `replace_problems` leaves of the `stored` (path, code, message) problems with a
+    code in `kept_codes`, given the same arguments: the index's state after the write
+    without reading it back (`storage.index_state`)."""
+    dropped_paths, read = set(paths), set(read_paths)
+    dropped_codes, read_only = set(codes), set(read_codes)
+    kept = set(kept_codes)
+    out = {
+        (p, c, m)
+        for p, c, m in stored
+        if not (p in dropped_paths or c in dropped_codes or (p in read and c in read_only))
+    }
+    out.update((p.path, p.code, p.message) for p in problems if p.code in kept)
+    return out
+
+
 def change_ids(con: Connection, id_changes: Mapping[str, str]) -> None:
     """Rare: a clash resolved differently moved an unchanged note to another id."""
     if not id_changes:

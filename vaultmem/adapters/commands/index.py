@@ -64,6 +64,7 @@ def _reconcile(call: Call) -> Any:
     call.v.check_is_a_vault()
     return call.v.reconcile(
         rebuild=call.args.get("rebuild", False),
+        paths=call.args.get("paths") or None,
         progress=call.progress,
         lock_timeout_s=call.args.get("lock_timeout_s") or 30.0,
     )
@@ -230,6 +231,18 @@ OPERATIONS: tuple[Operation, ...] = (
         "Index",
         (
             VAULT,
+            Param(
+                "paths",
+                "strs",
+                "Only this note or folder (repeatable): what changed, when the caller knows "
+                "it. The vault is not walked, so the work is that of these paths alone; a "
+                "plain reconcile (or `watch`) catches anything else.",
+                (),
+                flags=("--path",),
+                metavar="PATH",
+                max_items=32,
+                max_length=4096,
+            ),
             # Not an option: a tool call waits a bounded time for another writer.
             Param(
                 "lock_timeout_s",
@@ -242,7 +255,10 @@ OPERATIONS: tuple[Operation, ...] = (
             ),
         ),
         _reconcile,
-        examples=("vaultmem reconcile --vault ~/Notes",),
+        examples=(
+            "vaultmem reconcile --vault ~/Notes",
+            'vaultmem reconcile --vault ~/Notes --path "Projects/Plan.md"',
+        ),
         tool="memory_reconcile",
         tool_title="Bring the index up to date",
         tool_description="Re-read what changed in the vault since the last run (people's edits, "

@@ -1,0 +1,65 @@
+"""The scale report's target table (issue 28): every target of a size gets a row with its
+figure, its limit and a verdict; a figure not measured says so instead of passing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from benchmarks.bench_reconcile import TARGETS, render_scale, target_rows
+
+
+def _result(**overrides: Any) -> dict[str, Any]:
+    result: dict[str, Any] = {
+        "notes": 100_000,
+        "workers": 2,
+        "repeat": 5,
+        "floor_s": 6.0,
+        "fts5_s": 9.0,
+        "fts5_before_after_s": [8.0, 10.0],
+        "mistune_s": 80.0,
+        "yardstick_s": 46.0,
+        "full_s": 92.0,
+        "full_x_fts5": 92 / 9,
+        "full_x_floor": 2.0,
+        "outside_mistune_share": 0.56,
+        "full_cpu_s": 200.0,
+        "mistune_cpu_s": 80.0,
+        "full_cpu_x_mistune": 2.5,
+        "noop_s": 0.8,
+        "one_edit_s": 0.9,
+        "path_edit_s": 0.6,
+        "main_peak_mb": 700.0,
+        "largest_peak_mb": 900.0,
+        "processes": 5,
+        "watch": {
+            "saves": 20,
+            "median_s": 0.7,
+            "p95_s": 0.95,
+            "burst": 500,
+            "burst_searchable_s": 20.0,
+            "burst_batches": 1,
+            "burst_largest_batch": 500,
+            "burst_peak_mb": 800.0,
+        },
+        "upgrade": None,
+    }
+    result.update(overrides)
+    return result
+
+
+def test_every_target_of_the_size_has_a_row_and_a_verdict() -> None:
+    rows = {row["key"]: row for row in target_rows(_result())}
+    assert set(rows) == {key for _, key, _, _ in TARGETS[100_000]}
+    assert rows["one_edit_s"]["met"] is False and rows["noop_s"]["met"] is True
+    assert rows["full_x_floor"]["met"] is True  # at the limit is met
+    assert rows["watch.burst_batches"]["figure"] == 1
+    assert rows["upgrade.x_full"]["figure"] is None and rows["upgrade.x_full"]["met"] is None
+
+
+def test_the_report_prints_each_target_and_names_what_was_not_measured() -> None:
+    text = render_scale(_result(upgrade={"x_full": 0.25}))
+    assert "0.25 x  target <= 0.3 x" in text and "NOT MET" in text
+    missing = render_scale(_result(watch=None))
+    assert "watch: save -> searchable, p95" in missing and "not measured" in missing
+    assert "bench_upgrade.py" in missing
+    assert len([line for line in missing.splitlines() if "target <=" in line]) == 8
