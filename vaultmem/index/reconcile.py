@@ -58,7 +58,13 @@ from vaultmem.core.config import Config
 from vaultmem.core.errors import IndexUnavailableError, LockedError
 from vaultmem.core.models import PARSER_VERSION, SCOPES, TOKENIZER_VERSION, Link, Problem
 from vaultmem.files.lock import writer_lock
-from vaultmem.files.scan import Fingerprint, is_eligible_file, scan_paths, scan_vault
+from vaultmem.files.scan import (
+    Fingerprint,
+    is_eligible_file,
+    notes_outside_mapping,
+    scan_paths,
+    scan_vault,
+)
 from vaultmem.index.journal import append_renames, read_renames
 from vaultmem.index.plan import (
     ChangeSet,
@@ -153,6 +159,10 @@ class ReconcileReport(NamedTuple):
     notes: int
     duration_s: float
     warnings: tuple[str, ...] = ()
+    outside_mapping: int = 0
+    """Notes of the vault no mapped folder holds (not indexed); 0 for the watcher's paths."""
+    outside_folders: tuple[str, ...] = ()
+    """Their top-level folders (`.` for the vault's root)."""
 
     def to_dict(self) -> dict[str, object]:
         return self._asdict()
@@ -765,6 +775,9 @@ class _Run:
         renamed = len(out.renames) if out else 0
         kept = len(out.kept) if out else 0
         touched = len(out.touched) if out else 0
+        outside, outside_folders = (
+            (0, ()) if mode == "paths" else notes_outside_mapping(self.config, survey.files)
+        )
         return ReconcileReport(
             mode=mode,
             added=len(parsed) - changed - renamed,
@@ -778,6 +791,8 @@ class _Run:
             notes=notes,
             duration_s=time.perf_counter() - self.started,
             warnings=tuple(dict.fromkeys(self.warnings)),
+            outside_mapping=outside,
+            outside_folders=outside_folders,
         )
 
     # -- links after the load -----------------------------------------------------------------
