@@ -5,7 +5,8 @@ nothing is read or parsed)."""
 from __future__ import annotations
 
 from vaultmem.core.config import Config
-from vaultmem.files.scan import notes_outside_mapping as outside_of, scan_vault
+from vaultmem.files.scan import notes_outside_mapping as outside_of
+from vaultmem.files.scan import scan_vault
 from vaultmem.query import catalog
 from vaultmem.query.catalog import FolderCount, Status
 from vaultmem.storage import store
