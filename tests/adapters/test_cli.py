@@ -113,7 +113,10 @@ def test_init_reconcile_rebuild(cli: Cli, tmp_path: Path) -> None:
 
     report = cli.ok("reconcile", "--vault", str(vault))
     expected = {"mode", "added", "changed", "removed", "renamed", "unchanged", "touched"}
-    assert expected | {"problems", "notes", "duration_s", "warnings"} == set(report)
+    assert expected | {"problems", "notes", "duration_s", "warnings"} | {
+        "outside_mapping",
+        "outside_folders",
+    } == set(report)
     assert (report["mode"], report["added"], report["notes"]) == ("full", 1, 1)
     rebuilt = cli.ok("rebuild", "--vault", str(vault))
     assert (rebuilt["mode"], rebuilt["added"], rebuilt["notes"]) == ("rebuild", 1, 1)

@@ -44,6 +44,25 @@ body. BM25 sees the weighted sum of a term's frequencies in a document (a BM25F-
 The index stores these sums (`postings.tf`): bump TOKENIZER_VERSION when changing a weight."""
 
 
+# Markup a reader never sees as text: HTML comments and tags (`<button class="big">`, not an
+# autolink `<https://…>` nor `a < b`), callout markers (`[!warning]`, `[!tip]-`) and the `>` of
+# quote lines. Snippets drop it; the index keeps the section's text as written.
+_MARKUP = re.compile(
+    r"<!--.*?-->|</?[A-Za-z][A-Za-z0-9-]*(?:\s[^<>]{0,400})?/?>|\[![A-Za-z0-9_-]+\][+-]?"
+    r"|^[ \t]*(?:>[ \t]?)+",
+    re.S | re.M,
+)
+
+
+def without_markup(text: str) -> str:
+    """`text` as a reader sees it, for a snippet or a context line: HTML tags and comments,
+    callout markers and quote markers taken out (each tag leaves a space, so words it
+    separated stay apart)."""
+    if "<" not in text and "[!" not in text and ">" not in text:
+        return text  # the usual section: no regex pass
+    return _MARKUP.sub(lambda m: " " if m.group(0).startswith("<") else "", text)
+
+
 class SearchDocument(NamedTuple):
     """One scored unit: `weights` maps each term to its field-weighted frequency (Σ
     weight(field) · occurrences, `FIELD_WEIGHTS`), terms in field order and sorted within a
