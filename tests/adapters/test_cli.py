@@ -590,6 +590,23 @@ def test_a_plain_install_has_the_mcp_server_and_make_install_links_the_command(
     assert f"ln -sf {venv}/bin/vaultmem {tmp_path}/bin/vaultmem" in dry.stdout
 
 
+def test_make_demo_installs_vaultmem_alone_and_works_in_a_new_folder() -> None:
+    """Issue 27, item 19: the demo installed the dev and semantic extras (415 MB), used a fixed
+    `/tmp/vaultmem-demo`, and setuptools warned about `license` written as a table."""
+    import tomllib
+
+    root = EXAMPLE_VAULT.parent
+    project = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert isinstance(project["license"], str)  # an SPDX string: no deprecation warning
+    dry = subprocess.run(
+        ["make", "-n", "-B", "demo"], cwd=root, capture_output=True, text=True, check=True
+    ).stdout
+    installs = [line for line in dry.splitlines() if "pip install" in line]
+    assert any(line.endswith("pip install --quiet -e .") for line in installs), installs
+    assert "[dev" not in dry and "semantic]" not in dry
+    assert "mktemp -d" in dry and "/tmp/vaultmem-demo" not in dry
+
+
 def test_docs_link_only_to_files_in_the_repository() -> None:
     root = EXAMPLE_VAULT.parent
     for doc in [root / "README.md", *sorted((root / "docs").glob("*.md"))]:
