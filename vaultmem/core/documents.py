@@ -58,7 +58,7 @@ def without_markup(text: str) -> str:
     """`text` as a reader sees it, for a snippet or a context line: HTML tags and comments,
     callout markers and quote markers taken out (each tag leaves a space, so words it
     separated stay apart)."""
-    if "<" not in text and "[!" not in text and ">" not in text:
+    if "<" not in text and "[!" not in text and "\n>" not in text and not text.startswith(">"):
         return text  # the usual section: no regex pass
     return _MARKUP.sub(lambda m: " " if m.group(0).startswith("<") else "", text)
 
