@@ -113,7 +113,10 @@ def test_init_reconcile_rebuild(cli: Cli, tmp_path: Path) -> None:
 
     report = cli.ok("reconcile", "--vault", str(vault))
     expected = {"mode", "added", "changed", "removed", "renamed", "unchanged", "touched"}
-    assert expected | {"problems", "notes", "duration_s", "warnings"} == set(report)
+    assert expected | {"problems", "notes", "duration_s", "warnings"} | {
+        "outside_mapping",
+        "outside_folders",
+    } == set(report)
     assert (report["mode"], report["added"], report["notes"]) == ("full", 1, 1)
     rebuilt = cli.ok("rebuild", "--vault", str(vault))
     assert (rebuilt["mode"], rebuilt["added"], rebuilt["notes"]) == ("rebuild", 1, 1)
@@ -602,6 +605,23 @@ def test_a_plain_install_has_the_mcp_server_and_make_install_links_the_command(
     venv = f"{tmp_path}/share/vaultmem/venv"
     assert f"{venv}/bin/python -m pip install --quiet .\n" in dry.stdout  # not editable
     assert f"ln -sf {venv}/bin/vaultmem {tmp_path}/bin/vaultmem" in dry.stdout
+
+
+def test_make_demo_installs_vaultmem_alone_and_works_in_a_new_folder() -> None:
+    """Issue 27, item 19: the demo installed the dev and semantic extras (415 MB), used a fixed
+    `/tmp/vaultmem-demo`, and setuptools warned about `license` written as a table."""
+    import tomllib
+
+    root = EXAMPLE_VAULT.parent
+    project = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert isinstance(project["license"], str)  # an SPDX string: no deprecation warning
+    dry = subprocess.run(
+        ["make", "-n", "-B", "demo"], cwd=root, capture_output=True, text=True, check=True
+    ).stdout
+    installs = [line for line in dry.splitlines() if "pip install" in line]
+    assert any(line.endswith("pip install --quiet -e .") for line in installs), installs
+    assert "[dev" not in dry and "semantic]" not in dry
+    assert "mktemp -d" in dry and "/tmp/vaultmem-demo" not in dry
 
 
 def test_docs_link_only_to_files_in_the_repository() -> None:

@@ -128,6 +128,7 @@ def test_store_from_an_endless_stdin_stops_at_the_limit(vault: Path) -> None:
     "args",
     [
         ("search", "widgets"),
+        ("recall", "widgets"),
         ("show", "Evil"),
         ("read", "Evil"),
         ("recent",),

@@ -51,3 +51,26 @@ def test_show_and_read_of_an_unmapped_note_say_why(tmp_path: Path) -> None:
         assert "--map Daily=" in error["hint"]
     missing = run_cli("show", "Daily/nosuch", "--json", "--vault", str(root))
     assert "No note is named" in json.loads(missing.stdout)["error"]["message"]
+
+
+def test_reconcile_names_the_notes_outside_the_mapping(tmp_path: Path) -> None:
+    root, _ = first_run(tmp_path)
+    (root / "Daily" / "2026-12-02.md").write_text("# today\n", encoding="utf-8")
+    text = run_cli("reconcile", "--vault", str(root))  # a walk that writes
+    assert text.returncode == 0, text.stderr
+    assert "4 notes outside the mapped folders, not indexed (in ., Daily)" in text.stdout
+    steady = run_cli("reconcile", "--json", "--vault", str(root))  # the no-op's own report
+    data = json.loads(steady.stdout)["data"]
+    assert (data["outside_mapping"], data["outside_folders"]) == (4, [".", "Daily"])
+    assert data["unchanged"] >= 1 and data["added"] == 0
+
+
+def test_a_whole_vault_mapping_leaves_nothing_out(tmp_path: Path) -> None:
+    root = tmp_path / "Notes"
+    (root / "Daily").mkdir(parents=True)
+    (root / "Daily" / "a.md").write_text("# a\n", encoding="utf-8")
+    assert run_cli("init", str(root)).returncode == 0
+    result = run_cli("reconcile", "--json", "--vault", str(root))
+    data = json.loads(result.stdout)["data"]
+    assert (data["outside_mapping"], data["outside_folders"], data["added"]) == (0, [], 1)
+    assert "outside the mapped folders" not in run_cli("reconcile", "--vault", str(root)).stdout

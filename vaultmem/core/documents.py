@@ -44,6 +44,29 @@ body. BM25 sees the weighted sum of a term's frequencies in a document (a BM25F-
 The index stores these sums (`postings.tf`): bump TOKENIZER_VERSION when changing a weight."""
 
 
+# Markup a reader never sees as text: HTML comments and tags (`<button class="big">`, not an
+# autolink `<https://…>` nor `a < b`), callout markers (`[!warning]`, `[!tip]-`) and the `>` of
+# quote lines. Snippets drop it; the index keeps the section's text as written. Each pattern
+# opens with a literal, which the regex engine scans for quickly, and runs only when its
+# opening is in the text.
+_TAG = re.compile(r"<(?:!--.*?-->|/?[A-Za-z][A-Za-z0-9-]*(?:\s[^<>]{0,400})?/?>)", re.S)
+_CALLOUT = re.compile(r"\[![A-Za-z0-9_-]+\][+-]?")
+_QUOTE = re.compile(r"\n[ \t]*(?:>[ \t]?)+")
+
+
+def without_markup(text: str) -> str:
+    """`text` as a reader sees it, for a snippet or a context line: HTML tags and comments,
+    callout markers and quote markers taken out (each tag leaves a space, so words it
+    separated stay apart)."""
+    if "<" in text:
+        text = _TAG.sub(" ", text)
+    if "[!" in text:
+        text = _CALLOUT.sub("", text)
+    if ">" in text:
+        text = _QUOTE.sub("\n", "\n" + text)[1:]
+    return text
+
+
 class SearchDocument(NamedTuple):
     """One scored unit: `weights` maps each term to its field-weighted frequency (Σ
     weight(field) · occurrences, `FIELD_WEIGHTS`), terms in field order and sorted within a

@@ -86,6 +86,17 @@ class ScanResult(NamedTuple):
     problems: tuple[Problem, ...]
 
 
+def notes_outside_mapping(config: Config, files: Iterable[str]) -> tuple[int, tuple[str, ...]]:
+    """How many of the walk's `files` are notes no mapped folder holds (a first run's `--map`
+    leaves the rest of the vault out), and their top-level folders (`.` = the vault's root)."""
+    if config.mapping_for("") is not None:
+        return 0, ()  # the whole vault is mapped: nothing can lie outside
+    mapping_for = config.mapping_for
+    outside = [path for path in files if is_note_name(path) and mapping_for(path) is None]
+    folders = {path.partition("/")[0] if "/" in path else "." for path in outside}
+    return len(outside), tuple(sorted(folders))
+
+
 def is_dropping(name: str) -> bool:
     """True for a file or folder name vaultmem never looks at: hidden names and droppings."""
     # Cheap string tests first: this runs once per directory entry of the vault.

@@ -74,6 +74,7 @@ from vaultmem.index.steps import (
     link_work,
     merged,
     outcomes,
+    outside_mapping,
     path_of,
     report,
     settles,
@@ -428,7 +429,8 @@ def _report(
 ) -> ReconcileReport:
     """The report of a run that wrote nothing."""
     duration = time.perf_counter() - run.started
-    return report(survey, changes, None, problems, notes, duration, warnings)
+    outside = outside_mapping(run.config, survey)
+    return report(survey, changes, None, problems, notes, duration, warnings, outside)
 
 
 def _complete(

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 from vaultmem import __version__
 from vaultmem.core.config import Config
 from vaultmem.core.models import PARSER_VERSION, TOKENIZER_VERSION, Problem
-from vaultmem.files.scan import Fingerprint
+from vaultmem.files.scan import Fingerprint, notes_outside_mapping
 from vaultmem.index.plan import (
     ChangeSet,
     IndexedNote,
@@ -102,6 +102,10 @@ class ReconcileReport(NamedTuple):
     notes: int
     duration_s: float
     warnings: tuple[str, ...] = ()
+    outside_mapping: int = 0
+    """Notes of the vault no mapped folder holds (not indexed); 0 for the watcher's paths."""
+    outside_folders: tuple[str, ...] = ()
+    """Their top-level folders (`.` for the vault's root)."""
 
     def to_dict(self) -> dict[str, object]:
         return self._asdict()
@@ -391,8 +395,10 @@ def report(
     notes: int,
     duration_s: float,
     warnings: Sequence[str],
+    outside: tuple[int, tuple[str, ...]] = (0, ()),
 ) -> ReconcileReport:
-    """The run's report; `out` None when nothing was prepared (a no-op)."""
+    """The run's report; `out` None when nothing was prepared (a no-op); `outside`: the notes
+    no mapped folder holds, and their folders (`outside_mapping`)."""
     parsed = out.parsed if out else {}
     changed = sum(1 for p in parsed if p in survey.indexed)
     renamed = len(out.renames) if out else 0
@@ -411,7 +417,17 @@ def report(
         notes=notes,
         duration_s=duration_s,
         warnings=tuple(dict.fromkeys(warnings)),
+        outside_mapping=outside[0],
+        outside_folders=outside[1],
     )
+
+
+def outside_mapping(config: Config, survey: Survey) -> tuple[int, tuple[str, ...]]:
+    """The notes of a whole-vault walk that no mapped folder holds (a first run's `--map`
+    leaves the rest out: the report says so); none for the watcher's paths."""
+    if survey.mode == "paths":
+        return 0, ()
+    return notes_outside_mapping(config, survey.files)
 
 
 def problem_changes(survey: Survey, out: Outcomes) -> dict[str, Any]:

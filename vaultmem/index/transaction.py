@@ -24,6 +24,7 @@ from vaultmem.index.steps import (
     Run,
     Write,
     index_versions,
+    outside_mapping,
     problem_changes,
     report,
 )
@@ -125,6 +126,7 @@ def transaction(
                 note_count,
                 time.perf_counter() - run.started,
                 warnings,
+                outside_mapping(config, survey),
             )
             writes.record_run(
                 con,

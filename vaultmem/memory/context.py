@@ -30,6 +30,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from vaultmem.core.atomic import replace_file
+from vaultmem.core.documents import without_markup
 from vaultmem.core.errors import NotFoundError, PathEscapeError, VaultmemError
 from vaultmem.core.models import (
     CONTEXT_BUDGET_CHARS,
@@ -193,7 +194,8 @@ def entry_line(candidate: Candidate, patterns: Sequence[SecretPattern] = ()) -> 
     info = candidate.info
     name = info.key if info.managed else info.title
     name = one_line(redact(name, patterns).text)
-    content = clip_words(one_line(redact(candidate.content, patterns).text), ENTRY_MAX_CHARS)
+    content = redact(candidate.content, patterns).text
+    content = clip_words(one_line(without_markup(content)), ENTRY_MAX_CHARS)
     if not content:
         return None
     tag = " [related]" if candidate.related else ""

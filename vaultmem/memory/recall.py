@@ -45,6 +45,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal, cast
 
+from vaultmem.core.documents import without_markup
 from vaultmem.core.errors import InvalidArgumentError, QueryError
 from vaultmem.core.models import SCOPES, RecallMode, RecallSort
 from vaultmem.core.names import TRASH
@@ -473,8 +474,9 @@ def recall(
 
 
 def safe_snippet(text: str, patterns: Sequence[SecretPattern] = ()) -> str:
-    """A snippet with secrets redacted first, then cut to the snippet width at a word."""
-    return clip_words(redact(text, patterns).text, SNIPPET_CHARS + 8)
+    """A snippet with secrets redacted first, markup a reader never sees taken out
+    (`without_markup`), then cut to the snippet width at a word."""
+    return clip_words(without_markup(redact(text, patterns).text), SNIPPET_CHARS + 8)
 
 
 def _hit(

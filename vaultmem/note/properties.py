@@ -450,12 +450,25 @@ def _strings(
             if item is None:
                 continue  # an empty list item: nothing written, nothing to report
             if not isinstance(item, str):
-                problems.append(("property_invalid", f"non-text item in '{key}' dropped", None))
+                message = f"non-text item {_shown(item)} in '{key}' dropped"
+                problems.append(("property_invalid", message, fm.key_lines.get(key)))
                 continue
             text = item.strip()
             if text and text not in out:
                 out.append(text)
     return out
+
+
+_SHOWN_CHARS = 40
+
+
+def _shown(value: JSON) -> str:
+    """A property value for a problem message: as JSON, secrets redacted (built-in patterns;
+    the index redacts by the config's too), then cut to a few dozen characters."""
+    from vaultmem.core.secrets import redact
+
+    text = redact(json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)).text
+    return text if len(text) <= _SHOWN_CHARS else text[: _SHOWN_CHARS - 1] + "…"
 
 
 def as_problems(path: str, found: tuple[tuple[ProblemCode, str, int | None], ...]) -> list[Problem]:

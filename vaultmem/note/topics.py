@@ -39,7 +39,7 @@ import hashlib
 import json
 import re
 import unicodedata
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Literal, TypeAlias
@@ -595,19 +595,41 @@ def supersede(text: str, timestamp: str, body: str) -> str:
     return _drop_updated(new) if topic.form == "frontmatter" else new
 
 
+def _see_also_block(lines: Sequence[str]) -> tuple[int | None, int, int]:
+    """The See Also heading's line and the marker lines of its generated block (-1, -1 when
+    there is none). Markers count only under the heading: a marker line in an observation (a
+    person's file, an imported body) is text, never the place to rewrite."""
+    section = _see_also_index(lines, _body_start(lines))
+    try:
+        start = lines.index(SEE_ALSO_START, len(lines) if section is None else section)
+        return section, start, lines.index(SEE_ALSO_END, start)
+    except ValueError:
+        return section, -1, -1
+
+
+def see_also_entries(text: str) -> list[str]:
+    """The lines of the generated See Also block (between the markers), in order."""
+    lines = text.split("\n")
+    _, start, end = _see_also_block(lines)
+    return lines[start + 1 : end] if start >= 0 else []
+
+
+def map_see_also(text: str, entry: Callable[[str], str]) -> str:
+    """`text` with each line of the generated See Also block replaced by `entry(line)`; every
+    other line is kept as it was."""
+    lines = text.split("\n")
+    _, start, end = _see_also_block(lines)
+    if start < 0:
+        return text
+    return "\n".join([*lines[: start + 1], *map(entry, lines[start + 1 : end]), *lines[end:]])
+
+
 def replace_see_also(text: str, entries: Sequence[str]) -> str:
     """Put `entries` (Markdown list lines) between the see-also markers, creating the section
     or the markers when missing. Lines outside the markers are never touched."""
     lines = text.split("\n")
     block = [SEE_ALSO_START, *entries, SEE_ALSO_END] if entries else []
-    # Markers count only under the See Also heading: a marker line in an observation (a person's
-    # file, an imported body) is text, never the place to rewrite.
-    section = _see_also_index(lines, _body_start(lines))
-    try:
-        start = lines.index(SEE_ALSO_START, len(lines) if section is None else section)
-        end = lines.index(SEE_ALSO_END, start)
-    except ValueError:
-        start = end = -1
+    section, start, end = _see_also_block(lines)
     if start >= 0:
         return "\n".join(lines[:start] + block + lines[end + 1 :])
     if not entries:

@@ -104,15 +104,21 @@ def normalise_verified(value: JSON) -> list[JSON] | None:
 
 @dataclass(frozen=True, slots=True)
 class Relation:
-    """A typed link: `type` is the property or inline-field name; `target` a bundle URL when the
-    target is in the bundle, else the link text; `via` where the vault note holds it."""
+    """A typed link: `type` is the property or inline-field name (for a topic's See Also entry,
+    the edge's type); `target` a bundle URL when the target is in the bundle, else the link
+    text; `via` where the vault note holds it (`property`, `field`, `see_also`); `text` the
+    See Also entry's display text, which the body keeps when the link leaves the bundle."""
 
     type: str
     target: str
     via: str
+    text: str = ""
 
     def to_json(self) -> dict[str, JSON]:
-        return {"type": self.type, "target": self.target, "via": self.via}
+        out: dict[str, JSON] = {"type": self.type, "target": self.target, "via": self.via}
+        if self.text:
+            out["text"] = self.text
+        return out
 
 
 @dataclass(frozen=True, slots=True)

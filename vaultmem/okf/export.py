@@ -55,7 +55,7 @@ from vaultmem.files.scan import read_note, scan_vault
 from vaultmem.note.links import LinkResolver
 from vaultmem.note.parse import parse_note
 from vaultmem.note.properties import split_frontmatter
-from vaultmem.note.topics import read_topic
+from vaultmem.note.topics import read_topic, see_also_entries
 from vaultmem.okf.bundle import name_problem
 from vaultmem.okf.concept import (
     ConceptSource,
@@ -340,6 +340,7 @@ def _render_all(
         rewritten += result.rewritten
         outside += result.plain
         relations, property_keys = _relations(item, target_of)
+        relations += _see_also(item, target_of)
         fm = item.note.frontmatter
         at = _generated_at(item)
         description = fm.get("description")
@@ -398,6 +399,24 @@ def _relations(
         if link.kind == "property" and _all_links(fm.get(link.relation)):
             property_keys.add(link.relation)
     return tuple(relations), frozenset(property_keys)
+
+
+_SEE_ALSO_ENTRY = re.compile(r"- \[\[([^\[\]|\n]+)\|([^\[\]|\n]*)\]\] \(([^()\n]+)\)")
+"""A line of a topic's generated See Also block (`memory.relations.render_see_also`)."""
+
+
+def _see_also(item: _Item, target_of: Callable[[str, str], str | None]) -> tuple[Relation, ...]:
+    """A topic's See Also edges as relations, so one whose target leaves the bundle (its body
+    line becomes plain text) is still a link after import (`ingest._restore_see_also`)."""
+    if not item.is_topic:
+        return ()
+    found: list[Relation] = []
+    for line in see_also_entries(item.body):
+        m = _SEE_ALSO_ENTRY.fullmatch(line)
+        if m is not None:
+            target, text, kind = m.groups()
+            found.append(Relation(kind, target_of(target, "") or target, "see_also", text))
+    return tuple(found)
 
 
 def _all_links(value: JSON) -> bool:

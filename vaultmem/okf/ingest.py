@@ -14,6 +14,7 @@ written are returned (`Published`) and `Vault` brings the index up to date for j
 from __future__ import annotations
 
 import hashlib
+import re
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -27,7 +28,14 @@ from vaultmem.core.models import JSON, Published
 from vaultmem.core.secrets import SecretPattern, compile_patterns, find_secrets, redact
 from vaultmem.files import managed
 from vaultmem.note.properties import load_frontmatter, split_frontmatter
-from vaultmem.note.topics import append_observation, escape_observation, iso_utc, read_topic
+from vaultmem.note.topics import (
+    append_observation,
+    escape_observation,
+    iso_utc,
+    map_see_also,
+    observation_stamp,
+    read_topic,
+)
 from vaultmem.okf.bundle import (
     BundleError,
     BundleFile,
@@ -306,11 +314,13 @@ def _topic(
     if clamped:
         counts.clamped += 1
         when = now
-    at = iso_utc(when)
+    # Milliseconds when the instant has them (the topic writer's own precision): cut to whole
+    # seconds, `updated` fell before a `created` of the same second.
+    at = observation_stamp(when) if when.microsecond else iso_utc(when)
     created_raw = vm.get("created")
     created = (
         str(created_raw)
-        if has_offset(created_raw) and parse_instant(str(created_raw)) <= when
+        if has_offset(created_raw) and parse_instant(str(created_raw)) <= parse_instant(at)
         else at
     )
     kind = str(src["type"]).strip()
@@ -350,6 +360,8 @@ def _topic(
             f"\n\n> Imported with generated.at {raw_at}, which lay in the future; clamped to {at}."
         )
     body = links.text if trusted else f"# {concept.key}\n\n## {at}\n{observation}\n"
+    if trusted:
+        body = _restore_see_also(body, vm.get("relations"))
     observations: list[tuple[str, str]] = (
         [(o.timestamp, o.text) for o in read_topic(concept.path, body).observations]
         if trusted
@@ -397,6 +409,28 @@ def _topic(
         # A third-party concept's plain links are untyped: they become `relates_to` edges.
         fm["relates_to"] = [f"[[{key}]]" for key in linked]
     return fm, body, observations
+
+
+_LINK_PART = re.compile(r"[^\[\]|\n]+")
+
+
+def _restore_see_also(body: str, relations: JSON) -> str:
+    """Our own export writes a See Also entry whose target left the bundle as plain text
+    (`- Title (relates_to)`) and keeps the link in `vaultmem.relations` (`via: see_also`): the
+    entry becomes the wikilink it was, so the edge survives the round trip."""
+    if not isinstance(relations, list):
+        return body
+    links: dict[str, str] = {}
+    for rel in relations:
+        if not isinstance(rel, dict) or rel.get("via") != "see_also":
+            continue
+        kind, target, text = rel.get("type"), rel.get("target"), rel.get("text")
+        parts = (kind, target, text)
+        if all(isinstance(p, str) and _LINK_PART.fullmatch(p) for p in parts) and not str(
+            target
+        ).startswith("/"):
+            links.setdefault(f"- {text} ({kind})", f"- [[{target}|{text}]] ({kind})")
+    return map_see_also(body, lambda line: links.get(line, line)) if links else body
 
 
 def _relation_target(target: str, keys: Mapping[str, str]) -> str:

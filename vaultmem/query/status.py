@@ -5,7 +5,8 @@ nothing is read or parsed)."""
 from __future__ import annotations
 
 from vaultmem.core.config import Config
-from vaultmem.files.scan import ScanResult, is_note_name, scan_vault
+from vaultmem.files.scan import notes_outside_mapping as outside_of
+from vaultmem.files.scan import scan_vault
 from vaultmem.query import catalog
 from vaultmem.query.catalog import FolderCount, Status
 from vaultmem.storage import store
@@ -13,20 +14,7 @@ from vaultmem.storage import store
 
 def notes_outside_mapping(config: Config) -> tuple[int, tuple[str, ...]]:
     """How many notes no mapped folder holds, and their top-level folders (`.` = the root)."""
-    return _outside(config, scan_vault(config))
-
-
-def _outside(config: Config, scan: ScanResult) -> tuple[int, tuple[str, ...]]:
-    mapped = {fp.path for fp in scan.notes}
-    outside = [
-        path
-        for path in scan.files
-        if path not in mapped
-        and is_note_name(path.rpartition("/")[2])
-        and config.mapping_for(path) is None
-    ]
-    folders = {path.partition("/")[0] if "/" in path else "." for path in outside}
-    return len(outside), tuple(sorted(folders))
+    return outside_of(config, scan_vault(config).files)
 
 
 def status(config: Config) -> Status:
@@ -44,7 +32,7 @@ def status(config: Config) -> Status:
     changed = sum(1 for fp in scan.notes if indexed.get(fp.path) != (fp.size, fp.mtime_ns)) + len(
         set(indexed) - {fp.path for fp in scan.notes}
     )
-    outside, outside_folders = _outside(config, scan)
+    outside, outside_folders = outside_of(config, scan.files)
     size = sum(
         p.stat().st_size
         for p in (config.index_path, config.index_path.with_name(config.index_path.name + ".wal"))

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from vaultmem.core.documents import note_key
+from vaultmem.core.documents import note_key, without_markup
 from vaultmem.core.errors import QueryError
 from vaultmem.core.tokenizer import DEFAULT_LANGUAGE, WordScan, analyzer
 from vaultmem.search import bm25, proximity
@@ -547,7 +547,7 @@ def shown_section(
 
 def _snippet_head(text: str) -> str:
     """The part of a section's text `snippet` tokenizes first."""
-    return text.replace("**", "")[:SNIPPET_SCAN_CHARS]
+    return without_markup(text).replace("**", "")[:SNIPPET_SCAN_CHARS]
 
 
 def snippet(
@@ -562,10 +562,11 @@ def snippet(
 
     Only the first SNIPPET_SCAN_CHARS are tokenized when a match lies there (the usual case):
     tokenizing whole long sections for every hit was a quarter of a query's time. The note's
-    own `**bold**` markers are dropped first: kept, they would nest with ours (`****x**:**`).
+    own `**bold**` markers are dropped first: kept, they would nest with ours (`****x**:**`);
+    so is markup a reader never sees (HTML tags, callout and quote markers: `without_markup`).
     `head` is the tokenizer's scan of `_snippet_head(text)` when the caller made it already.
     """
-    text = text.replace("**", "")
+    text = without_markup(text).replace("**", "")
     head_text = text[:SNIPPET_SCAN_CHARS]
     matching = analyzer(language).matching_spans
     spans = matching(head_text, terms, head)

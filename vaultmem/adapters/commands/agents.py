@@ -60,7 +60,12 @@ def _recall_text(result: Hits, args: dict[str, Any]) -> None:
     for i, hit in enumerate(result.hits, 1):
         where = hit.scope + (f":{hit.scope_id}" if hit.scope_id else "")
         flags = (" [related]" if hit.related else "") + ("" if hit.fresh else " [stale]")
-        ranked_hit(i, hit.key, flags, f"{hit.path} · {where} · {hit.score:.3f}", hit.snippet)
+        # The note's title, as `search` shows it; a topic's key too when the title differs
+        # (the key is what `get` and `store` take).
+        name = hit.title or hit.key
+        if hit.managed and hit.key != name:
+            flags = f" ({hit.key})" + flags
+        ranked_hit(i, name, flags, f"{hit.path} · {where} · {hit.score:.3f}", hit.snippet)
 
 
 def _read_text(result: Any, args: dict[str, Any]) -> None:

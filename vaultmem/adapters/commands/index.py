@@ -78,6 +78,16 @@ def _reconcile_text(report: Any, args: dict[str, Any]) -> None:
         f"changed, {report.removed} removed, {report.renamed} renamed, {report.unchanged} "
         f"unchanged; {P(report.problems, 'problem')}; {report.duration_s:.2f} s"
     )
+    if report.outside_mapping:
+        _outside_line(report.outside_mapping, report.outside_folders)
+
+
+def _outside_line(count: int, folders: tuple[str, ...]) -> None:
+    """What a mapping of only some folders leaves out (reconcile and status say it alike)."""
+    output.line(
+        f"{P(count, 'note')} outside the mapped folders, not indexed (in {', '.join(folders)}): "
+        "map a folder with `vaultmem init --map FOLDER=SCOPE[:ID] --force` to index it"
+    )
 
 
 def _status_text(result: Any, args: dict[str, Any]) -> None:
@@ -99,11 +109,7 @@ def _status_text(result: Any, args: dict[str, Any]) -> None:
             f"{P(result.changed_since_last_run, 'file')} changed since"
         )
     if result.outside_mapping:
-        output.line(
-            f"{P(result.outside_mapping, 'note')} outside the mapped folders, not indexed "
-            f"(in {', '.join(result.outside_folders)}): map a folder with `vaultmem init --map "
-            "FOLDER=SCOPE[:ID] --force` to index it"
-        )
+        _outside_line(result.outside_mapping, result.outside_folders)
     if result.project:
         rule = {"mapping": "its mapped folder", "remote": "its git remote", "path": "its path"}
         output.line(

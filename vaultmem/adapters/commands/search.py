@@ -147,8 +147,10 @@ OPERATIONS: tuple[Operation, ...] = (
             Param(
                 "mode",
                 "str",
-                "words: BM25; vectors: by meaning (needs semantic recall on); hybrid: "
-                "both rankings fused. Default: "
+                "words: BM25; vectors: by meaning; hybrid: both rankings fused. vectors and "
+                "hybrid need semantic recall, which is off by default: pip install "
+                "'vaultmem[semantic]', put `semantic = true` under [search] in "
+                ".vaultmem/config.toml, then vaultmem reconcile. Default: "
                 + (
                     "hybrid when the index holds vectors, else words."
                     if SEARCH_MODE_WHEN_ON == "hybrid"
@@ -163,7 +165,7 @@ OPERATIONS: tuple[Operation, ...] = (
         examples=(
             'vaultmem search "duckdb lock" --scope project --limit 5',
             'vaultmem search "deploy tag:ops -draft" --since 2026-11-01 --json',
-            'vaultmem search "how do I get my money back" --mode hybrid',
+            'vaultmem search "refund policy" --folder Knowledge',
         ),
         tool="memory_search",
         tool_title="Search the vault",
