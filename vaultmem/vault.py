@@ -411,12 +411,18 @@ class Vault:
         params: Mapping[str, Any] | None = None,
         timeout_s: float = 10.0,
     ) -> SqlResult:
-        """One read-only statement, `$name` parameters bound, interrupted after `timeout_s`."""
+        """One read-only statement, `$name` parameters bound, stopped after `timeout_s` or when
+        a writer wants the index (`storage/sql_process.py`: in a child process, memory capped)."""
         from vaultmem.query import catalog
-        from vaultmem.storage import store
 
-        with store.reading(self.config.index_path, sandboxed=True) as con:
-            return catalog.run_sql(con, query, limit=limit, params=params, timeout_s=timeout_s)
+        return catalog.run_sql(
+            self.config.index_path,
+            query,
+            limit=limit,
+            params=params,
+            timeout_s=timeout_s,
+            lock_path=self.config.state_dir / LOCK_NAME,
+        )
 
     # -- one note, straight from the file ---------------------------------------------------
 
