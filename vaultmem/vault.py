@@ -805,9 +805,14 @@ class Vault:
         conflict: str = "skip",
         dry_run: bool = False,
     ) -> okf_ingest.ImportReport:
-        """Import an OKF bundle (folder, .tar.gz or .zip) as topics of one scope."""
+        """Import an OKF bundle (folder, .tar.gz or .zip) as topics of one scope. A project
+        import without a scope id goes to the project of `working_dir` (else the process's
+        working directory), as `store` does (`identity.resolve_scope_id`)."""
+        from vaultmem.memory import identity
         from vaultmem.okf import ingest as okf_ingest
 
+        cwd = self.working_dir or Path.cwd()
+        scope_id = identity.resolve_scope_id(scope, scope_id, cwd, self.config)
         report, published = okf_ingest.import_bundle(
             self.config,
             Path(source),
