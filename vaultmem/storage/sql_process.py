@@ -75,7 +75,6 @@ def run(
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
-        preexec_fn=_limit_child if os.name == "posix" else None,
     )
     deadline = time.monotonic() + timeout_s + SQL_GRACE_S
     pending: bytes | None = request.encode()
@@ -105,9 +104,12 @@ def run(
 
 
 def _limit_child() -> None:
-    import resource
+    """Capped by the child itself, not in `preexec_fn`, which is unsafe in a process with
+    threads (the MCP server calls `Vault` from worker threads)."""
+    if os.name == "posix":
+        import resource
 
-    resource.setrlimit(resource.RLIMIT_AS, (SQL_ADDRESS_SPACE, SQL_ADDRESS_SPACE))
+        resource.setrlimit(resource.RLIMIT_AS, (SQL_ADDRESS_SPACE, SQL_ADDRESS_SPACE))
 
 
 def _result(answer: bytes, returncode: int) -> SqlResult:
@@ -133,6 +135,7 @@ def _child() -> int:
     from vaultmem.storage import store
     from vaultmem.storage.catalog_queries import run_sql
 
+    _limit_child()
     request = json.loads(sys.stdin.buffer.read())
     try:
         with store.reading(Path(request["index"]), sandboxed=True) as con:
