@@ -14,7 +14,10 @@ Secrets: the index holds none (`core.secrets.redact_note` before rows are writte
 result of every public method, and every error's message, passes one redaction on its way out
 (`_redacting`, `core.secrets.redact_value`): what a method read from files (`read`, `get`,
 `parse`, an export's report) is redacted there whatever its fields are, so a field or a method
-added later cannot skip it. Nothing here prints or exits.
+added later cannot skip it. One exception, for speed: `search` (`_JUDGES_ITSELF`) builds its hits
+from index rows alone, so over an index whose meta says it was redacted by the patterns in force
+(`_index_redacted`) only the snippet, the one text it derives from those rows, is judged
+again; over any other index its hits pass the whole redaction. Nothing here prints or exits.
 """
 
 from __future__ import annotations
@@ -97,6 +100,7 @@ class Vault:
         self._resident: resident.Resident | None = None
         self._resident_miss: tuple[int, ...] = ()
         self._signature: tuple[int, ...] = ()
+        self._redacted_signature: tuple[int, ...] | None = None
         self._loader: threading.Thread | None = None
         self.working_dir: Path | None = None
         """The folder whose project a write or context without a scope id belongs to (the MCP
@@ -114,6 +118,29 @@ class Vault:
 
             self._compiled = compile_patterns(self.config.secret_patterns)
         return self._compiled
+
+    def _index_redacted(self, con: Connection) -> bool:
+        """Whether the open index's rows were redacted by the secret patterns in force: its
+        meta records this schema, parser and vaultmem version and this `rows_digest` (the
+        configured and built-in patterns). Read once per index file (the reader's signature)."""
+        from vaultmem import __version__
+        from vaultmem.core.config import rows_digest
+        from vaultmem.core.models import PARSER_VERSION
+        from vaultmem.storage import store
+
+        assert self._reader is not None  # `_reading` made it
+        signature = self._reader.signature
+        if signature == self._redacted_signature:
+            return True
+        versions = {
+            "parser_version": str(PARSER_VERSION),
+            "vaultmem_version": __version__,
+            "config_digest": rows_digest(self.config),
+        }
+        if not store.meta_matches(con, versions):
+            return False
+        self._redacted_signature = signature
+        return True
 
     def _reading(self) -> AbstractContextManager[Connection]:
         """The index, read-only, for one call: one connection kept between calls and given
@@ -316,7 +343,8 @@ class Vault:
         mode: vectors.Mode | None = None,
     ) -> list[SearchHit]:
         """Search the vault's sections by words (BM25), vectors or both fused (docs/search.md).
-        The index holds no secret, so a snippet cut from it holds none either."""
+        Its hits pass the output redaction here, not in `_redacting` (`_JUDGES_ITSELF`)."""
+        from vaultmem.core.secrets import may_change, redact, redact_value
         from vaultmem.search import front
         from vaultmem.search.query import SearchFilters
 
@@ -333,7 +361,20 @@ class Vault:
                 language=self.config.search_language,
                 resident=held,
             )
-        return hits
+            redacted = self._index_redacted(con)
+        patterns = self._patterns()
+        if not redacted:
+            return redact_value(hits, patterns)
+        # Every field but the snippet is an index value as stored, which redaction leaves as
+        # it is. The snippet is cut from a section's text with its `**` dropped and its spaces
+        # joined, which can bring a secret's parts together (`pass**word**:` and a value).
+        if not may_change([hit.snippet for hit in hits], patterns):
+            return hits  # one look at all the snippets: the usual case
+        out = []
+        for hit in hits:
+            cleaned = redact(hit.snippet, patterns)
+            out.append(dataclasses.replace(hit, snippet=cleaned.text) if cleaned.found else hit)
+        return out
 
     def _resident_index(self, con: Connection) -> resident.Resident | None:
         """The index held in memory for searches (`search/resident.py`), or None: SQL serves.
@@ -395,12 +436,18 @@ class Vault:
         params: Mapping[str, Any] | None = None,
         timeout_s: float = 10.0,
     ) -> SqlResult:
-        """One read-only statement, `$name` parameters bound, interrupted after `timeout_s`."""
+        """One read-only statement, `$name` parameters bound, stopped after `timeout_s` or when
+        a writer wants the index (`storage/sql_process.py`: in a child process, memory capped)."""
         from vaultmem.query import catalog
-        from vaultmem.storage import store
 
-        with store.reading(self.config.index_path, sandboxed=True) as con:
-            return catalog.run_sql(con, query, limit=limit, params=params, timeout_s=timeout_s)
+        return catalog.run_sql(
+            self.config.index_path,
+            query,
+            limit=limit,
+            params=params,
+            timeout_s=timeout_s,
+            lock_path=self.config.state_dir / LOCK_NAME,
+        )
 
     # -- one note, straight from the file ---------------------------------------------------
 
@@ -783,9 +830,14 @@ class Vault:
         conflict: str = "skip",
         dry_run: bool = False,
     ) -> okf_ingest.ImportReport:
-        """Import an OKF bundle (folder, .tar.gz or .zip) as topics of one scope."""
+        """Import an OKF bundle (folder, .tar.gz or .zip) as topics of one scope. A project
+        import without a scope id goes to the project of `working_dir` (else the process's
+        working directory), as `store` does (`identity.resolve_scope_id`)."""
+        from vaultmem.memory import identity
         from vaultmem.okf import ingest as okf_ingest
 
+        cwd = self.working_dir or Path.cwd()
+        scope_id = identity.resolve_scope_id(scope, scope_id, cwd, self.config)
         report, published = okf_ingest.import_bundle(
             self.config,
             Path(source),
@@ -828,6 +880,11 @@ _PASS_THROUGH = frozenset({"close", "watch", "init", "root"})
 """Public names `_redacting` leaves alone: no result (`close`, `watch`, whose events name
 paths the scan already judged), a `Vault` (`init`) or the vault's own folder (`root`)."""
 
+_JUDGES_ITSELF = frozenset({"search"})
+"""Public methods whose results `_redacting` leaves to the method (their errors it still
+redacts): `search` builds hits from index rows only, and judges them itself (`Vault.search`);
+the whole redaction of its ~10 hits was a third of a warm search."""
+
 
 def _redacting(cls: type[Vault]) -> type[Vault]:
     """Wrap every public method of `cls` so its result and its errors pass
@@ -843,6 +900,8 @@ def _redacting(cls: type[Vault]) -> type[Vault]:
 
 
 def _redacted(method: Callable[..., Any], *, instance: bool) -> Callable[..., Any]:
+    judges_itself = method.__name__ in _JUDGES_ITSELF
+
     @functools.wraps(method)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         from vaultmem.core.errors import VaultmemError
@@ -858,7 +917,7 @@ def _redacted(method: Callable[..., Any], *, instance: bool) -> Callable[..., An
             if isinstance(getattr(error, "candidates", None), list):
                 error.candidates = redact_value(error.candidates, patterns)  # type: ignore[attr-defined]
             raise
-        return redact_value(result, patterns)
+        return result if judges_itself else redact_value(result, patterns)
 
     return wrapper
 

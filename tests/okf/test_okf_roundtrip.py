@@ -311,9 +311,10 @@ def test_cli_export_import_validate(
     assert json.loads(capsys.readouterr().out)["data"]["imported"] == 2
     assert (
         main(["import", "okf", str(out), "--vault", str(other), "--scope", "session", "--json"])
-        == 1
+        == 2
     )
-    assert json.loads(capsys.readouterr().out)["error"]["code"] == "path_escape"
+    error = json.loads(capsys.readouterr().out)["error"]
+    assert error["code"] == "invalid_argument" and "--scope-id" in error["hint"]
     bad = tmp_path / "bad"
     bad.mkdir()
     (bad / "x.md").write_text("no frontmatter\n")

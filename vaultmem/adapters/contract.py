@@ -17,6 +17,7 @@ How to add an operation is told once, in `adapters/commands/__init__.py`.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
@@ -224,6 +225,8 @@ def _check(p: Param, value: Any, label: str, hint: str) -> Any:
             raise fail(
                 f"expected {'an integer' if p.kind == 'int' else 'a number'}, got {_show(value)}."
             )
+        if not math.isfinite(value):  # nan passes every bound check, and inf is no duration
+            raise fail(f"expected a finite number, got {_show(value)}.")
         if p.minimum is not None and value < p.minimum:
             raise fail(f"{_num(value)} is below the minimum {_num(p.minimum)}.")
         if p.maximum is not None and value > p.maximum:

@@ -631,6 +631,26 @@ def _secret_patterns(value: object, fail: _Fail) -> tuple[tuple[str, str], ...]:
 # Writing
 
 
+def rows_digest(config: Config) -> str:
+    """A digest of what shapes the index's rows besides the code's versions: the mappings,
+    managed folder, exclusions and size cap, and the secret patterns (configured and built-in)
+    that redacted them. The index records it as `config_digest`; any difference means rebuild.
+    """
+    from vaultmem.core.secrets import builtin_digest
+
+    shape = json.dumps(
+        [
+            [[m.folder, m.scope, m.scope_id] for m in config.mappings],
+            config.managed_folder,
+            list(config.exclude),
+            config.max_note_bytes,
+            [list(pair) for pair in config.secret_patterns],  # rows are redacted by them
+            builtin_digest(),  # and by these
+        ]
+    )
+    return blake2b(shape.encode(), digest_size=8).hexdigest()
+
+
 def render_config(config: Config) -> str:
     """The TOML text of `config` (without Obsidian's exclusions, which live in Obsidian's file).
     `init` writes the whole file (it never edits one in place), so tomli-w renders it."""

@@ -23,9 +23,11 @@ from __future__ import annotations
 import copy
 import dataclasses
 import html
+import json
 import re
 import unicodedata
 from collections.abc import Iterable, Sequence
+from hashlib import blake2b
 from pathlib import PurePath
 from typing import Any, NamedTuple, TypeVar, cast
 
@@ -38,9 +40,11 @@ __all__ = [
     "BUILTIN_PATTERNS",
     "Redaction",
     "SecretPattern",
+    "builtin_digest",
     "compile_patterns",
     "find_secrets",
     "marker",
+    "may_change",
     "may_hold_secrets",
     "reader_view",
     "redact",
@@ -281,6 +285,23 @@ BUILTIN_PATTERNS: tuple[SecretPattern, ...] = (
 )
 
 
+def builtin_digest() -> str:
+    """A digest of the built-in patterns and their triggers: the index records it (in its
+    `config_digest`), so rows redacted by other patterns are rebuilt, and a search trusts only
+    an index redacted by these (`Vault.search`)."""
+    global _DIGEST
+    if _DIGEST is None:
+        sources = [
+            [p.name, getattr(p.regex, "_source", None) or p.regex.pattern] for p in BUILTIN_PATTERNS
+        ]
+        shape = json.dumps([sources, sorted(_TRIGGERS.items()), sorted(_REFINED_SOURCES.items())])
+        _DIGEST = blake2b(shape.encode(), digest_size=8).hexdigest()
+    return _DIGEST
+
+
+_DIGEST: str | None = None
+
+
 # --- redaction -------------------------------------------------------------------------------
 
 
@@ -364,20 +385,20 @@ _UNTRIGGERED = any(
 # characters between keep their case). Assignments need `:` or `=` after optional quotes,
 # stars and blanks (both ways `_VALUE` starts).
 _THEN_ASSIGN = r"""["'*]{0,2}[ \t]*[:=]"""
+_REFINED_SOURCES: dict[str, str] = {
+    "azure-key": r"(?:accountkey|sharedaccesskey|sharedaccesssignature)=",
+    "aws-secret-access-key": r"aws_?secret_?(?:access_?)?key[\"']?[ \t]*[:=]",
+    "bearer-token": r"bearer[ \t]",
+    "basic-auth": r"authorization[ \t]*:",
+    "password-prose": r"pass(?:word|phrase|code|wd)[ \t]+(?:is|was|will)",
+    "password-assignment": r"pass" + _THEN_ASSIGN + r"|pass(?:word|wd|phrase)" + _THEN_ASSIGN,
+    "secret-assignment": r"(?:secret(?:[_-]?access)?(?:[_-]?key)?|private[_-]?key"
+    r"|credentials?)" + _THEN_ASSIGN,
+    "api-key-assignment": r"(?:api|access)[_-]?key" + _THEN_ASSIGN,
+    "token-assignment": r"token" + _THEN_ASSIGN,
+}
 _REFINED: dict[str, re.Pattern[str]] = {
-    name: re.compile(regex)
-    for name, regex in {
-        "azure-key": r"(?:accountkey|sharedaccesskey|sharedaccesssignature)=",
-        "aws-secret-access-key": r"aws_?secret_?(?:access_?)?key[\"']?[ \t]*[:=]",
-        "bearer-token": r"bearer[ \t]",
-        "basic-auth": r"authorization[ \t]*:",
-        "password-prose": r"pass(?:word|phrase|code|wd)[ \t]+(?:is|was|will)",
-        "password-assignment": r"pass" + _THEN_ASSIGN + r"|pass(?:word|wd|phrase)" + _THEN_ASSIGN,
-        "secret-assignment": r"(?:secret(?:[_-]?access)?(?:[_-]?key)?|private[_-]?key"
-        r"|credentials?)" + _THEN_ASSIGN,
-        "api-key-assignment": r"(?:api|access)[_-]?key" + _THEN_ASSIGN,
-        "token-assignment": r"token" + _THEN_ASSIGN,
-    }.items()
+    name: re.compile(regex) for name, regex in _REFINED_SOURCES.items()
 }
 # The only non-ASCII characters Python's `(?i)` matches to ASCII letters (İ ı ſ K): mapped to
 # them before lower-casing, so a folded trigger is found wherever the regex could match.
@@ -733,6 +754,13 @@ def _could_match(text: str, extra: Sequence[SecretPattern]) -> bool:
         return False
     candidates = _candidates(present)
     return any(_may_match(name, text, folded, candidates) for name in candidates)
+
+
+def may_change(texts: Sequence[str], extra: Sequence[SecretPattern] = ()) -> bool:
+    """False when `redact` leaves each of `texts` as it is, found by one look at them all for
+    the patterns' triggers and what their keywords need next: finer than `may_hold_secrets`
+    (a search's snippets, which name "token" or "key" often, are judged by it)."""
+    return _could_hold(texts, extra)
 
 
 def _could_hold(texts: Sequence[str], extra: Sequence[SecretPattern]) -> bool:

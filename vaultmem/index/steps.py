@@ -15,15 +15,13 @@ compiles each class's methods); they live for one run and never leave it.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from hashlib import blake2b
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from vaultmem import __version__
-from vaultmem.core.config import Config
+from vaultmem.core.config import Config, rows_digest
 from vaultmem.core.models import PARSER_VERSION, TOKENIZER_VERSION, Problem
 from vaultmem.files.scan import Fingerprint, notes_outside_mapping
 from vaultmem.index.plan import (
@@ -52,24 +50,14 @@ OUTDATED = "The index was built by another version or configuration; rebuilt it.
 def index_versions(config: Config) -> dict[str, str]:
     """What the index records in `meta`; any difference means rebuild.
 
-    Besides the code's versions this holds a digest of the configuration that shapes rows
-    (mappings, managed folder, exclusions, size cap): a changed mapping moves unchanged notes
-    to another scope, which only a rebuild gets right.
+    Besides the code's versions this holds a digest of what shapes rows (`rows_digest`): a
+    changed mapping moves unchanged notes to another scope, which only a rebuild gets right.
     """
-    shape = json.dumps(
-        [
-            [[m.folder, m.scope, m.scope_id] for m in config.mappings],
-            config.managed_folder,
-            list(config.exclude),
-            config.max_note_bytes,
-            [list(pair) for pair in config.secret_patterns],  # rows are redacted by them
-        ]
-    )
     return {
         "parser_version": str(PARSER_VERSION),
         "tokenizer_version": f"{TOKENIZER_VERSION}-{config.search_language}",
         "vaultmem_version": __version__,
-        "config_digest": blake2b(shape.encode(), digest_size=8).hexdigest(),
+        "config_digest": rows_digest(config),
         "embedding_model": _embedding_model(config),
     }
 

@@ -533,6 +533,10 @@ def _write_folder(
     unchanged = 0
     pruned: list[str] = []
     digests = {rel: _sha256(data) for rel, data in files.items()}
+    # Claimed before a byte is written: an unwritable state folder fails here, with the bundle
+    # untouched, and a run cut short leaves files its retry is allowed to replace.
+    record[key] = {**(earlier or {}), **digests}
+    _save_record(config, record)
     try:
         out.mkdir(parents=True, exist_ok=True)
         root = os.open(out, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
@@ -741,13 +745,13 @@ def _write_file(config: Config, out: Path, data: bytes) -> list[str]:
         ) from exc
     except OSError as exc:
         raise _access_error(exc, out) from exc
+    record[key] = {out.name: _sha256(data)}
+    _save_record(config, record)  # before the archive: see `_write_folder`
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         replace_file(out, data)
     except OSError as exc:
         raise _access_error(exc, out) from exc
-    record[key] = {out.name: _sha256(data)}
-    _save_record(config, record)
     return [out.name]
 
 
@@ -803,5 +807,18 @@ def _save_record(config: Config, record: Mapping[str, Mapping[str, str]]) -> Non
             return
     except FileNotFoundError:
         pass
-    config.state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-    replace_file(path, data)
+    except OSError as exc:
+        raise _record_error(exc, path) from exc
+    try:
+        config.state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        replace_file(path, data)
+    except OSError as exc:
+        raise _record_error(exc, path) from exc
+
+
+def _record_error(exc: OSError, path: Path) -> FileAccessError:
+    return FileAccessError(
+        f"Cannot write the export record {path}: {exc.strerror or exc}.",
+        hint=f"Make {path.parent} writable for this user, then export again (the record is "
+        "written before the bundle, so nothing was exported without it).",
+    )

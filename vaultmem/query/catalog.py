@@ -12,6 +12,7 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from vaultmem.core.errors import AmbiguousError, NotFoundError
@@ -115,12 +116,17 @@ def note_detail(con: Connection, ref: NoteRef) -> NoteDetail:
 
 
 def run_sql(
-    con: Connection,
+    index: Path,
     sql: str,
     *,
     limit: int = 1000,
     params: Mapping[str, Any] | None = None,
     timeout_s: float = 10.0,
+    lock_path: Path | None = None,
 ) -> SqlResult:
-    """One read-only statement (see `storage.catalog_queries.run_sql`)."""
-    return queries.run_sql(con, sql, limit=limit, params=params, timeout_s=timeout_s)
+    """One read-only statement on `index`, in a child process (`storage.sql_process`)."""
+    from vaultmem.storage import sql_process
+
+    return sql_process.run(
+        index, sql, limit=limit, params=params, timeout_s=timeout_s, lock_path=lock_path
+    )

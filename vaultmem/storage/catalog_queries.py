@@ -153,12 +153,15 @@ def run_sql(
     limit: int = 1000,
     params: Mapping[str, Any] | None = None,
     timeout_s: float = 10.0,
+    max_bytes: int | None = None,
 ) -> SqlResult:
     """Run exactly one statement on a sandboxed read-only connection; values made JSON-safe.
 
     `params` bind `$name` placeholders. A statement still running after `timeout_s` is
     interrupted (`QueryTimeoutError`); a timer thread calls `interrupt()`, which DuckDB allows
-    while another thread executes on the connection."""
+    while another thread executes on the connection, and which it checks between chunks only
+    (`storage/sql_process.py` runs this in a child it can kill). Rows stop at `limit` and once
+    their JSON passes `max_bytes`; either cut sets `truncated`."""
     try:
         statements = con.extract_statements(sql)
     except DatabaseError as error:
@@ -173,7 +176,7 @@ def run_sql(
     try:
         cursor = con.execute(sql, dict(params) if params else None)
         columns = [d[0] for d in cursor.description or ()]
-        rows = cursor.fetchmany(limit + 1) if columns else []
+        rows, cut = _fetch(cursor, limit, max_bytes) if columns else ([], False)
     except QueryInterrupted as error:
         raise QueryTimeoutError(
             f"The SQL statement ran longer than {timeout_s:g} s and was interrupted."
@@ -182,9 +185,30 @@ def run_sql(
         raise QueryError(f"SQL failed: {error}", hint=SQL_HINT) from error
     finally:
         timer.cancel()
-    return SqlResult(
-        columns, [[_json_safe(v) for v in row] for row in rows[:limit]], len(rows) > limit
-    )
+    return SqlResult(columns, rows, cut)
+
+
+_BATCH = 256
+
+
+def _fetch(cursor: Connection, limit: int, max_bytes: int | None) -> tuple[list[list[Any]], bool]:
+    """At most `limit` rows, JSON-safe, whose JSON stays within `max_bytes`; and whether more
+    were left (a row past either bound)."""
+    rows: list[list[Any]] = []
+    size = 0
+    while True:
+        batch = cursor.fetchmany(min(_BATCH, limit + 1 - len(rows)))
+        for raw in batch:
+            if len(rows) == limit:
+                return rows, True
+            row = [_json_safe(v) for v in raw]
+            if max_bytes is not None:
+                size += len(json.dumps(row, default=str)) + 1
+                if size > max_bytes:
+                    return rows, True
+            rows.append(row)
+        if not batch:
+            return rows, False
 
 
 def _json_safe(value: Any) -> Any:

@@ -80,6 +80,15 @@ def rebuild_path(index: Path) -> Path:
     return index.with_name(f"{index.stem}.rebuild{index.suffix}")
 
 
+SQL_SETTINGS: dict[str, str | bool | int] = {
+    "memory_limit": "1GB",
+    "threads": 2,
+    "lock_configuration": True,  # last: the SQL a user or agent writes cannot `SET` them back
+}
+"""What a sandboxed connection (`vaultmem sql`) may use: 1 GB of DuckDB's buffer memory and
+two threads (`storage/sql_process.py` bounds the rest)."""
+
+
 def connect(
     path: Path, *, read_only: bool, timeout_s: float = 15.0, sandboxed: bool = False
 ) -> Connection:
@@ -97,7 +106,7 @@ def connect(
     deadline = time.monotonic() + timeout_s
     delay = 0.005
     config: dict[str, str | bool | int | float | list[str]] = (
-        {"enable_external_access": False, "temp_directory": ""} if sandboxed else {}
+        {"enable_external_access": False, "temp_directory": "", **SQL_SETTINGS} if sandboxed else {}
     )
     while True:
         try:

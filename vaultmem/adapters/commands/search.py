@@ -214,7 +214,7 @@ OPERATIONS: tuple[Operation, ...] = (
             Param(
                 "timeout_s",
                 "float",
-                "Interrupt the statement after this many seconds (writers wait for it).",
+                "Stop the statement after this many seconds (a writer stops it at once).",
                 10.0,
                 minimum=0.01,
                 maximum=600,
