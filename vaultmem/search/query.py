@@ -258,8 +258,8 @@ def search(
     limit: int = 10,
     k1: float = 1.2,
     b: float = 0.75,
-    whole_weight: float = queries.WHOLE_NOTE,
-    title_weight: float = queries.TITLE_DOCUMENT,
+    whole_weight: float | None = None,
+    title_weight: float | None = None,
     language: str | None = None,
     clean: Callable[[str], str] | None = None,
     resident: Resident | None = None,
@@ -271,6 +271,7 @@ def search(
     snippet is cut from it (the facade redacts secrets there: cut first, and a token split at
     the window's edge would no longer match its pattern). `resident` is the index held in
     memory (`search/resident.py`), read instead of the tables; the results are the same.
+    `whole_weight` and `title_weight` default to the blend of the query's script (`blend`).
     """
     language = language or queries.index_language(con)
     query = _parse(text, language)
@@ -321,8 +322,8 @@ def ranked_notes(
     k1: float,
     b: float,
     language: str,
-    whole_weight: float = queries.WHOLE_NOTE,
-    title_weight: float = queries.TITLE_DOCUMENT,
+    whole_weight: float | None = None,
+    title_weight: float | None = None,
     resident: Resident | None = None,
     weights: dict[str, float] | None = None,
 ) -> tuple[list[queries.RankedNote], set[str]]:
@@ -345,6 +346,17 @@ def ranked_notes(
     )
 
 
+_CJK = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7a3]")
+
+
+def blend(terms: Sequence[str]) -> tuple[float, float]:
+    """The (title document, whole note) weights of a query's score: the CJK ones when a term
+    holds Han, kana or Hangul (`search_queries.CJK_TITLE_DOCUMENT`), else the defaults."""
+    if any(not t.isascii() and _CJK.search(t) for t in terms):
+        return queries.CJK_TITLE_DOCUMENT, queries.CJK_WHOLE_NOTE
+    return queries.TITLE_DOCUMENT, queries.WHOLE_NOTE
+
+
 def _parse(text: str, language: str) -> ParsedQuery:
     """`parse_query`, refusing a query with nothing to score."""
     query = parse_query(text, language)
@@ -364,12 +376,15 @@ def _ranked(
     k1: float,
     b: float,
     language: str,
-    whole_weight: float,
-    title_weight: float,
+    whole_weight: float | None,
+    title_weight: float | None,
     weights: dict[str, float] | None,
 ) -> tuple[list[queries.RankedNote], set[str]]:
     """`ranked_notes` from `reads` (its docstring)."""
     words = list(query.terms)
+    title_blend, whole_blend = blend(words)
+    title_weight = title_blend if title_weight is None else title_weight
+    whole_weight = whole_blend if whole_weight is None else whole_weight
     bm25.warm()
     only_keys = None
     if query.phrases:
