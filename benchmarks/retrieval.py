@@ -203,9 +203,23 @@ def split_of(name: str, questions: Sequence[Question]) -> dict[str, list[int]] |
 
 def question_sets() -> list[str]:
     """Names of the search question sets, sorted. A set with a `<set>.topics.jsonl` beside it
-    needs those topics stored first: `benchmarks.bench_recall` runs it, not the search bench."""
+    needs those topics stored first: `benchmarks.bench_recall` runs it, not the search bench;
+    a `.jsonl` whose lines hold no `q` (`duplicates.jsonl`, the duplicate check's pairs) is
+    another benchmark's."""
     stems = {p.stem for p in QUESTIONS_DIR.glob("*.jsonl")}
-    return sorted(s for s in stems if not s.endswith(".topics") and f"{s}.topics" not in stems)
+    return sorted(
+        s
+        for s in stems
+        if not s.endswith(".topics") and f"{s}.topics" not in stems and _asks(QUESTIONS_DIR / s)
+    )
+
+
+def _asks(stem: Path) -> bool:
+    """Whether the `.jsonl` at `stem` is a question set: its first data line has a `q`."""
+    for line in stem.with_suffix(".jsonl").read_text(encoding="utf-8").splitlines():
+        if line.strip() and not line.lstrip().startswith("//"):
+            return "q" in json.loads(line)
+    return False
 
 
 def metrics(rankings: Sequence[Sequence[str]], questions: Sequence[Question]) -> dict[str, float]:

@@ -137,6 +137,20 @@ def test_a_chinese_search_loads_its_segmenter_only(tmp_path: Path) -> None:
     assert _offenders(loaded, ("sudachipy", "sudachidict_small", "sudachidict_core")) == []
 
 
+def test_a_japanese_search_loads_its_segmenter_only(tmp_path: Path) -> None:
+    """A kana query and a hit whose section holds kana: the Han-only words of both (同期,
+    設定) are cut as Japanese, as the note was indexed, so the Chinese segmenter stays out."""
+    root = tmp_path
+    (root / ".obsidian").mkdir()
+    note = "# 同期 設定\n\n同期 設定 デバイス間でノートを同期する\n"
+    (root / "note.md").write_text(note, encoding="utf-8")
+    Vault.init(root)
+    Vault(root).reconcile()
+    loaded = _loaded(_run_cli(["search", "同期 設定 ノート", "--json"]), cwd=root)
+    assert "sudachipy" in loaded
+    assert _offenders(loaded, ("rjieba",)) == []
+
+
 def test_a_one_note_edit_loads_only_what_it_needs(tmp_path: Path) -> None:
     root = tmp_path
     _edited_vault(root)

@@ -38,6 +38,8 @@ from vaultmem.search.query import (
 from vaultmem.search.reads import SqlReads
 from vaultmem.storage import store
 from vaultmem.storage.search_queries import (
+    CJK_TITLE_DOCUMENT,
+    CJK_WHOLE_NOTE,
     TITLE_DOCUMENT,
     WHOLE_NOTE,
     NoteFilter,
@@ -159,11 +161,23 @@ def bm25(units: dict[Any, tuple[int, Counter[str]]], terms: list[str]) -> dict[A
     return out
 
 
-@pytest.mark.parametrize("query", ["duckdb lock test tables", "lock duckdb tables lock"])
-def test_note_score_is_section_plus_title_plus_whole_note(corpus_vault: Vault, query: str) -> None:
-    """score = best section + title document + WHOLE_NOTE · BM25 of the whole note, where the
-    whole note's statistics are over notes (N notes, df in notes, mean note length). A term
-    asked twice adds its share twice (query term frequency), as FTS5's bm25 does."""
+@pytest.mark.parametrize(
+    ("query", "weights"),
+    [
+        ("duckdb lock test tables", (TITLE_DOCUMENT, WHOLE_NOTE)),
+        ("lock duckdb tables lock", (TITLE_DOCUMENT, WHOLE_NOTE)),
+        # a query holding Han, kana or Hangul weighs the title document (docs/search.md)
+        ("東京 duckdb tables", (CJK_TITLE_DOCUMENT, CJK_WHOLE_NOTE)),
+    ],
+)
+def test_note_score_is_section_plus_title_plus_whole_note(
+    corpus_vault: Vault, query: str, weights: tuple[float, float]
+) -> None:
+    """score = best section + TITLE_DOCUMENT · title document + WHOLE_NOTE · BM25 of the whole
+    note, where the whole note's statistics are over notes (N notes, df in notes, mean note
+    length). A term asked twice adds its share twice (query term frequency), as FTS5's bm25
+    does. A Chinese, Japanese or Korean query has weights of its own."""
+    title_weight, whole_weight = weights
     terms = tokenize(query)
     docs = textbook_documents(corpus_vault.root)
     per_doc = bm25(docs, terms)
@@ -176,7 +190,7 @@ def test_note_score_is_section_plus_title_plus_whole_note(corpus_vault: Vault, q
     for path, whole_score in whole.items():
         section = max((s for (p, o), s in per_doc.items() if p == path and o > 0), default=0.0)
         title = per_doc.get((path, 0), 0.0)
-        expected[path] = section + TITLE_DOCUMENT * title + WHOLE_NOTE * whole_score
+        expected[path] = section + title_weight * title + whole_weight * whole_score
     hits = corpus_vault.search(query, limit=20)
     assert {h.path for h in hits} == expected.keys()
     # The proximity factor (tests/search/test_proximity.py) multiplies BM25 for the first POOL

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from vaultmem.core import segment
 from vaultmem.core.documents import note_key, without_markup
 from vaultmem.core.errors import QueryError
 from vaultmem.core.tokenizer import DEFAULT_LANGUAGE, WordScan, analyzer
@@ -99,8 +100,10 @@ _QUOTED = re.compile(r'"([^"]+)"')
 
 
 def parse_query(text: str, language: str = DEFAULT_LANGUAGE) -> ParsedQuery:
-    """Split a query into words, "phrases", -exclusions and tag:/path:/type: operators."""
-    analyse = analyzer(language)
+    """Split a query into words, "phrases", -exclusions and tag:/path:/type: operators.
+    Runs of Han alone are cut as Japanese when the query holds kana, as in a note."""
+    cjk = segment.note_cjk(None, text)
+    analyse = analyzer(language, cjk)
     if any(c in text for c in "\"'\\"):
         try:
             parts = shlex.split(text, posix=True)
@@ -152,7 +155,7 @@ def parse_query(text: str, language: str = DEFAULT_LANGUAGE) -> ParsedQuery:
         tuple(paths),
         tuple(types),
         tuple((term, n) for term, n in counts.items() if n > 1),
-        tuple(joined_terms(scored, counts, language)),
+        tuple(joined_terms(scored, counts, language, cjk)),
     )
 
 
@@ -171,7 +174,10 @@ def max_edits(term: str) -> int:
 
 
 def joined_terms(
-    words: Sequence[str | None], terms: Container[str], language: str = DEFAULT_LANGUAGE
+    words: Sequence[str | None],
+    terms: Container[str],
+    language: str = DEFAULT_LANGUAGE,
+    cjk: str | None = None,
 ) -> list[str]:
     """Adjacent query words written together (`stat blocks` -> `statblock`): looked for too,
     so split compounds find the note that writes them as one word. `words` are the query's
@@ -179,8 +185,9 @@ def joined_terms(
     separate them; None where a word may not be joined); a pair is joined before stemming,
     since a stem can drop what the compound keeps (`data` + `base` stem as they are, `database`
     to `databas`; `title` to `titl`, `titlebar` as it is). A word twice in a row (`very very`)
-    is no compound; terms already asked are left out."""
-    tokenize = analyzer(language).tokenize
+    is no compound; terms already asked are left out. `cjk` cuts runs of Han alone as the
+    query's other words were (`parse_query`)."""
+    tokenize = analyzer(language, cjk).tokenize
     out: dict[str, None] = {}
     for a, b in itertools.pairwise(words):
         if a is not None and b is not None and a.lower() != b.lower():
@@ -258,8 +265,8 @@ def search(
     limit: int = 10,
     k1: float = 1.2,
     b: float = 0.75,
-    whole_weight: float = queries.WHOLE_NOTE,
-    title_weight: float = queries.TITLE_DOCUMENT,
+    whole_weight: float | None = None,
+    title_weight: float | None = None,
     language: str | None = None,
     clean: Callable[[str], str] | None = None,
     resident: Resident | None = None,
@@ -271,6 +278,7 @@ def search(
     snippet is cut from it (the facade redacts secrets there: cut first, and a token split at
     the window's edge would no longer match its pattern). `resident` is the index held in
     memory (`search/resident.py`), read instead of the tables; the results are the same.
+    `whole_weight` and `title_weight` default to the blend of the query's script (`blend`).
     """
     language = language or queries.index_language(con)
     query = _parse(text, language)
@@ -291,8 +299,16 @@ def search(
     # and the snippets); a query without word pairs tokenizes none of them.
     sections = reads.note_sections([note.note_id for note in ranked])
     query_pairs = proximity.pairs(list(weights))
+    japanese = segment.has_kana(text)
     shown = [
-        _shown(note, sections, clean, language, terms=bool(query_pairs) and i < proximity.POOL)
+        _shown(
+            note,
+            sections,
+            clean,
+            language,
+            terms=bool(query_pairs) and i < proximity.POOL,
+            japanese=japanese,
+        )
         for i, note in enumerate(ranked)
     ]
     shares = [
@@ -321,8 +337,8 @@ def ranked_notes(
     k1: float,
     b: float,
     language: str,
-    whole_weight: float = queries.WHOLE_NOTE,
-    title_weight: float = queries.TITLE_DOCUMENT,
+    whole_weight: float | None = None,
+    title_weight: float | None = None,
     resident: Resident | None = None,
     weights: dict[str, float] | None = None,
 ) -> tuple[list[queries.RankedNote], set[str]]:
@@ -345,6 +361,17 @@ def ranked_notes(
     )
 
 
+_CJK = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7a3]")
+
+
+def blend(terms: Sequence[str]) -> tuple[float, float]:
+    """The (title document, whole note) weights of a query's score: the CJK ones when a term
+    holds Han, kana or Hangul (`search_queries.CJK_TITLE_DOCUMENT`), else the defaults."""
+    if any(not t.isascii() and _CJK.search(t) for t in terms):
+        return queries.CJK_TITLE_DOCUMENT, queries.CJK_WHOLE_NOTE
+    return queries.TITLE_DOCUMENT, queries.WHOLE_NOTE
+
+
 def _parse(text: str, language: str) -> ParsedQuery:
     """`parse_query`, refusing a query with nothing to score."""
     query = parse_query(text, language)
@@ -364,12 +391,15 @@ def _ranked(
     k1: float,
     b: float,
     language: str,
-    whole_weight: float,
-    title_weight: float,
+    whole_weight: float | None,
+    title_weight: float | None,
     weights: dict[str, float] | None,
 ) -> tuple[list[queries.RankedNote], set[str]]:
     """`ranked_notes` from `reads` (its docstring)."""
     words = list(query.terms)
+    title_blend, whole_blend = blend(words)
+    title_weight = title_blend if title_weight is None else title_weight
+    whole_weight = whole_blend if whole_weight is None else whole_weight
     bm25.warm()
     only_keys = None
     if query.phrases:
@@ -472,6 +502,15 @@ class _Shown:
     text: str
     terms: list[str]
     head: WordScan | None = None
+    cjk: str | None = None
+    """How its runs of Han alone are cut (`section_cjk`)."""
+
+
+def section_cjk(text: str, japanese: bool = False) -> str | None:
+    """The segmenter for a shown section's runs of Han alone: Japanese when the query
+    (`japanese`) or the section holds kana, else Chinese (None), as `segment.note_cjk` chose
+    for the note. So a Japanese search never loads the Chinese segmenter for its snippets."""
+    return "ja" if japanese or segment.has_kana(text) else None
 
 
 def _shown(
@@ -481,20 +520,23 @@ def _shown(
     language: str,
     *,
     terms: bool,
+    japanese: bool = False,
 ) -> _Shown:
-    """The section `note` shows, cleaned; with its terms when `terms` (proximity reads them)."""
+    """The section `note` shows, cleaned; with its terms when `terms` (proximity reads them).
+    `japanese`: the query holds kana (`section_cjk`)."""
     heading, line, text = shown_section(note.documents, sections.get(note.note_id, {}))
     if clean is not None:
         text = clean(text)
+    cjk = section_cjk(text, japanese)
     if not terms:
-        return _Shown(heading, line, text, [])
+        return _Shown(heading, line, text, [], cjk=cjk)
     # One scan of the head gives proximity its terms and the snippet its words (marked with
     # `matching_spans` for the hits actually returned): scanning it twice was a fifth of a
     # warm search.
-    analyse = analyzer(language)
+    analyse = analyzer(language, cjk)
     head = analyse.scan(_snippet_head(text))
     head_terms = analyse.tokenize(heading) if heading else []
-    return _Shown(heading, line, text, [*head_terms, *head.tokens()], head)
+    return _Shown(heading, line, text, [*head_terms, *head.tokens()], head, cjk)
 
 
 def _hit(
@@ -515,7 +557,9 @@ def _hit(
         heading=shown.heading,
         line=shown.line,
         score=round(note.score * proximity.boost(share, title_share), 6),
-        snippet=snippet(shown.text, wanted, language=language, head=shown.head),
+        snippet=snippet(
+            shown.text, wanted, language=language, head=shown.head, japanese=shown.cjk == "ja"
+        ),
         sections=tuple({"ord": o, "score": round(s, 6)} for o, s in note.documents[:5]),
         score_parts={
             "section": round(note.section, 6),
@@ -557,6 +601,7 @@ def snippet(
     language: str = DEFAULT_LANGUAGE,
     *,
     head: WordScan | None = None,
+    japanese: bool = False,
 ) -> str:
     """The densest window of `text` around matched words, each marked `**like this**`.
 
@@ -564,11 +609,12 @@ def snippet(
     tokenizing whole long sections for every hit was a quarter of a query's time. The note's
     own `**bold**` markers are dropped first: kept, they would nest with ours (`****x**:**`);
     so is markup a reader never sees (HTML tags, callout and quote markers: `without_markup`).
-    `head` is the tokenizer's scan of `_snippet_head(text)` when the caller made it already.
+    `head` is the tokenizer's scan of `_snippet_head(text)` when the caller made it already;
+    `japanese`: the query holds kana (`section_cjk`).
     """
     text = without_markup(text).replace("**", "")
     head_text = text[:SNIPPET_SCAN_CHARS]
-    matching = analyzer(language).matching_spans
+    matching = analyzer(language, section_cjk(text, japanese)).matching_spans
     spans = matching(head_text, terms, head)
     if not spans and len(text) > len(head_text):
         spans = matching(text, terms)

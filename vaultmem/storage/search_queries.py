@@ -22,6 +22,13 @@ WHOLE_NOTE = 1.0
 TITLE_DOCUMENT = 0.0
 """Weight of the whole-note BM25 in a note's score (measured: benchmarks/bench_retrieval)."""
 
+CJK_TITLE_DOCUMENT = 1.0
+CJK_WHOLE_NOTE = 0.5
+"""The same two weights for a query written in Chinese, Japanese or Korean (a term of Han,
+kana or Hangul): chosen on the tune halves of the zh/ja/ko help sets (docs/search.md). A title
+of two or three bigrams is a short document that says what the note is about; in English the
+title document lost on the tune halves at every weight."""
+
 
 @dataclass(frozen=True, slots=True)
 class NoteFilter:
