@@ -34,7 +34,16 @@ from vaultmem.index import reconcile as rc
 from vaultmem.storage import index_writes, search_rows, store
 from vaultmem.vault import Vault
 
-STEPS = ("walk", "steady", "load_state", "prepare", "identities", "transaction", "_reresolve")
+STEPS = (
+    "walk",
+    "unite_conflicts",
+    "steady",
+    "load_state",
+    "prepare",
+    "identities",
+    "transaction",
+    "_reresolve",
+)
 STATEMENTS = {
     index_writes: ("read_state", "delete_notes", "load_staged", "links_to_reresolve"),
     search_rows: ("delete_postings", "load_postings", "recount_terms"),

@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import ExitStack
@@ -56,7 +55,7 @@ from typing import TYPE_CHECKING, Literal, NamedTuple
 from vaultmem import __version__
 from vaultmem.core.config import Config
 from vaultmem.core.errors import IndexUnavailableError, LockedError
-from vaultmem.core.models import PARSER_VERSION, SCOPES, TOKENIZER_VERSION, Link, Problem
+from vaultmem.core.models import PARSER_VERSION, TOKENIZER_VERSION, Link, Problem
 from vaultmem.files.lock import writer_lock
 from vaultmem.files.scan import Fingerprint, is_eligible_file, scan_paths, scan_vault
 from vaultmem.index.journal import append_renames, read_renames
@@ -89,7 +88,7 @@ if TYPE_CHECKING:  # the workers' side loads only when a note must be parsed: no
 Progress = Callable[[int, int], None]
 Mode = Literal["full", "paths", "rebuild"]
 
-_SCAN_CODES = ("config_folder_missing", "secret_in_name", "symlink_refused")
+_SCAN_CODES = ("conflict_copy", "config_folder_missing", "secret_in_name", "symlink_refused")
 _READ_CODES = ("file_vanished", "file_unstable", "file_unreadable")
 _HEADINGS_BATCH = 20_000
 """Target notes whose headings and blocks the subpath check reads per query (each query scans
@@ -174,44 +173,9 @@ def reconcile(
     """
     from vaultmem.files import state
 
-    if paths is None and _conflicted(config):
-        # A sync tool's conflict copy of a topic is united into it first, so the walk below
-        # indexes one topic holding both sides (`conflicts.py`, imported only then).
-        from vaultmem.index.conflicts import unite_conflicts
-
-        unite_conflicts(config)
     run = _Run(config, progress, lock_timeout_s)
     run.warnings += state.prepare(config, writing=True)  # an index left in the vault moves out
     return run.run(rebuild=rebuild, paths=None if paths is None else list(paths))
-
-
-_COPY_NAME = re.compile(r"\.sync-conflict-|conflicted copy| \d{1,3}\.md$")
-
-
-def _conflicted(config: Config) -> bool:
-    """Is there a conflict copy (by name) or a git conflict block among the topics? Names and
-    bytes only, read without following links: the topic model (and `files.managed`, with its
-    hashlib) load only when there is something to unite."""
-    base = config.root / config.managed_folder
-    for scope in SCOPES:
-        for folder, _, names in os.walk(base / scope):
-            for name in names:
-                if not name.endswith(".md") or name.startswith("."):
-                    continue
-                if _COPY_NAME.search(name):
-                    return True
-                try:
-                    with open(os.path.join(folder, name), "rb", opener=_no_follow) as file:
-                        data = file.read()
-                except OSError:
-                    continue
-                if b"\n<<<<<<< " in data and b"\n>>>>>>> " in data:
-                    return True
-    return False
-
-
-def _no_follow(path: str, flags: int) -> int:
-    return os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK)
 
 
 # -- the steps' values --------------------------------------------------------------------------
@@ -312,8 +276,12 @@ class _Run:
         walk = None
         if paths is None:
             walk = self.walk(rebuild)
+            if self.unite_conflicts(walk, None):
+                walk = self.walk(rebuild)  # the united topics and the trashed copies
             if not rebuild and (steady := self.steady(walk)) is not None:
                 return steady  # nothing changed since the last run: the index stays closed
+        else:
+            paths += self.unite_conflicts(None, paths)
         state: State | None = None
         if walk is not None and not rebuild and not self.config.semantic:
             small = self.write_small(walk, token)
@@ -367,6 +335,16 @@ class _Run:
         return cached[1]
 
     # -- step 1: state and survey ---------------------------------------------------------------
+
+    def unite_conflicts(self, walk: Survey | None, paths: list[str] | None) -> list[str]:
+        """Unite the managed folder's sync-conflict copies and conflicted topics, those of the
+        walk or of `paths` (`conflicts`, loaded only when the managed folder holds topics),
+        before anything is indexed; the paths changed."""
+        from vaultmem.index import conflicts
+
+        if walk is not None:
+            return conflicts.unite_walked(self.config, walk.notes, walk.problems or ())
+        return conflicts.unite_paths(self.config, paths or ())
 
     def write_small(self, walk: Survey, token: IndexToken) -> ReconcileReport | State | None:
         """A small change in one connection: under the writer lock (taken only if free at
@@ -468,7 +446,22 @@ class _Run:
         `walk`: the whole vault's walk, already made."""
         if paths is not None and not state.create:
             return self.survey_paths(paths, state)
-        return (walk or self.walk(rebuild))._replace(indexed=state.notes)
+        from vaultmem.index.conflicts import copy_problems
+
+        walk = walk or self.walk(rebuild)
+        # Numbered conflict copies (`x 2.md` beside `x.md`) are a function of the files, which
+        # the walk's digest covers: found here, past the steady state's check, not digested;
+        # and while no file came or went, the index's own are still right (a one-note edit).
+        if walk.files == state.files:
+            copies = [
+                Problem(path, "conflict_copy", message)
+                for path, code, message in sorted(state.scan_problems)
+                if code == "conflict_copy" and path in walk.files
+            ]
+        else:
+            copies = copy_problems(map(_path, walk.notes), walk.files)
+        problems = (*(walk.problems or ()), *copies)
+        return walk._replace(indexed=state.notes, problems=problems)
 
     def walk(self, rebuild: bool) -> Survey:
         """The stat walk of the whole vault, before the index is read (`indexed` empty)."""

@@ -43,6 +43,7 @@ import watchfiles
 
 from vaultmem.core.config import CONFIG_FILE_NAME, STATE_DIR_NAME, Config, load_config
 from vaultmem.core.errors import LockedError, VaultmemError
+from vaultmem.core.names import conflict_copy_original
 from vaultmem.files.scan import is_dropping
 from vaultmem.index.reconcile import ReconcileReport, reconcile
 from vaultmem.storage import problem_queries, store
@@ -174,7 +175,11 @@ class _Follower:
             return False
         if rel in CONFIG_FILES:
             return True
-        return not any(is_dropping(part) for part in rel.split("/"))
+        *folders, name = rel.split("/")
+        if any(is_dropping(part) for part in folders):
+            return False
+        # A sync tool's conflict copy is a dropping reconcile still looks at (`conflicts`).
+        return not is_dropping(name) or conflict_copy_original(name) is not None
 
     def note_changes(self, paths: Iterable[str]) -> None:
         now = time.monotonic()
