@@ -244,8 +244,13 @@ def scan_vault(config: Config) -> ScanResult:
                 for entry in entries:
                     name = entry.name
                     if is_dropping(name):
-                        if mapped and "onflict" in name and entry.is_file(follow_symlinks=False):
-                            _report_conflict_copy(prefix + name, problems)
+                        if (
+                            mapped
+                            and "onflict" in name
+                            and entry.is_file(follow_symlinks=False)
+                            and (copy := conflict_copy_problem(prefix + name)) is not None
+                        ):
+                            problems.append(copy)  # left out, and reported to be merged
                         continue
                     rel = prefix + name
                     if not name.isascii() or dir_length + len(name) >= long_name:
@@ -304,14 +309,15 @@ def scan_vault(config: Config) -> ScanResult:
     return ScanResult(tuple(notes), tuple(files), tuple(problems))
 
 
-def _report_conflict_copy(rel: str, problems: list[Problem]) -> None:
-    """A sync tool's conflict copy of a note (`core.names.conflict_copy_original`) is left out
-    like every dropping, and reported: someone has two versions to merge."""
+def conflict_copy_problem(rel: str) -> Problem | None:
+    """A sync tool's named conflict copy of a note (`core.names.conflict_copy_original`) is
+    left out like every dropping, and reported: someone has two versions to merge."""
     found = conflict_copy_original(rel.rpartition("/")[2])
-    if found is not None and found[1]:
-        original = f"{rel.rpartition('/')[0]}/{found[0]}".lstrip("/")
-        message = f"a sync tool's conflict copy of {original}, not indexed: merge by hand"
-        problems.append(Problem(printable(rel), "conflict_copy", message + ", then delete it"))
+    if found is None or not found[1]:
+        return None
+    original = f"{rel.rpartition('/')[0]}/{found[0]}".lstrip("/")
+    message = f"a sync tool's conflict copy of {original}, not indexed: merge by hand"
+    return Problem(printable(rel), "conflict_copy", message + ", then delete it")
 
 
 def _without_secret_names(

@@ -101,6 +101,29 @@ def copy_problems(notes: Iterable[str], files: frozenset[str]) -> list[Problem]:
     return out
 
 
+def path_problems(config: Config, paths: Iterable[str], files: Iterable[str]) -> list[Problem]:
+    """The `conflict_copy` problems of the named `paths` (a per-path reconcile's): the named
+    copies the scanner leaves out, and numbered ones beside their original among `files`."""
+    from vaultmem.files.scan import conflict_copy_problem, is_dropping
+
+    root = config.root
+    numbered: list[str] = []
+    out: list[Problem] = []
+    for rel in sorted(paths):
+        *folders, name = rel.split("/")
+        if conflict_copy_original(name) is None or any(map(is_dropping, folders)):
+            continue
+        if config.mapping_for(rel) is None or not os.path.isfile(root / rel):
+            continue
+        if (copy := conflict_copy_problem(rel)) is not None:
+            out.append(copy)
+        else:
+            numbered.append(rel)
+    if numbered:
+        out += copy_problems(numbered, frozenset(files))
+    return out
+
+
 # -- the managed folder ---------------------------------------------------------------------------
 
 

@@ -209,6 +209,8 @@ class Survey(NamedTuple):
     candidates: frozenset[str] | None
     indexed: IndexedNotes
     digest: str | None = None
+    copies: tuple[Problem, ...] = ()
+    """Paths mode: the `conflict_copy` problems of the candidates (`conflicts.path_problems`)."""
 
 
 class Preparation(NamedTuple):
@@ -515,9 +517,12 @@ class _Run:
             else:
                 files.discard(path)
         indexed = state.notes.only(candidates)
+        from vaultmem.index.conflicts import path_problems
+
+        copies = tuple(path_problems(self.config, candidates, files))
         return Survey(
             "paths", tuple(present), frozenset(files), None, frozenset(candidates), indexed
-        )
+        )._replace(copies=copies)
 
     # -- step 2: preparation ----------------------------------------------------------------------
 
@@ -675,8 +680,8 @@ class _Run:
                         *(survey.candidates or ()),
                     ],
                     codes=[*_READ_CODES, *_SCAN_CODES] if full_scan else [],
-                    read_codes=_READ_CODES,
-                    problems=[*out.problems, *(survey.problems or ())],
+                    read_codes=(*_READ_CODES, "conflict_copy"),  # paths mode: `copies`
+                    problems=[*out.problems, *(survey.problems or ()), *survey.copies],
                 )
                 writes.change_ids(con, ident.id_changes)
                 if ident.journal != state.journal:  # else `meta` holds this digest already
@@ -856,6 +861,8 @@ def is_noop(
         return False
     if survey.problems is None:  # paths mode: no stored read problem for these paths
         assert survey.candidates is not None
+        if survey.copies:
+            return False
         return not any(p in survey.candidates for p, _, _ in state.scan_problems)
     return {(p.path, p.code, p.message) for p in survey.problems} == state.scan_problems
 

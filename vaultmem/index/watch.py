@@ -178,7 +178,8 @@ class _Follower:
         *folders, name = rel.split("/")
         if any(is_dropping(part) for part in folders):
             return False
-        # A sync tool's conflict copy is a dropping reconcile still looks at (`conflicts`).
+        # A sync tool's conflict copy is a dropping reconcile still looks at: a topic's is
+        # united into the topic, any other reported (`index.conflicts`).
         return not is_dropping(name) or conflict_copy_original(name) is not None
 
     def note_changes(self, paths: Iterable[str]) -> None:
