@@ -77,7 +77,8 @@ def test_copies_outside_the_managed_folder_are_problems_and_never_touched(vault:
             *((rel, "conflict_copy") for rel in OUTSIDE if rel != "Knowledge/Merged.md"),
             ("Knowledge/Merged.md", "conflict_markers"),
         }
-        assert all("Knowledge/Note.md" in r["message"] for r in rows if r["code"] == "conflict_copy")
+        copies = [r for r in rows if r["code"] == "conflict_copy"]
+        assert all("Knowledge/Note.md" in r["message"] for r in copies)
         assert ok(run_cli("status", *v))["problems"] == len(OUTSIDE)
         assert snapshot(vault, [*OUTSIDE, *NOT_COPIES]) == before
     # The named copies stay out of the index; the numbered one and the merged note are notes.
