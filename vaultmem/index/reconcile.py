@@ -7,8 +7,11 @@ sequences them and does the I/O around them (the walk, the workers, the lock, th
 the transaction):
 
 1. `Survey`: the stat walk, (path, size, mtime_ns) of every note and the list of every file,
-   and its digest. Nothing is read yet. The steady state (`steady`): when the digest equals
-   the last survey the index agreed with and the index is still that file
+   and its digest. Nothing is read yet, but the managed folder's sync-conflict copies and the
+   topics whose fingerprint moved since they were last found free of conflict markers
+   (`conflicts.unite_walked`; a per-path run: `unite_paths`): a copy found is united into its
+   topic before the run goes on, and the walk made again. The steady state (`steady`): when
+   the digest equals the last survey the index agreed with and the index is still that file
    (`storage.last_survey`), nothing changed and the run ends without opening the index (nor
    importing DuckDB). Otherwise, with the index's `IndexState` (one read of `notes`, `files`
    and the scan's problems), `plan.plan_changes` says what is new, suspect (fingerprint moved)
