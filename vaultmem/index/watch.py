@@ -9,8 +9,9 @@ and deletes need nothing special here. What it does around that, and why:
   `.vaultmem/`) and sync or editor droppings never wake reconcile, but for a sync tool's
   conflict copy, which the batch unites (a topic's) or reports (`index.conflicts`). The two
   files that shape the configuration are exceptions too: `.vaultmem/config.toml` and
-  Obsidian's `.obsidian/app.json` (its `userIgnoreFilters`). A change to either reloads the config; when the result differs,
-  the index is rebuilt, because a walk keeps an unchanged note's old scope (see docs/watch.md).
+  Obsidian's `.obsidian/app.json` (its `userIgnoreFilters`). A change to either reloads the
+  config; when the result differs, the index is rebuilt, because a walk keeps an unchanged
+  note's old scope (see docs/watch.md).
 - Attachments and unmapped notes are passed too: they change how links resolve.
 - A full reconcile runs at start-up (the index may be stale or missing) and every `sweep_s`
   seconds, catching events the operating system dropped.
