@@ -121,6 +121,7 @@ def test_prompt_gives_relevant_hits_once_per_session(vault: Path, repos: tuple[P
     assert len(list(state.glob("*.json"))) == 2  # machine-local, one small file per session
 
 
+@pytest.mark.slow
 def test_prompt_leaves_out_what_session_start_gave_and_irrelevant_hits(
     vault: Path, repos: tuple[Path, Path]
 ) -> None:

@@ -101,6 +101,7 @@ def test_tools_are_listed_with_schemas(vault: Path) -> None:
     session_run(vault, body)
 
 
+@pytest.mark.slow
 def test_store_recall_get_forget_and_a_reconcile_elsewhere(vault: Path) -> None:
     note = vault / "Knowledge" / "DuckDB.md"
 
@@ -167,6 +168,7 @@ def test_context_links_and_status(vault: Path) -> None:
     session_run(vault, body)
 
 
+@pytest.mark.slow
 def test_read_returns_a_long_notes_last_line_in_pieces_and_recent_and_used(vault: Path) -> None:
     note = vault / "Knowledge" / "Long note.md"
     lines = [f"Line {i}: the quokka count grew by {i}." for i in range(1, 801)]
@@ -386,6 +388,7 @@ def test_a_store_without_scope_id_goes_to_the_client_roots_project(
     assert status["project"]["folder"] == str(project.resolve())
 
 
+@pytest.mark.slow
 def test_correct_relate_and_reconcile_through_the_client(vault: Path) -> None:
     async def body(session: ClientSession) -> None:
         listed = {t.name: t.annotations for t in (await session.list_tools()).tools}

@@ -178,6 +178,7 @@ def test_every_tool_has_a_sample() -> None:
     assert tools == set(SAMPLES)
 
 
+@pytest.mark.slow
 def test_cli_json_and_mcp_tools_return_the_same_data(
     twins: tuple[Path, Path],
     capsys: pytest.CaptureFixture[str],

@@ -187,6 +187,7 @@ def test_an_edit_deletes_only_that_notes_postings(vault: Config) -> None:
     assert {p: c for p, c in query(vault, rows) if p != "B.md"} == others
 
 
+@pytest.mark.slow
 def test_ids_are_assigned_again_when_the_journal_changed(vault: Config) -> None:
     """An edit keeps the stored ids only while the journal is the one they came from."""
     (vault.root / "sub/C.md").rename(vault.root / "E.md")
@@ -208,6 +209,7 @@ def test_a_claimed_id_taken_by_an_edit_reassigns_ids(vault: Config) -> None:
     assert_equals_rebuild(vault)
 
 
+@pytest.mark.slow
 def test_a_commit_between_the_walk_and_the_state_read_is_seen(
     vault: Config, monkeypatch: pytest.MonkeyPatch
 ) -> None:

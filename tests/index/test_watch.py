@@ -311,6 +311,7 @@ def test_event_to_dict_is_json_safe() -> None:
     ]  # fmt: skip
 
 
+@pytest.mark.slow
 def test_a_note_still_being_written_is_read_again(
     example_vault: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -344,6 +345,7 @@ def test_a_note_still_being_written_is_read_again(
     assert [e.kind for e in events] == ["batch", "batch"]
 
 
+@pytest.mark.slow
 def test_a_config_change_waits_out_a_locked_index(
     example_vault: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -4,6 +4,7 @@ matches the DDL, every CLI command is documented in docs/cli.md."""
 from __future__ import annotations
 
 import ast
+import functools
 import graphlib
 from pathlib import Path
 
@@ -90,9 +91,15 @@ def package_modules() -> dict[str, Path]:
     return out
 
 
+@functools.cache
+def syntax_tree(path: Path) -> ast.Module:
+    """A module's parsed source, read once per test session: four checks walk every module."""
+    return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+
+
 def imported_modules(module: str, path: Path) -> set[str]:
     """The `vaultmem` modules `module` imports (absolute or relative), as dotted names."""
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    tree = syntax_tree(path)
     package = module.split(".")[:-1] if path.name != "__init__.py" else module.split(".")
     found: set[str] = set()
     for node in ast.walk(tree):
@@ -172,8 +179,7 @@ def test_only_adapters_import_ui_libraries() -> None:
     for module, path in package_modules().items():
         if layer_of(module) == len(LAYERS) - 1:
             continue
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        for node in ast.walk(tree):
+        for node in ast.walk(syntax_tree(path)):
             names = (
                 [a.name for a in node.names]
                 if isinstance(node, ast.Import)
@@ -213,7 +219,7 @@ def duckdb_uses(module: str, path: Path) -> list[str]:
     """Where `module` imports duckdb or calls one of DUCKDB_CALLS, as `line N: what`."""
     package = module.split(".")[0]
     found: list[tuple[int, str]] = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(syntax_tree(path)):
         if isinstance(node, ast.Import):
             names = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom) and not node.level:

@@ -217,6 +217,7 @@ def test_every_operation_is_driven(tmp_path: Path) -> None:
     assert set(_calls(tmp_path, tmp_path, tmp_path)) == names
 
 
+@pytest.mark.slow
 def test_no_secret_in_any_output_or_table(
     example_vault: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -297,6 +298,7 @@ def _tool_calls() -> dict[str, list[dict[str, Any]]]:
     }
 
 
+@pytest.mark.slow
 def test_no_secret_in_any_mcp_tool(example_vault: Path, tmp_path: Path) -> None:
     _plant(example_vault, tmp_path)
     calls = _tool_calls()

@@ -283,6 +283,7 @@ def test_write_refuses_a_file_inside_the_vault(vault: Vault) -> None:
     assert not (vault.root / "AGENTS.md").exists()
 
 
+@pytest.mark.slow
 def test_cli_context_and_write(vault: Vault, tmp_path: Path) -> None:
     shown = run_cli("context", "--vault", str(vault.root), "--budget-chars", "800")
     assert shown.returncode == 0, shown.stderr

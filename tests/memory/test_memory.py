@@ -365,6 +365,7 @@ def _snapshot(root: Path) -> dict[str, tuple[str, int]]:
     return out
 
 
+@pytest.mark.slow
 def test_no_file_outside_the_managed_folder_changes(config: Config) -> None:
     before = _snapshot(config.root)
     published(

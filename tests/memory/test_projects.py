@@ -50,6 +50,7 @@ def vault(tmp_path: Path) -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_stores_from_two_repositories_go_to_two_projects(vault: Path, tmp_path: Path) -> None:
     a = repo(tmp_path / "code" / "atlas", "git@github.com:Org/Atlas.git")
     b = repo(tmp_path / "code" / "borealis", "https://github.com/org/borealis")
@@ -132,6 +133,7 @@ def test_topics_show_their_facts_and_the_bases_view_is_written_once(vault: Path)
     assert "updated" not in props
 
 
+@pytest.mark.slow
 def test_a_real_git_merge_of_two_clones_keeps_both_appends(tmp_path: Path) -> None:
     origin = tmp_path / "origin"
     origin.mkdir()

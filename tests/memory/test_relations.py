@@ -51,6 +51,7 @@ def test_suggestions_are_proposed_never_applied(config: Config) -> None:
     assert {p: p.read_bytes() for p in (config.root / "agent-memory").rglob("*.md")} == before
 
 
+@pytest.mark.slow
 def test_accept_renders_see_also_and_reject_is_final(config: Config) -> None:
     proposed = relations.edges(config, status="proposed")
     first, second = proposed[0], proposed[1]
@@ -74,6 +75,7 @@ def test_accept_renders_see_also_and_reject_is_final(config: Config) -> None:
     assert second.id not in {e.id for e in relations.edges(config, status="proposed")}
 
 
+@pytest.mark.slow
 def test_relate_writes_a_readable_decision_and_goes_stale(config: Config) -> None:
     published(
         config,

@@ -410,6 +410,7 @@ def test_block_id_glued_to_a_word_is_not_one() -> None:
 
 # Issue 16: a run of wikilink openers without a closer used to rescan the rest of the line at
 # every opener (40 KB took 10 s, 200 KB 176 s). The timeout is a hang guard, not a timing.
+@pytest.mark.slow
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("run", ["[[", "[", "![[", "[[a|", "[[x]", "[a", "![a", "[[a]b "])
 def test_bracket_runs_parse_in_linear_time(run: str) -> None:

@@ -353,6 +353,7 @@ def test_a_colon_in_a_name_is_named_as_the_reason() -> None:
     assert reason is not None and "absolute" not in reason and ":" in reason
 
 
+@pytest.mark.slow
 def test_an_imported_concept_reads_back_as_it_was(vault: Path, tmp_path: Path) -> None:
     """Concepts starting with `# Title`, or holding supersede lines and see-also markers, read
     back whole; a later relate rewrites only its own block."""

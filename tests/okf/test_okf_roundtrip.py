@@ -256,6 +256,7 @@ def test_third_party_bundle_imports_without_loss(tmp_path: Path) -> None:
     assert _tree(first) == _tree(second)
 
 
+@pytest.mark.slow
 def test_conflicts_and_dry_run(tmp_path: Path) -> None:
     vault = _empty_vault(tmp_path / "v")
     config = load_config(vault)

@@ -90,6 +90,7 @@ def test_an_archive_export_never_replaces_a_file_no_export_wrote(
     assert "New.md" in zipfile.ZipFile(archive).namelist()
 
 
+@pytest.mark.slow
 def test_an_imported_id_never_takes_over_an_existing_topic(
     example_vault: Path, tmp_path: Path
 ) -> None:

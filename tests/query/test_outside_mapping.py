@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.helpers import run_cli
 
 
@@ -27,6 +29,7 @@ def test_init_warns_about_the_notes_its_mapping_leaves_out(tmp_path: Path) -> No
     assert "3 note(s) lie outside the mapped folders" in warnings and "Daily" in warnings
 
 
+@pytest.mark.slow
 def test_status_counts_the_notes_outside_the_mapping(tmp_path: Path) -> None:
     root, _ = first_run(tmp_path)
     status = run_cli("status", "--json", "--vault", str(root))
@@ -36,6 +39,7 @@ def test_status_counts_the_notes_outside_the_mapping(tmp_path: Path) -> None:
     assert "3 notes outside the mapped folders" in text
 
 
+@pytest.mark.slow
 def test_show_and_read_of_an_unmapped_note_say_why(tmp_path: Path) -> None:
     root, _ = first_run(tmp_path)
     for command in ("show", "read"):

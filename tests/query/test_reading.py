@@ -119,6 +119,7 @@ def test_recent_lists_newest_first_and_filters(vault: Vault) -> None:
     assert all(n.managed for n in vault.recent(kind="topics", limit=500))
 
 
+@pytest.mark.slow
 def test_cli_read_recent_used(vault: Vault) -> None:
     root = str(vault.root)
     done = run_cli("read", "Deploy runbook#Staging", "--vault", root, "--json")

@@ -325,6 +325,7 @@ Vault(root).reconcile()
 """
 
 
+@pytest.mark.slow
 def test_a_write_by_another_process_is_seen_on_the_next_search(tmp_path: Path) -> None:
     vault = make_vault(tmp_path / "v")
     vault.search("lock")

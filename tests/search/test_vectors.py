@@ -126,6 +126,7 @@ def test_model_loads_with_the_network_unreachable(tmp_path: Path) -> None:
     assert not list(tmp_path.iterdir()), "the model must not write a cache"
 
 
+@pytest.mark.slow
 def test_missing_package_gives_the_install_command(example_vault: Path) -> None:
     enable_semantic(example_vault)
     script = textwrap.dedent(
@@ -207,6 +208,7 @@ MARK = "list_resize([1.0], 256, 0.0)::FLOAT[256]"
 """A vector no document has: stored over every vector, it shows which ones were embedded again."""
 
 
+@pytest.mark.slow
 def test_an_edit_embeds_the_changed_notes_only(example_vault: Path) -> None:
     """Every stored vector is overwritten with MARK; after an edit, a rename and a new note,
     exactly those notes' documents hold real vectors again, and every other one keeps MARK."""
@@ -274,6 +276,7 @@ def test_a_large_build_embeds_in_the_workers(
     assert dump_index(config.index_path)["vectors"] == pooled["vectors"]
 
 
+@pytest.mark.slow
 def test_stored_vector_is_the_documents_embedding(example_vault: Path) -> None:
     config = enable_semantic(example_vault)
     reconcile(config)
@@ -288,6 +291,7 @@ def test_stored_vector_is_the_documents_embedding(example_vault: Path) -> None:
     assert stored == pytest.approx(expected.tolist(), abs=1e-6)
 
 
+@pytest.mark.slow
 def test_turning_semantic_on_rebuilds_with_vectors(example_vault: Path) -> None:
     reconcile(load_config(example_vault))
     config = enable_semantic(example_vault)

@@ -83,6 +83,7 @@ def snapshot(root: Path) -> dict[str, bytes]:
     }
 
 
+@pytest.mark.slow
 def test_codex_user_setup_keeps_comments_is_idempotent_and_removes_to_the_old_bytes(
     home: Path, vault: Path
 ) -> None:

@@ -17,6 +17,7 @@ from vaultmem.storage.schema import SCHEMA_VERSION, table_docs
 from vaultmem.vault import Vault
 
 
+@pytest.mark.slow
 def test_two_vaults_exported_and_queried_together(example_vault: Path, tmp_path: Path) -> None:
     other = tmp_path / "team" / "Team Notes"
     other.mkdir(parents=True)

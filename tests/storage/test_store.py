@@ -11,6 +11,8 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.helpers import index_of, run_cli
 from vaultmem.storage import store
 from vaultmem.vault import Vault
@@ -105,6 +107,7 @@ def test_idle_reader_closes_and_a_plain_duckdb_writer_gets_the_file(tmp_path: Pa
         proc.communicate("", timeout=60)
 
 
+@pytest.mark.slow
 def test_holder_yields_to_a_cli_reconcile_and_sees_its_notes(tmp_path: Path) -> None:
     root = tmp_path / "v"
     make_vault(root).close()
