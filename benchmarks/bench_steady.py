@@ -37,6 +37,7 @@ from vaultmem.vault import Vault
 
 STEPS = {  # each step where the runner (or the transaction) looks it up
     "walk": (rc, "walk"),
+    "unite_conflicts": (rc, "_unite_conflicts"),
     "steady": (rc, "_steady"),
     "write_small": (rc, "_write_small"),
     "load_state": (rc, "load_state"),

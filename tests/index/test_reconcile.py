@@ -151,12 +151,13 @@ def counts(report: ReconcileReport) -> tuple[int, ...]:
 def test_example_vault_counts(example_vault: Path) -> None:
     config = Vault(example_vault).config
     report = reconcile(config)
-    assert (report.mode, report.notes, report.added, report.problems) == ("full", 30, 30, 1)
+    assert (report.mode, report.notes, report.added, report.problems) == ("full", 30, 30, 2)
     assert report.warnings == ()
     scopes = dict(query(config, "SELECT scope, count(*) FROM notes GROUP BY scope"))
     assert scopes == {"global": 11, "project": 14, "session": 5}
-    assert query(config, "SELECT path, code FROM problems") == [
-        ("Journal/2026-11-26.md", "frontmatter_invalid")
+    assert query(config, "SELECT path, code FROM problems ORDER BY path") == [
+        ("Journal/2026-11-26.md", "frontmatter_invalid"),
+        ("Knowledge/Git workflow.sync-conflict-20261120-101500-ABCDEFG.md", "conflict_copy"),
     ]
     assert query(config, "SELECT count(*) FROM notes WHERE managed") == [(6,)]
     unresolved = {t for (t,) in query(config, "SELECT target FROM links WHERE target_path IS NULL")}
@@ -176,7 +177,7 @@ def test_second_reconcile_changes_nothing(example_vault: Path) -> None:
     before = dump(config)
     report = reconcile(config)
     assert counts(report) == (0, 0, 0, 0, 30)
-    assert (report.touched, report.notes, report.problems) == (0, 30, 1)
+    assert (report.touched, report.notes, report.problems) == (0, 30, 2)
     assert dump(config) == before
     assert_equals_rebuild(config)
 

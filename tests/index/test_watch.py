@@ -280,6 +280,10 @@ def test_filter_ignores_tool_folders_and_droppings(example_vault: Path) -> None:
     assert wanted("Knowledge/DuckDB.md")
     assert wanted("attachments/diagram.png")  # attachments change link resolution
     assert wanted("Knowledge/People")  # a folder event stands for its contents
+    # A sync tool's conflict copies: a batch unites a topic's, reports the others (issue 29).
+    assert wanted("agent-memory/project/atlas/build.sync-conflict-20261120-101500-ABCDEFG.md")
+    assert wanted("Knowledge/Git workflow.sync-conflict-20261120-101500-ABCDEFG.md")
+    assert wanted("Knowledge/Note (Dana's conflicted copy 2026-11-20).md")
     for rel in CONFIG_FILES:
         assert wanted(rel)
     for rel in (
@@ -289,8 +293,7 @@ def test_filter_ignores_tool_folders_and_droppings(example_vault: Path) -> None:
         ".vaultmem/index.duckdb",
         ".vaultmem/write.lock",
         "Knowledge/.DuckDB.md.tmp",
-        "Knowledge/Git workflow.sync-conflict-20261120-101500-ABCDEFG.md",
-        "Knowledge/Note (Dana's conflicted copy 2026-11-20).md",
+        ".trash/Note.sync-conflict-20261120-101500-ABCDEFG.md",
         "Knowledge/Draft.md~",
     ):
         assert not wanted(rel), rel

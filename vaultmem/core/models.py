@@ -42,6 +42,8 @@ ProblemCode = Literal[
     "symlink_refused",
     "config_folder_missing",
     "secret_in_name",
+    "conflict_copy",
+    "conflict_markers",
 ]
 PROBLEM_CODES: tuple[ProblemCode, ...] = get_args(ProblemCode)
 
@@ -133,7 +135,15 @@ class Problem:
 
 
 _WARNING_CODES: frozenset[str] = frozenset(
-    {"property_invalid", "file_too_large", "file_unstable", "encoding_invalid", "tag_too_large"}
+    {
+        "property_invalid",
+        "file_too_large",
+        "file_unstable",
+        "encoding_invalid",
+        "tag_too_large",
+        "conflict_copy",
+        "conflict_markers",
+    }
 )
 
 

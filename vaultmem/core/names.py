@@ -5,7 +5,8 @@ ID from an imported bundle or a segment of a managed path, is checked by the sam
 `portable_problem`, so a name `store` accepts is one `import` accepts and every operating system
 can hold: no separator, NUL or control character, none of `<>:"|?*`, no Windows device name (`con`,
 `aux`, `nul`, `com1`, `lpt1`, ... with any extension), no trailing dot or space, at most 255 bytes.
-The constants other modules share (the trash folder, the key pattern) live here too, once.
+The constants other modules share (the trash folder, the key pattern) live here too, once, and
+so does the one reading of a sync tool's conflict-copy names (`conflict_copy_original`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ __all__ = [
     "SCOPE_ID_RE",
     "SCOPE_ID_RULE",
     "TRASH",
+    "conflict_copy_original",
     "is_reserved_name",
     "portable_problem",
 ]
@@ -74,4 +76,26 @@ def portable_problem(name: str) -> str | None:
         return "is not valid Unicode (a lone surrogate)"
     if size > MAX_COMPONENT_BYTES:
         return f"is longer than {MAX_COMPONENT_BYTES} bytes"
+    return None
+
+
+# The names sync tools give the second side of a clash, beside the original file:
+# Syncthing `x.sync-conflict-20261201-123456-ABCDEFG.md`, Dropbox (and Obsidian Sync)
+# `x (Dana's conflicted copy 2026-12-01).md`, iCloud and OneDrive `x 2.md`.
+_CONFLICT_COPY_NAMES = (
+    re.compile(r"^(?P<stem>.+?)\.sync-conflict-\d{8}-\d{6}-[A-Z0-9]{7}\.md$"),  # Syncthing
+    re.compile(r"^(?P<stem>.+?) \([^()]*conflicted copy[^()]*\)\.md$"),  # Dropbox
+    re.compile(r"^(?P<stem>.+?) (?P<number>\d{1,3})\.md$"),  # iCloud, OneDrive
+)
+
+
+def conflict_copy_original(name: str) -> tuple[str, bool] | None:
+    """The file name a sync tool's conflict copy named `name` stands for (`x.sync-conflict-
+    ….md` → `x.md`), and whether the name alone says so: False for a numbered `x 2.md`, which
+    is a copy only when `x.md` is beside it (`Chapter 2.md` may be a chapter). None when the
+    name is no conflict copy's."""
+    for pattern in _CONFLICT_COPY_NAMES:
+        found = pattern.match(name)
+        if found is not None:
+            return found.group("stem") + ".md", "number" not in found.groupdict()
     return None

@@ -9,7 +9,8 @@ It never writes. What it skips, and why:
   the managed folder's `.trash/`, editor locks (`.~lock.*`, `.#*`), swap files. Obsidian itself
   does not show dot-files, so nothing a user sees is lost;
 - sync and editor droppings (`*.sync-conflict-*`, `* conflicted copy *`, `*.icloud`, `*.tmp`,
-  `*~`, `~$*`): half-synced copies would show up as duplicate notes;
+  `*~`, `~$*`): half-synced copies would show up as duplicate notes (a conflict copy of a note
+  in a mapped folder is reported as a `conflict_copy` problem, for someone to merge);
 - the config file's `exclude` globs, except inside the managed folder, which vaultmem must always
   be able to read back;
 - symbolic links: directory links are never followed (a loop or a second copy of a folder is
@@ -41,6 +42,7 @@ from typing import BinaryIO, NamedTuple
 
 from vaultmem.core.config import Config
 from vaultmem.core.models import Problem
+from vaultmem.core.names import conflict_copy_original
 from vaultmem.core.secrets import compile_patterns, redact, secret_names
 
 NOTE_SUFFIX = ".md"
@@ -253,6 +255,13 @@ def scan_vault(config: Config) -> ScanResult:
                 for entry in entries:
                     name = entry.name
                     if is_dropping(name):
+                        if (
+                            mapped
+                            and "onflict" in name
+                            and entry.is_file(follow_symlinks=False)
+                            and (copy := conflict_copy_problem(prefix + name)) is not None
+                        ):
+                            problems.append(copy)  # left out, and reported to be merged
                         continue
                     rel = prefix + name
                     if not name.isascii() or dir_length + len(name) >= long_name:
@@ -309,6 +318,17 @@ def scan_vault(config: Config) -> ScanResult:
     files.sort()
     problems.sort(key=lambda p: (p.path, p.code))
     return ScanResult(tuple(notes), tuple(files), tuple(problems))
+
+
+def conflict_copy_problem(rel: str) -> Problem | None:
+    """A sync tool's named conflict copy of a note (`core.names.conflict_copy_original`) is
+    left out like every dropping, and reported: someone has two versions to merge."""
+    found = conflict_copy_original(rel.rpartition("/")[2])
+    if found is None or not found[1]:
+        return None
+    original = f"{rel.rpartition('/')[0]}/{found[0]}".lstrip("/")
+    message = f"a sync tool's conflict copy of {original}, not indexed: merge by hand"
+    return Problem(printable(rel), "conflict_copy", message + ", then delete it")
 
 
 def _without_secret_names(

@@ -36,9 +36,10 @@ from typing import Literal, NamedTuple
 
 from vaultmem.core.config import Config
 from vaultmem.core.documents import SearchDocument, note_documents, postings_lines
-from vaultmem.core.models import Problem, Resolution
+from vaultmem.core.models import ParsedNote, Problem, Resolution
 from vaultmem.core.secrets import compile_patterns, redact_value
 from vaultmem.files.scan import content_hash, read_note_fingerprinted
+from vaultmem.index.conflicts import marker_problem
 from vaultmem.note.links import LinkResolver, SubpathIndex, resolve_link
 from vaultmem.note.parse import parse_note, redacted_note
 from vaultmem.storage.rows import NoteRecord, StagedRows
@@ -160,6 +161,8 @@ class _Worker:
         if digest == job.known_hash:
             return Prepared(job.number, path, "touched", fp.size, fp.mtime_ns, digest)
         parsed = parse_note(path, data, max_bytes=config.max_note_bytes)
+        if (conflicted := marker_problem(path, data)) is not None:  # git left a conflict
+            parsed = ParsedNote(parsed.note, (*parsed.problems, conflicted))
         note = parsed.note
         managed = config.is_managed(path)
         topic = None

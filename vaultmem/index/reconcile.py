@@ -42,7 +42,6 @@ WAL on the next open.
 from __future__ import annotations
 
 import os
-import re
 import time
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import ExitStack
@@ -51,7 +50,7 @@ from typing import TYPE_CHECKING
 
 from vaultmem.core.config import Config
 from vaultmem.core.errors import IndexUnavailableError, LockedError
-from vaultmem.core.models import SCOPES
+from vaultmem.core.models import Problem
 from vaultmem.files.lock import writer_lock
 from vaultmem.index import upgrade
 from vaultmem.index.journal import append_renames, read_renames
@@ -124,12 +123,6 @@ def reconcile(
     """
     from vaultmem.files import state
 
-    if paths is None and _conflicted(config):
-        # A sync tool's conflict copy of a topic is united into it first, so the walk below
-        # indexes one topic holding both sides (`conflicts.py`, imported only then).
-        from vaultmem.index.conflicts import unite_conflicts
-
-        unite_conflicts(config)
     started = time.perf_counter()
     parse = _in_phase(progress, "parse")
     run = Run(config, parse, lock_timeout_s, started, datetime.now(UTC).replace(tzinfo=None))
@@ -154,35 +147,6 @@ def _in_phase(progress: PhaseProgress | None, phase: str) -> Progress | None:
     return lambda done, total: progress(phase, done, total)
 
 
-_COPY_NAME = re.compile(r"\.sync-conflict-|conflicted copy| \d{1,3}\.md$")
-
-
-def _conflicted(config: Config) -> bool:
-    """Is there a conflict copy (by name) or a git conflict block among the topics? Names and
-    bytes only, read without following links: the topic model (and `files.managed`, with its
-    hashlib) load only when there is something to unite."""
-    base = config.root / config.managed_folder
-    for scope in SCOPES:
-        for folder, _, names in os.walk(base / scope):
-            for name in names:
-                if not name.endswith(".md") or name.startswith("."):
-                    continue
-                if _COPY_NAME.search(name):
-                    return True
-                try:
-                    with open(os.path.join(folder, name), "rb", opener=_no_follow) as file:
-                        data = file.read()
-                except OSError:
-                    continue
-                if b"\n<<<<<<< " in data and b"\n>>>>>>> " in data:
-                    return True
-    return False
-
-
-def _no_follow(path: str, flags: int) -> int:
-    return os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK)
-
-
 # -- the runner ---------------------------------------------------------------------------------
 
 
@@ -197,8 +161,12 @@ def _run(
     walked = None
     if paths is None:
         walked = walk(config, rebuild)
+        if _unite_conflicts(config, walked, None):
+            walked = walk(config, rebuild)  # the united topics and the trashed copies
         if not rebuild and (steady := _steady(run, walked, warnings)) is not None:
             return steady  # nothing changed since the last run: the index stays closed
+    else:
+        paths += _unite_conflicts(config, None, paths)
     state: State | None = None
     if walked is not None and not rebuild and not config.semantic:
         small = _write_small(run, walked, token, warnings)
@@ -395,6 +363,16 @@ def _record_state(config: Config, token: IndexToken, write: Write, done: Reconci
     write_state_record(config.state_dir, record)
 
 
+def _unite_conflicts(config: Config, walked: Survey | None, paths: list[str] | None) -> list[str]:
+    """Unite the managed folder's sync-conflict copies and conflicted topics, those of the
+    walk or of `paths` (`conflicts`), before anything is indexed; the paths changed."""
+    from vaultmem.index import conflicts
+
+    if walked is not None:
+        return conflicts.unite_walked(config, walked.notes, walked.problems or ())
+    return conflicts.unite_paths(config, paths or ())
+
+
 def _survey(
     config: Config,
     state: State,
@@ -406,7 +384,22 @@ def _survey(
     `walked`: the whole vault's walk, already made."""
     if paths is not None and not state.create:
         return survey_paths(config, paths, state)
-    return (walked or walk(config, rebuild))._replace(indexed=state.notes)
+    from vaultmem.index.conflicts import copy_problems
+
+    walked = walked or walk(config, rebuild)
+    # Numbered conflict copies (`x 2.md` beside `x.md`) are a function of the files, which
+    # the walk's digest covers: found here, past the steady state's check, not digested;
+    # and while no file came or went, the index's own are still right (a one-note edit).
+    if walked.files == state.files:
+        copies = [
+            Problem(path, "conflict_copy", message)
+            for path, code, message in sorted(state.scan_problems)
+            if code == "conflict_copy" and path in walked.files
+        ]
+    else:
+        copies = copy_problems(map(path_of, walked.notes), walked.files)
+    problems = (*(walked.problems or ()), *copies)
+    return walked._replace(indexed=state.notes, problems=problems)
 
 
 def _steady(run: Run, walked: Survey, warnings: Sequence[str]) -> ReconcileReport | None:

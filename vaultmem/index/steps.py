@@ -40,7 +40,7 @@ if TYPE_CHECKING:  # the workers' side loads only when a note must be parsed: no
 Progress = Callable[[int, int], None]
 Mode = Literal["full", "paths", "rebuild"]
 
-SCAN_CODES = ("config_folder_missing", "secret_in_name", "symlink_refused")
+SCAN_CODES = ("conflict_copy", "config_folder_missing", "secret_in_name", "symlink_refused")
 """Problem codes a scan (not a parse) produces: a no-op compares the stored ones."""
 READ_CODES = ("file_vanished", "file_unstable", "file_unreadable")
 """Problem codes of a note that could not be read: its old rows stay."""
@@ -140,6 +140,8 @@ class Survey(NamedTuple):
     candidates: frozenset[str] | None
     indexed: IndexedNotes
     digest: str | None = None
+    copies: tuple[Problem, ...] = ()
+    """Paths mode: the `conflict_copy` problems of the candidates (`conflicts.path_problems`)."""
 
 
 class Preparation(NamedTuple):
@@ -217,6 +219,8 @@ def is_noop(
         return False
     if survey.problems is None:  # paths mode: no stored read problem for these paths
         assert survey.candidates is not None
+        if survey.copies:
+            return False
         return not any(p in survey.candidates for p, _, _ in state.scan_problems)
     return {(p.path, p.code, p.message) for p in survey.problems} == state.scan_problems
 
@@ -428,8 +432,8 @@ def problem_changes(survey: Survey, out: Outcomes) -> dict[str, Any]:
             *(survey.candidates or ()),
         ],
         "codes": [*READ_CODES, *SCAN_CODES] if survey.problems is not None else [],
-        "read_codes": READ_CODES,
-        "problems": [*out.problems, *(survey.problems or ())],
+        "read_codes": (*READ_CODES, "conflict_copy"),  # paths mode: `survey.copies`
+        "problems": [*out.problems, *(survey.problems or ()), *survey.copies],
     }
 
 

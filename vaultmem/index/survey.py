@@ -55,7 +55,19 @@ def survey_paths(config: Config, paths: Iterable[str], state: State) -> Survey:
         else:
             files.discard(path)
     indexed = state.notes.only(candidates)
-    return Survey("paths", tuple(present), frozenset(files), None, frozenset(candidates), indexed)
+    from vaultmem.index.conflicts import path_problems
+
+    copies = tuple(path_problems(config, candidates, files))
+    return Survey(
+        "paths",
+        tuple(present),
+        frozenset(files),
+        None,
+        frozenset(candidates),
+        indexed,
+        None,
+        copies,
+    )
 
 
 def last_survey(config: Config) -> tuple[LastSurvey | None, IndexToken]:

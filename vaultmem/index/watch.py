@@ -6,10 +6,12 @@ paths that changed; reconcile expands a folder path to everything under it, so f
 and deletes need nothing special here. What it does around that, and why:
 
 - Events are filtered on the path alone: hidden names (`.obsidian/`, `.trash/`, `.git/`,
-  `.vaultmem/`) and sync or editor droppings never wake reconcile. The two files that shape the
-  configuration are the exception: `.vaultmem/config.toml` and Obsidian's `.obsidian/app.json`
-  (its `userIgnoreFilters`). A change to either reloads the config; when the result differs,
-  the index is rebuilt, because a walk keeps an unchanged note's old scope (see docs/watch.md).
+  `.vaultmem/`) and sync or editor droppings never wake reconcile, but for a sync tool's
+  conflict copy, which the batch unites (a topic's) or reports (`index.conflicts`). The two
+  files that shape the configuration are exceptions too: `.vaultmem/config.toml` and
+  Obsidian's `.obsidian/app.json` (its `userIgnoreFilters`). A change to either reloads the
+  config; when the result differs, the index is rebuilt, because a walk keeps an unchanged
+  note's old scope (see docs/watch.md).
 - Attachments and unmapped notes are passed too: they change how links resolve.
 - A full reconcile runs at start-up (the index may be stale or missing) and every `sweep_s`
   seconds, catching events the operating system dropped.
@@ -43,6 +45,7 @@ import watchfiles
 
 from vaultmem.core.config import CONFIG_FILE_NAME, STATE_DIR_NAME, Config, load_config
 from vaultmem.core.errors import LockedError, VaultmemError
+from vaultmem.core.names import conflict_copy_original
 from vaultmem.files.scan import is_dropping
 from vaultmem.index.reconcile import ReconcileReport, reconcile
 from vaultmem.storage import problem_queries, store
@@ -174,7 +177,12 @@ class _Follower:
             return False
         if rel in CONFIG_FILES:
             return True
-        return not any(is_dropping(part) for part in rel.split("/"))
+        *folders, name = rel.split("/")
+        if any(is_dropping(part) for part in folders):
+            return False
+        # A sync tool's conflict copy is a dropping reconcile still looks at: a topic's is
+        # united into the topic, any other reported (`index.conflicts`).
+        return not is_dropping(name) or conflict_copy_original(name) is not None
 
     def note_changes(self, paths: Iterable[str]) -> None:
         now = time.monotonic()
