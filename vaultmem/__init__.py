@@ -8,7 +8,8 @@ cold CLI start) stays cheap.
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from vaultmem.core.version import __version__
+
 __all__ = ["Vault", "__version__"]
 
 if TYPE_CHECKING:

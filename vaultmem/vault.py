@@ -123,9 +123,9 @@ class Vault:
         """Whether the open index's rows were redacted by the secret patterns in force: its
         meta records this schema, parser and vaultmem version and this `rows_digest` (the
         configured and built-in patterns). Read once per index file (the reader's signature)."""
-        from vaultmem import __version__
         from vaultmem.core.config import rows_digest
         from vaultmem.core.models import PARSER_VERSION
+        from vaultmem.core.version import __version__
         from vaultmem.storage import store
 
         assert self._reader is not None  # `_reading` made it

@@ -26,12 +26,12 @@ from typing import Any
 
 import click
 
-from vaultmem import __version__
 from vaultmem.adapters import commands, contract, output
 from vaultmem.adapters.commands.params import VAULT
 from vaultmem.adapters.contract import UNSET, Call, Operation, Param
 from vaultmem.adapters.output import OutputClosed
 from vaultmem.core.errors import FileAccessError, InternalError, InvalidArgumentError, VaultmemError
+from vaultmem.core.version import __version__
 from vaultmem.vault import Vault
 
 PROG = "vaultmem"

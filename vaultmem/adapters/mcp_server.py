@@ -46,10 +46,10 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp.shared.message import SessionMessage
 
-from vaultmem import __version__
 from vaultmem.adapters import commands, contract
 from vaultmem.adapters.contract import Call, Operation
 from vaultmem.core.errors import FileAccessError, InternalError, InvalidArgumentError, VaultmemError
+from vaultmem.core.version import __version__
 from vaultmem.vault import Vault
 
 INSTRUCTIONS = """\

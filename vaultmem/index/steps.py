@@ -20,9 +20,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
-from vaultmem import __version__
 from vaultmem.core.config import Config, rows_digest
 from vaultmem.core.models import PARSER_VERSION, TOKENIZER_VERSION, Problem
+from vaultmem.core.version import __version__
 from vaultmem.files.scan import Fingerprint, notes_outside_mapping
 from vaultmem.index.plan import (
     ChangeSet,

@@ -38,7 +38,6 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from vaultmem import __version__
 from vaultmem.core.atomic import replace_at, replace_file
 from vaultmem.core.config import Config
 from vaultmem.core.errors import FileAccessError, InvalidArgumentError, PathEscapeError
@@ -50,6 +49,7 @@ from vaultmem.core.secrets import (
     redact_value,
     secret_names,
 )
+from vaultmem.core.version import __version__
 from vaultmem.files import managed
 from vaultmem.files.scan import read_note, scan_vault
 from vaultmem.note.links import LinkResolver

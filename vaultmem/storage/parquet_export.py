@@ -20,8 +20,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import NamedTuple
 
-from vaultmem import __version__
 from vaultmem.core.errors import InvalidArgumentError
+from vaultmem.core.version import __version__
 from vaultmem.storage import store
 from vaultmem.storage.schema import SCHEMA_VERSION, table_docs
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from vaultmem import __version__
 from vaultmem.adapters import output
 from vaultmem.adapters.contract import Operation
+from vaultmem.core.version import __version__
 
 OPERATIONS: tuple[Operation, ...] = (
     Operation(
