@@ -190,6 +190,9 @@ def scale_watch(
                 raise RuntimeError("the burst never reached the index")
             time.sleep(POLL_S * 4)
         done = time.perf_counter()
+        # the index shows the burst at the batch's commit, a moment before the watcher prints
+        # that batch's line: wait for the line, or the burst counts 0 batches
+        watcher.wait("batch", batches + 1, SAMPLE_TIMEOUT_S)
         burst_events = watcher.kinds("batch")[batches:]
         peak = max(peak, _tree_peak_mb(watcher.proc.pid))
     finally:
