@@ -144,6 +144,28 @@ def _tree_peak_mb(pid: int) -> float:
     return peak
 
 
+def _save_latencies(
+    watcher: _Watcher, index: Path, notes: list[Path], saves: int, step: int
+) -> list[float]:
+    """Append a new word to every `step`-th note, one save at a time, each timed from the
+    write until a search finds the word; the next save waits for the batch to finish."""
+    latencies: list[float] = []
+    for i in range(saves):
+        batches = len(watcher.kinds("batch"))
+        word = _word(i)
+        with notes[(i * step) % len(notes)].open("a", encoding="utf-8") as handle:
+            handle.write(f"\n{word}\n")
+        saved = time.perf_counter()
+        deadline = time.monotonic() + SAMPLE_TIMEOUT_S
+        while not _found(index, word):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{word} never reached the index")
+            time.sleep(POLL_S)
+        latencies.append(time.perf_counter() - saved)
+        watcher.wait("batch", batches + 1, SAMPLE_TIMEOUT_S)
+    return latencies
+
+
 def scale_watch(
     vault: Path, saves: int = 20, burst: int = 500, debounce_ms: int = 300
 ) -> dict[str, Any]:
@@ -158,20 +180,7 @@ def scale_watch(
     watcher = _Watcher(vault, debounce_ms)
     try:
         watcher.wait("sweep", 1, START_TIMEOUT_S)
-        latencies: list[float] = []
-        for i in range(saves):
-            batches = len(watcher.kinds("batch"))
-            word = _word(i)
-            with notes[(i * step) % len(notes)].open("a", encoding="utf-8") as handle:
-                handle.write(f"\n{word}\n")
-            saved = time.perf_counter()
-            deadline = time.monotonic() + SAMPLE_TIMEOUT_S
-            while not _found(index, word):
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"{word} never reached the index")
-                time.sleep(POLL_S)
-            latencies.append(time.perf_counter() - saved)
-            watcher.wait("batch", batches + 1, SAMPLE_TIMEOUT_S)
+        latencies = _save_latencies(watcher, index, notes, saves, step)
         batches = len(watcher.kinds("batch"))
         word = "zqburst" + _word(saves)
         targets = [notes[(saves + i) * step % len(notes)] for i in range(burst)]
@@ -228,20 +237,7 @@ def run(n_notes: int, samples: int, debounce_ms: int) -> dict[str, Any]:
             started = time.perf_counter()
             watcher.wait("sweep", 1, START_TIMEOUT_S)
             startup_s = time.perf_counter() - started
-            latencies: list[float] = []
-            for i in range(samples):
-                batches = len(watcher.kinds("batch"))
-                word = _word(i)
-                with notes[(i * step) % len(notes)].open("a", encoding="utf-8") as handle:
-                    handle.write(f"\n{word}\n")
-                saved = time.perf_counter()
-                deadline = time.monotonic() + SAMPLE_TIMEOUT_S
-                while not _found(index, word):
-                    if time.monotonic() > deadline:
-                        raise RuntimeError(f"{word} never reached the index")
-                    time.sleep(POLL_S)
-                latencies.append(time.perf_counter() - saved)
-                watcher.wait("batch", batches + 1, SAMPLE_TIMEOUT_S)  # let the batch finish
+            latencies = _save_latencies(watcher, index, notes, samples, step)
         finally:
             code = watcher.stop()
         reconciles = [e["duration_s"] for e in watcher.kinds("batch")]
