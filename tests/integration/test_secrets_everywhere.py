@@ -328,3 +328,73 @@ def test_no_secret_in_any_mcp_tool(example_vault: Path, tmp_path: Path) -> None:
     anyio.run(run)
     assert not leaks, json.dumps(leaks, indent=1)
     assert any("Deploy" in text for text in answered)
+
+
+def _run(vault: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "vaultmem", *args, "--vault", str(vault)],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+
+
+@pytest.mark.slow
+def test_a_note_named_after_a_token_is_read_by_its_id_alone(
+    example_vault: Path, tmp_path: Path
+) -> None:
+    """A note whose file or folder name holds a secret is not indexed; its `secret_in_name`
+    problem names the id it is read by, and `read` of that id (CLI and MCP) gives its text with
+    path, title and frontmatter redacted. Its real path or title finds nothing."""
+    _plant(example_vault, tmp_path)
+    listed = json.loads(_run(example_vault, "problems", "--code", "secret_in_name", "--json").stdout)
+    rows = {row["path"]: row["message"] for row in listed["data"]}
+    assert not _leaks(json.dumps(rows))
+    file_row = rows["Knowledge/[redacted:slack-token].md"]
+    folder_note_row = rows["Knowledge/[redacted:gitlab-token]/Inner.md"]
+    assert "rename" in rows["Knowledge/[redacted:gitlab-token]"]  # the folder keeps its row
+    by_id = {
+        "file": file_row.split("vaultmem read ")[1].split("`")[0],
+        "folder": folder_note_row.split("vaultmem read ")[1].split("`")[0],
+    }
+    outputs: list[str] = []
+    for which, note_id in by_id.items():
+        answer = _run(example_vault, "read", note_id, "--json")
+        assert answer.returncode == 0, answer.stdout + answer.stderr
+        data = json.loads(answer.stdout)["data"]
+        assert data["id"] == note_id
+        assert data["path"] == (
+            "Knowledge/[redacted:slack-token].md"
+            if which == "file"
+            else "Knowledge/[redacted:gitlab-token]/Inner.md"
+        )
+        assert ("deploy notes" if which == "file" else "deploy") in data["text"]
+        human = _run(example_vault, "read", note_id)
+        assert human.returncode == 0 and "deploy" in human.stdout
+        outputs += [answer.stdout + answer.stderr, human.stdout + human.stderr]
+    for other in (f"Knowledge/{FILE_NAME}.md", f"Knowledge/{FILE_NAME}", FILE_NAME,
+                  f"Knowledge/{FOLDER_NAME}/Inner.md", "Inner"):  # fmt: skip
+        for json_flag in (("--json",), ()):
+            missed = _run(example_vault, "read", other, *json_flag)
+            assert missed.returncode != 0, (other, missed.stdout)
+            outputs.append(missed.stdout + missed.stderr)
+    assert not [_leaks(text) for text in outputs if _leaks(text)]
+
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "vaultmem", "mcp", "--vault", str(example_vault)],
+        cwd=str(example_vault.parent),
+        env={k: v for k, v in os.environ.items() if not k.startswith("VAULTMEM_")}
+        | {"VAULTMEM_STATE_DIR": os.environ["VAULTMEM_STATE_DIR"]},
+    )
+    answered: list[str] = []
+
+    async def run() -> None:
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            for note in (by_id["file"], f"Knowledge/{FILE_NAME}.md"):
+                result = await session.call_tool("memory_read", {"note": note})
+                answered.append(result.content[0].text)  # type: ignore[union-attr]
+
+    anyio.run(run)
+    assert "deploy notes" in answered[0] and "[redacted:slack-token]" in answered[0]
+    assert "deploy notes" not in answered[1]
+    assert not [_leaks(text) for text in answered if _leaks(text)]

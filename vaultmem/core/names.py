@@ -6,12 +6,15 @@ ID from an imported bundle or a segment of a managed path, is checked by the sam
 can hold: no separator, NUL or control character, none of `<>:"|?*`, no Windows device name (`con`,
 `aux`, `nul`, `com1`, `lpt1`, ... with any extension), no trailing dot or space, at most 255 bytes.
 The constants other modules share (the trash folder, the key pattern) live here too, once, and
-so does the one reading of a sync tool's conflict-copy names (`conflict_copy_original`).
+so does the one reading of a sync tool's conflict-copy names (`conflict_copy_original`) and
+the id a human note gets from its path (`default_note_id`), which the scan names too (a note
+whose name holds a secret is read by that id, never indexed).
 """
 
 from __future__ import annotations
 
 import re
+from hashlib import blake2b
 
 __all__ = [
     "KEY_PATTERN",
@@ -99,3 +102,10 @@ def conflict_copy_original(name: str) -> tuple[str, bool] | None:
         if found is not None:
             return found.group("stem") + ".md", "number" not in found.groupdict()
     return None
+
+
+def default_note_id(path: str, salt: int = 0) -> str:
+    """A human note's id: a digest of the path it was first seen at (`salt` > 0 when a
+    smaller path or a claimed id took the unsalted one)."""
+    key = path if not salt else f"{path}\x00{salt}"
+    return "n-" + blake2b(key.encode("utf-8"), digest_size=8).hexdigest()

@@ -42,7 +42,7 @@ from typing import BinaryIO, NamedTuple
 
 from vaultmem.core.config import Config
 from vaultmem.core.models import Problem
-from vaultmem.core.names import conflict_copy_original
+from vaultmem.core.names import conflict_copy_original, default_note_id
 from vaultmem.core.secrets import compile_patterns, redact, secret_names
 
 NOTE_SUFFIX = ".md"
@@ -220,6 +220,24 @@ def _unindexed(config: Config) -> _Exclusions:
 
 def scan_vault(config: Config) -> ScanResult:
     """Fingerprint every eligible note and list every visible file of the vault."""
+    notes, files, problems = _without_secret_names(config, *_walk(config))
+    notes.sort(key=_note_path)  # paths are unique: comparing them alone sorts ~2x faster
+    files.sort()
+    problems.sort(key=lambda p: (p.path, p.code))
+    return ScanResult(tuple(notes), tuple(files), tuple(problems))
+
+
+def secret_named_note(config: Config, note_id: str) -> str | None:
+    """The real path of the note whose name holds a secret and whose id (`default_note_id`,
+    the id it would have as a note) is `note_id`, else None: how `read` finds a note the index
+    never holds. It walks the whole vault, so only a read that missed the index calls it."""
+    notes, _, _ = _walk(config)
+    named = secret_names([fp.path for fp in notes], compile_patterns(config.secret_patterns))
+    return next((path for path in sorted(named) if default_note_id(path) == note_id), None)
+
+
+def _walk(config: Config) -> tuple[list[Fingerprint], list[str], list[Problem]]:
+    """The walk itself: notes, files and problems as found, names holding secrets included."""
     root = str(config.root)
     exclusions = _compile_exclusions(config.config_exclude, config.managed_folder)
     excluded = exclusions.excluded
@@ -313,11 +331,7 @@ def scan_vault(config: Config) -> ScanResult:
                 Problem(printable(prefix.rstrip("/") or "."), "file_unreadable", message)
             )
     problems.extend(_missing_folders(config))
-    notes, files, problems = _without_secret_names(config, notes, files, problems)
-    notes.sort(key=_note_path)  # paths are unique: comparing them alone sorts ~2x faster
-    files.sort()
-    problems.sort(key=lambda p: (p.path, p.code))
-    return ScanResult(tuple(notes), tuple(files), tuple(problems))
+    return notes, files, problems
 
 
 def conflict_copy_problem(rel: str) -> Problem | None:
@@ -336,12 +350,15 @@ def _without_secret_names(
 ) -> tuple[list[Fingerprint], list[str], list[Problem]]:
     """The walk without the files whose path holds a secret (`xoxb-….md`, a folder named
     after a token): the index never holds a secret, and a path is its key, so such a file is
-    neither a note nor a link target. Each becomes one `secret_in_name` problem (a folder once,
-    for the shallowest name holding it), shown redacted; other problems' paths are redacted."""
+    neither a note nor a link target. Each becomes a `secret_in_name` problem, shown redacted:
+    a folder once, for the shallowest name holding it, another file once, and every note (a
+    folder's too) once with the id it is read by (`secret_named_note`). Other problems' paths
+    are redacted."""
     patterns = compile_patterns(config.secret_patterns)
     named = secret_names([*files, *(p.path for p in problems)], patterns)
     if not named:
         return notes, files, problems
+    note_paths = {fp.path for fp in notes if fp.path in named}
     flagged: dict[str, str] = {}
     for path in files:
         if path in named:
@@ -349,7 +366,8 @@ def _without_secret_names(
             for i in range(1, len(parts) + 1):  # the shallowest part that holds it
                 head = "/".join(parts[:i])
                 if head == path or secret_names([head], patterns):
-                    flagged.setdefault(head, redact(head, patterns).text)
+                    if head != path or path not in note_paths:
+                        flagged.setdefault(head, redact(head, patterns).text)
                     break
     out_problems = [
         Problem(named.get(p.path, p.path), p.code, redact(p.message, patterns).text, p.line)
@@ -362,6 +380,16 @@ def _without_secret_names(
                 shown,
                 "secret_in_name",
                 f"the name holds a secret ({found}): not indexed; rename the file or folder",
+            )
+        )
+    for path in sorted(note_paths):
+        redaction = redact(path, patterns)
+        out_problems.append(
+            Problem(
+                redaction.text,
+                "secret_in_name",
+                f"the name holds a secret ({', '.join(redaction.found)}): not indexed; read it"
+                f" with `vaultmem read {default_note_id(path)}`, or rename it to index it",
             )
         )
     return (

@@ -16,6 +16,8 @@ from itertools import compress, filterfalse
 from operator import itemgetter, le, ne
 from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
+from vaultmem.core.names import default_note_id
+
 
 class Stat(Protocol):
     """What planning needs of a scanned file (`scan.Fingerprint` has it); no import of `scan`,
@@ -247,12 +249,6 @@ def pair_renames(
         for digest, paths in new_by_hash.items()
         if len(paths) == 1 and len(gone_by_hash.get(digest, ())) == 1
     }
-
-
-def default_note_id(path: str, salt: int = 0) -> str:
-    """A human note's id: a digest of the path it was first seen at."""
-    key = path if not salt else f"{path}\x00{salt}"
-    return "n-" + blake2b(key.encode("utf-8"), digest_size=8).hexdigest()
 
 
 def assign_ids(claims: Mapping[str, str | None], journal: Mapping[str, str]) -> dict[str, str]:

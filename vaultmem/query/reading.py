@@ -2,7 +2,8 @@
 
 `read` names a note as `show` does (id, path, title, alias or file name, so a topic by its key)
 and returns its text from the file, not the index, so an edit made since the last reconcile is
-seen. The frontmatter comes back apart from the body, parsed. A subpath narrows the text to one
+seen. A note whose name holds a secret, never indexed, is found by the id its `secret_in_name`
+problem names, and by nothing else. The frontmatter comes back apart from the body, parsed. A subpath narrows the text to one
 part, as an Obsidian link would: `#Heading` (or `#H1#H2`, each deeper than the last, matched
 like link subpaths) is that heading's section, up to the next heading of the same or a higher
 level; `#^id` is the block carrying that id: the paragraph or list item it ends, or the block
@@ -19,6 +20,7 @@ away.
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -27,7 +29,7 @@ from vaultmem.core.config import Config
 from vaultmem.core.errors import InvalidArgumentError, NotFoundError, QueryError
 from vaultmem.core.models import JSON, READ_MAX_BYTES, Heading, Problem
 from vaultmem.core.secrets import SecretPattern, redact
-from vaultmem.files.scan import is_eligible_note, read_note
+from vaultmem.files.scan import is_eligible_note, read_note, secret_named_note
 from vaultmem.note.markdown import heading_anchor
 from vaultmem.note.parse import parse_note
 from vaultmem.note.properties import load_frontmatter, split_frontmatter
@@ -36,6 +38,8 @@ from vaultmem.storage import reading_queries as q
 from vaultmem.storage.store import Connection
 
 DEFAULT_MAX_BYTES = READ_MAX_BYTES
+_NOTE_ID = re.compile(r"n-[0-9a-f]{16}")
+"""A human note's id (`core.names.default_note_id`)."""
 Kind = Literal["all", "topics", "notes"]
 
 
@@ -89,13 +93,20 @@ def split_name(name: str) -> tuple[str, str | None]:
 
 def locate(con: Connection | None, config: Config, name: str) -> tuple[str | None, str, str]:
     """(id, path, title) of the named note. A path to a note not yet indexed (or with no index
-    at all) is still found, so a note written a moment ago can be read."""
+    at all) is still found, so a note written a moment ago can be read, and so is a note whose
+    name holds a secret, by the id its `secret_in_name` problem gives (`secret_named_note`,
+    a walk of the vault, taken only when the id is not in the index); its path and title are
+    the real ones here, the caller redacts them."""
     if con is not None:
         try:
             ref = find_note(con, name)
             return ref.id, ref.path, ref.title
         except NotFoundError:
             pass
+    if _NOTE_ID.fullmatch(name) and (hidden := secret_named_note(config, name)) is not None:
+        # A note whose name holds a secret is never indexed; its id alone finds it (the
+        # caller shows its path and title redacted), never its path or title.
+        return name, hidden, hidden.rsplit("/", 1)[-1].removesuffix(".md")
     rel = name.strip().strip("/")
     rel = rel if rel.endswith(".md") else rel + ".md"
     if is_eligible_note(config, rel) and (config.root / rel).is_file():
@@ -140,9 +151,12 @@ def read_text(
         )
     note_name, subpath = split_name(name)
     note_id, path, title = locate(con, config, note_name)
+    # A path holds no secret unless the note was found by the id its name's problem gives:
+    # then what leaves names it redacted, here and in every error.
+    shown = redact(path, patterns).text
     data = read_note(config, path)
     if isinstance(data, Problem):
-        raise NotFoundError(f"Cannot read {path}: {data.message}.", hint="Check the file.")
+        raise NotFoundError(f"Cannot read {shown}: {data.message}.", hint="Check the file.")
     parsed = parse_note(path, data, max_bytes=config.max_note_bytes).note
     text = data.decode("utf-8", "replace").removeprefix("\ufeff")
     text = text.replace("\r\n", "\n").replace("\r", "\n")
@@ -169,8 +183,8 @@ def read_text(
     skipped = first + (len(raw) - len(raw.lstrip("\n"))) + encoded[:offset].count(b"\n")
     return NoteText(
         id=note_id,
-        path=path,
-        title=parsed.title or title,
+        path=shown,
+        title=redact(parsed.title or title, patterns).text,
         managed=config.is_managed(path),
         subpath=subpath,
         frontmatter=fm_clean,
