@@ -661,6 +661,40 @@ def test_escapes_and_compatibility_forms_are_undone(text: str, name: str) -> Non
     assert redact(cleaned.text) == Redaction(cleaned.text, ())  # still idempotent
 
 
+@pytest.mark.parametrize(
+    ("text", "name"),
+    [
+        ("pass**word**: hunter2x9", "password-assignment"),
+        ("pass*word*: hunter2x9", "password-assignment"),
+        ("to*ke*n: abc123xyz9", "token-assignment"),
+        ("DB_PASS**WORD**=hunter2x9", "password-assignment"),
+        ("gh**p**_" + GHP_27[4:], "github-token"),
+        ("xo*x*b-1234567890-abcdefghij", "slack-token"),
+        ("ｐａｓｓ＊＊ｗｏｒｄ: hunter2x9", "password-assignment"),  # full-width stars: NFKC first
+    ],
+)
+def test_emphasis_inside_a_word_is_read_as_the_word(text: str, name: str) -> None:
+    """`pass**word**` renders as "password" (the second part bold): redaction sees it so."""
+    cleaned = redact(f"the value {text} here")
+    assert cleaned.found == (name,)
+    assert "hunter2x9" not in cleaned.text and "abc123xyz9" not in cleaned.text
+    assert GHP_27[4:] not in cleaned.text and "abcdefghij" not in cleaned.text
+    assert redact(cleaned.text) == Redaction(cleaned.text, ())  # still idempotent
+    assert may_hold_secrets(["a title", text])
+
+
+def test_stars_that_are_not_inside_a_word_stay_as_written() -> None:
+    from vaultmem.core.secrets import reader_view
+
+    for text in ("* a list item", "**bold** and *em*", "2 * 3", "pass\\*word: hunter"):
+        assert reader_view(text) is text or "*" in reader_view(text), text
+        assert redact(text) == Redaction(text, ())
+    plain = "an ASCII text with no star, escape or entity"
+    assert reader_view(plain) is plain  # the fast path gives the object back
+    starred = "a **bold** word"
+    assert reader_view(starred) is starred  # no star between two letters: nothing undone
+
+
 def test_a_text_without_a_secret_keeps_its_escapes_and_entities() -> None:
     text = "a \\* star, &amp; an entity, \u200e a mark"
     assert redact(text) == Redaction(text, ())

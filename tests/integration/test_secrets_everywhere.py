@@ -90,7 +90,9 @@ BUNDLE_BODY = _akia("bundlebody")
 STORED = _ghp("stored")
 PASSWORD_NUMBER = "87654321"
 PASSWORD_ESCAPED = "hunter2x9q"
-BODIES += [PASSWORD_NUMBER, PASSWORD_ESCAPED]
+PASSWORD_EMPHASIS = "hunter3x8w"  # after `pass**word**:`, which a reader sees as `password:`
+TOKEN_EMPHASIS = "tok9val7zk"  # after `to*ke*n:`
+BODIES += [PASSWORD_NUMBER, PASSWORD_ESCAPED, PASSWORD_EMPHASIS, TOKEN_EMPHASIS]
 
 NOTE = f"""---
 title: Deploy with {TITLE}
@@ -106,6 +108,8 @@ related: "[[Other {PROPERTY_LINK}]]"
 
 The old one was {ESCAPED} and then {ENTITY}, also {INVISIBLE} and {BIDI}.
 password\\: {PASSWORD_ESCAPED}
+pass**word**: {PASSWORD_EMPHASIS}
+The to*ke*n: {TOKEN_EMPHASIS}
 See [[Target {LINK_TARGET}]] and [[Other|see {LINK_DISPLAY}]] and [text {MD_LINK_TEXT}](Other.md).
 rel:: [[{FIELD_LINK}]]
 #{INLINE_TAG} deploy

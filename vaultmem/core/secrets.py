@@ -499,14 +499,21 @@ _HAS_HIDDEN = _Hidden
 # CommonMark: a backslash before ASCII punctuation shows the punctuation.
 _MD_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
 _HTML_REF = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9A-Fa-f]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});?")
+# Emphasis inside a word (`pass**word**`, `to*ke*n`, `gh**p**_…`): a run of `*` between two
+# word characters (letters, digits, `_`) opens or closes emphasis there, and a reader sees the
+# word whole (`password`). An escaped star (`pass\*word`) is not a marker: a backslash, not a
+# word character, stands before it. The pattern starts with the literal star so the search
+# skips to each star (a leading look-behind is tried at every position: 15x slower).
+_INTRAWORD_STARS = re.compile(r"\*(?<=\w\*)\**(?=\w)")
 
 
 def reader_view(text: str) -> str:
     """`text` as a reader of the rendered Markdown sees it: hidden characters dropped, NFKC,
-    backslash escapes and HTML character references undone. The same object when nothing
-    changes (an ASCII text without `\\` or `&`: three C-level looks)."""
+    emphasis markers inside a word, backslash escapes and HTML character references undone.
+    The same object when nothing changes (an ASCII text without `\\`, `&` or `*`: four
+    C-level looks)."""
     ascii_text = text.isascii()
-    if ascii_text and "\\" not in text and "&" not in text:
+    if ascii_text and "\\" not in text and "&" not in text and "*" not in text:
         return text
     view = text
     if not ascii_text:
@@ -516,6 +523,8 @@ def reader_view(text: str) -> str:
             view = unicodedata.normalize("NFKC", view)
             if _HAS_HIDDEN.search(view):  # NFKC can leave a format character behind
                 view = view.translate(_DROP_HIDDEN)
+    if "*" in view and _INTRAWORD_STARS.search(view):
+        view = _INTRAWORD_STARS.sub("", view)
     if "\\" in view:
         view = _MD_ESCAPE.sub(r"\1", view)
     if "&" in view and _HTML_REF.search(view):
