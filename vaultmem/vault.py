@@ -833,7 +833,7 @@ class Vault:
         """Import an OKF bundle (folder, .tar.gz or .zip) as topics of one scope. A project
         import without a scope id goes to the project of `working_dir` (else the process's
         working directory), as `store` does (`identity.resolve_scope_id`)."""
-        from vaultmem.memory import identity
+        from vaultmem.memory import identity, relations
         from vaultmem.okf import ingest as okf_ingest
 
         cwd = self.working_dir or Path.cwd()
@@ -847,6 +847,13 @@ class Vault:
             dry_run=dry_run,
         )
         self._publish(published)
+        if not dry_run:
+            # The bundle's See Also entries become this vault's decisions, so the next
+            # `relate` of an imported topic keeps them (they are edges here too).
+            written = [t["path"] for t in report.topics if t["action"] != "skipped"]
+            adopted = relations.adopt_see_also(self.config, written)
+            if adopted is not None:
+                self._publish(adopted)
         return report
 
     @staticmethod

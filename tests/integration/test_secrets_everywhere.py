@@ -349,7 +349,8 @@ def test_a_note_named_after_a_token_is_read_by_its_id_alone(
     problem names the id it is read by, and `read` of that id (CLI and MCP) gives its text with
     path, title and frontmatter redacted. Its real path or title finds nothing."""
     _plant(example_vault, tmp_path)
-    listed = json.loads(_run(example_vault, "problems", "--code", "secret_in_name", "--json").stdout)
+    problems = _run(example_vault, "problems", "--code", "secret_in_name", "--json")
+    listed = json.loads(problems.stdout)
     rows = {row["path"]: row["message"] for row in listed["data"]}
     assert not _leaks(json.dumps(rows))
     file_row = rows["Knowledge/[redacted:slack-token].md"]

@@ -72,3 +72,43 @@ def test_import_keeps_the_instant_to_the_millisecond(tmp_path: Path) -> None:
     assert fm["updated"] == fm["created"] == "2026-12-01T23:57:10.943Z"
     assert parse_instant(str(fm["updated"])) >= parse_instant(str(fm["created"]))
     assert "generated_at" not in fm["okf"]  # type: ignore[operator]
+
+
+def test_imported_see_also_entries_survive_the_next_relate(tmp_path: Path) -> None:
+    """`relate` renders a topic's See Also block from the decisions note; an imported topic's
+    entries were in no decision, so the next `relate` of that topic dropped them. Import now
+    records the entries it can resolve as decisions (edges here too), and rendering keeps an
+    entry no decision governs (a target this vault does not hold) as written."""
+    bundle = _exported(tmp_path)
+    other = _vault(tmp_path / "other")
+    other.import_okf(bundle, scope="global")
+    topic = tmp_path / "other/agent-memory/global/parser-choice.md"
+    edges = {(e.type, e.target_path, e.origin) for e in other.edges()}
+    assert {("relates_to", "agent-memory/global/duckdb-index.md", "human"),
+            ("relates_to", "Knowledge/orders.md", "human")} <= edges  # fmt: skip
+    other.store("new-fact", "A fact made here.", scope="global")
+    other.relate("parser-choice", "new-fact")
+    text = topic.read_text("utf-8")
+    for entry in (
+        "- [[Knowledge/orders|Orders table]] (relates_to)",
+        "- [[agent-memory/global/duckdb-index|duckdb-index]] (relates_to)",
+        "- [[agent-memory/global/new-fact|new-fact]] (relates_to)",
+        "- [[agent-memory/project/work/work-fact|work-fact]] (relates_to)",  # not held here
+    ):
+        assert entry in text
+    # An adopted entry is an edge: rejecting it takes it out of the block, the rest stay.
+    (duckdb,) = [e for e in other.edges() if e.target_path.endswith("duckdb-index.md")]
+    other.reject(duckdb.id)
+    text = topic.read_text("utf-8")
+    assert "duckdb-index|" not in text and "work-fact|work-fact]] (relates_to)" in text
+    # and the links go on through the next export and import
+    again = tmp_path / "again"
+    other.export_okf(again, scope="global")
+    body = (again / "parser-choice.md").read_text("utf-8")
+    assert "[new-fact](/new-fact.md) (relates_to)" in body
+    third = _vault(tmp_path / "third")
+    third.import_okf(again, scope="global")
+    text = (tmp_path / "third/agent-memory/global/parser-choice.md").read_text("utf-8")
+    assert "- [[agent-memory/global/new-fact|new-fact]] (relates_to)" in text
+    assert "- [[agent-memory/project/work/work-fact|work-fact]] (relates_to)" in text
+    assert "- [[Knowledge/orders|Orders table]] (relates_to)" in text

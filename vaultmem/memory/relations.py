@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal, get_args
@@ -33,7 +34,13 @@ from vaultmem.core.errors import InvalidArgumentError, NotFoundError
 from vaultmem.core.models import EDGE_STATUSES, SCOPES, EdgeStatus, Published
 from vaultmem.files import managed
 from vaultmem.memory import topic_store as memory
-from vaultmem.note.topics import iso_utc, parse_time, read_topic, replace_see_also
+from vaultmem.note.topics import (
+    iso_utc,
+    parse_time,
+    read_topic,
+    replace_see_also,
+    see_also_entries,
+)
 from vaultmem.query import catalog
 from vaultmem.storage import relation_queries as queries
 from vaultmem.storage import store as db
@@ -415,7 +422,10 @@ def _edge(config: Config, edge: str) -> Edge:
 
 def render_see_also(config: Config, topic_id: str) -> Published | None:
     """Rewrite the generated part of a topic's See Also from its active decided edges; what
-    was published, or None when nothing changed."""
+    was published, or None when nothing changed. An entry of the block that no decision of
+    this topic governs (its link names a note no decision here relates it to, or no note of
+    this vault: an OKF import's entry this vault could not make an edge of, `adopt_see_also`)
+    is kept as written, in order among the rendered ones."""
     current = [
         e
         for e in edges(config, suggest=False)
@@ -424,13 +434,115 @@ def render_see_also(config: Config, topic_id: str) -> Published | None:
     with db.reading(config.index_path) as con:
         path = queries.note_path(con, topic_id)
         titles = queries.note_titles(con, [e.target_id for e in current])
+        targets = queries.link_targets(con, topic_id)
     if path is None or not _is_topic(config, path):
         return None
     entries = [
-        f"- [[{e.target_path.removesuffix('.md')}|{_display(titles.get(e.target_id))}]] ({e.type})"
-        for e in sorted(current, key=lambda e: (e.type, e.target_path))
+        (
+            (e.type, e.target_path),
+            f"- [[{e.target_path.removesuffix('.md')}|{_display(titles.get(e.target_id))}]]"
+            f" ({e.type})",
+        )
+        for e in current
     ]
-    return memory.rewrite_topic(config, path, lambda text: replace_see_also(text, entries))
+    entries += _ungoverned_entries(config, topic_id, path, targets)
+    lines = [line for _, line in sorted(entries)]
+    return memory.rewrite_topic(config, path, lambda text: replace_see_also(text, lines))
+
+
+def _ungoverned_entries(
+    config: Config, topic_id: str, path: str, targets: dict[str, str]
+) -> list[tuple[tuple[str, str], str]]:
+    """The entries of a topic's generated See Also block that no decision of the topic
+    governs, each with its sort key (type, target path)."""
+    text = managed.read_text(config, path)
+    entries = _see_also_matches(text or "")
+    if not entries:
+        return []
+    decided = [d for d in _decisions(config) if d.source_id == topic_id]
+    by_id = {(d.type, d.target_id) for d in decided}
+    by_path = {(d.type, d.target_path.removesuffix(".md")) for d in decided}
+    kept: list[tuple[tuple[str, str], str]] = []
+    for entry in entries:
+        raw, type_ = entry.group(1), entry.group(2)
+        target = raw[2:].partition("|")[0]
+        if (type_, targets.get(raw)) in by_id or (type_, target) in by_path:
+            continue  # the decisions say whether it shows
+        kept.append(((type_, target + ".md"), entry.group(0)))
+    return kept
+
+
+_SEE_ALSO_ENTRY = re.compile(r"- (\[\[[^\[\]|\n]+\|[^\[\]|\n]*\]\]) \(([^()\n]+)\)")
+"""A line of a generated See Also block, `- [[target|title]] (type)`, as `render_see_also`
+writes it and an OKF import restores it; group 1 is the link as written."""
+
+
+def _see_also_matches(text: str) -> list[re.Match[str]]:
+    """The entries of a topic's generated See Also block, parsed (other lines left out)."""
+    return [m for line in see_also_entries(text) if (m := _SEE_ALSO_ENTRY.fullmatch(line))]
+
+
+def adopt_see_also(config: Config, topic_paths: Sequence[str]) -> Published | None:
+    """The See Also entries of topics just imported from an OKF bundle (the edges a person
+    decided in the vault that exported them) as this vault's decisions: a `relate` row for
+    each entry whose link resolves to another indexed note and that no decision here covers
+    yet, then the block rendered from the decisions. Without it the next `relate` of such a
+    topic, which renders the block from decisions alone, dropped the imported entries. What
+    was published, or None when no entry was adopted."""
+    known = {e.id for e in edges(config, suggest=False) if e.origin != "link"}
+    now = iso_utc(datetime.now(UTC))
+    decisions: list[Decision] = []
+    sources: list[str] = []
+    with db.reading(config.index_path) as con:
+        for path in topic_paths:
+            text = managed.read_text(config, path)
+            row = queries.note_by_path(con, path)
+            if text is None or row is None:
+                continue
+            source = _NoteRow(*row)
+            entries = _see_also_matches(text)
+            if not entries:
+                continue
+            targets = queries.link_targets(con, source.id)
+            for entry in entries:
+                raw, type_ = entry.group(1), entry.group(2)
+                target_id = targets.get(raw)
+                if target_id is None or target_id == source.id or not TYPE_RE.fullmatch(type_):
+                    continue  # left as written: a link this vault cannot resolve
+                eid = edge_id(source.id, type_, target_id)
+                target_path = queries.note_path(con, target_id)
+                if eid in known or target_path is None:
+                    continue
+                known.add(eid)
+                decisions.append(
+                    Decision(
+                        now,
+                        "relate",
+                        type_,
+                        "human",
+                        source.path,
+                        target_path,
+                        source.id,
+                        target_id,
+                        _version(config, source),
+                    )
+                )
+                if source.id not in sources:
+                    sources.append(source.id)
+    if not decisions:
+        return None
+
+    def append(text: str | None) -> str:
+        for decision in decisions:
+            text = _append_row(text, decision)
+        return text or ""
+
+    published = memory.write_note(config, decisions_path(config), append)
+    for source_id in sources:
+        rendered = render_see_also(config, source_id)
+        if rendered is not None:
+            published = published + rendered
+    return published
 
 
 def _display(title: object) -> str:

@@ -3,11 +3,11 @@
 `read` names a note as `show` does (id, path, title, alias or file name, so a topic by its key)
 and returns its text from the file, not the index, so an edit made since the last reconcile is
 seen. A note whose name holds a secret, never indexed, is found by the id its `secret_in_name`
-problem names, and by nothing else. The frontmatter comes back apart from the body, parsed. A subpath narrows the text to one
-part, as an Obsidian link would: `#Heading` (or `#H1#H2`, each deeper than the last, matched
-like link subpaths) is that heading's section, up to the next heading of the same or a higher
-level; `#^id` is the block carrying that id: the paragraph or list item it ends, or the block
-just above a line holding only `^id`.
+problem names, and by nothing else. The frontmatter comes back apart from the body, parsed. A
+subpath narrows the text to one part, as an Obsidian link would: `#Heading` (or `#H1#H2`, each
+deeper than the last, matched like link subpaths) is that heading's section, up to the next
+heading of the same or a higher level; `#^id` is the block carrying that id: the paragraph or
+list item it ends, or the block just above a line holding only `^id`.
 
 Secrets are redacted (built-in and configured patterns) before anything is cut. A long text
 comes back in pieces of at most `max_bytes` UTF-8 bytes, cut after a line when one ends in the

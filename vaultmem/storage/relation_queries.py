@@ -47,6 +47,20 @@ def note_titles(con: Connection, note_ids: Sequence[str]) -> dict[str, str]:
     return dict(rows)
 
 
+def link_targets(con: Connection, source_id: str) -> dict[str, str]:
+    """{link as written: target note id} of a note's resolved body links (the first of each
+    spelling)."""
+    rows = con.execute(
+        "SELECT raw, target_id FROM links WHERE source_id = ? AND target_id IS NOT NULL "
+        "AND relation IS NULL ORDER BY ord",
+        [source_id],
+    ).fetchall()
+    out: dict[str, str] = {}
+    for raw, target in rows:
+        out.setdefault(str(raw), str(target))
+    return out
+
+
 def relation_links(con: Connection) -> list[tuple[str, str, str]]:
     """(source id, relation lower-cased, target id) of every resolved typed link between two
     different notes, once each, sorted."""
