@@ -112,3 +112,30 @@ def test_imported_see_also_entries_survive_the_next_relate(tmp_path: Path) -> No
     assert "- [[agent-memory/global/new-fact|new-fact]] (relates_to)" in text
     assert "- [[agent-memory/project/work/work-fact|work-fact]] (relates_to)" in text
     assert "- [[Knowledge/orders|Orders table]] (relates_to)" in text
+
+
+def test_a_field_link_leaving_the_bundle_comes_back_as_a_link(tmp_path: Path) -> None:
+    """An inline field whose link leaves the bundle is plain text in the export's body
+    (`blocks:: the work fact`); import made it a plain field, and the edge was gone."""
+    vault = _vault(tmp_path / "first")
+    vault.store("work-fact", "A project fact.", scope="project", scope_id="work", now=NOW)
+    vault.store("field-topic", "Fields here.", scope="global", now=NOW)
+    path = tmp_path / "first/agent-memory/global/field-topic.md"
+    text = path.read_text("utf-8").replace(
+        "Fields here.\n",
+        "Fields here.\nblocks:: [[work-fact|the work fact]]\n"
+        "See it (needs:: [[Knowledge/orders]]).\n",
+    )
+    path.write_text(text, "utf-8")
+    vault.reconcile()
+    bundle = tmp_path / "bundle"
+    vault.export_okf(bundle, scope="global")
+    exported = (bundle / "field-topic.md").read_text("utf-8")
+    assert "blocks:: the work fact\n" in exported and "(needs:: Knowledge/orders)" in exported
+    other = _vault(tmp_path / "other")  # holds Knowledge/orders.md too
+    other.import_okf(bundle, scope="global")
+    text = (tmp_path / "other/agent-memory/global/field-topic.md").read_text("utf-8")
+    assert "blocks:: [[work-fact|the work fact]]\n" in text
+    assert "(needs:: [[Knowledge/orders]])" in text
+    edges = {(e.type, e.target_path) for e in other.edges()}
+    assert ("needs", "Knowledge/orders.md") in edges

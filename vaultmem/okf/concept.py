@@ -107,7 +107,8 @@ class Relation:
     """A typed link: `type` is the property or inline-field name (for a topic's See Also entry,
     the edge's type); `target` a bundle URL when the target is in the bundle, else the link
     text; `via` where the vault note holds it (`property`, `field`, `see_also`); `text` the
-    See Also entry's display text, which the body keeps when the link leaves the bundle."""
+    See Also entry's display text, which the body keeps when the link leaves the bundle, and
+    for a field whose link leaves the bundle the plain text the body keeps in its place."""
 
     type: str
     target: str

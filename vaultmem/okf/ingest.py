@@ -362,6 +362,7 @@ def _topic(
     body = links.text if trusted else f"# {concept.key}\n\n## {at}\n{observation}\n"
     if trusted:
         body = _restore_see_also(body, vm.get("relations"))
+        body = _restore_fields(body, vm.get("relations"))
     observations: list[tuple[str, str]] = (
         [(o.timestamp, o.text) for o in read_topic(concept.path, body).observations]
         if trusted
@@ -431,6 +432,29 @@ def _restore_see_also(body: str, relations: JSON) -> str:
         ).startswith("/"):
             links.setdefault(f"- {text} ({kind})", f"- [[{target}|{text}]] ({kind})")
     return map_see_also(body, lambda line: links.get(line, line)) if links else body
+
+
+def _restore_fields(body: str, relations: JSON) -> str:
+    """Our own export writes an inline field whose link left the bundle as plain text
+    (`blocks:: Zeta`) and keeps the link in `vaultmem.relations` (`via: field`, with that
+    `text`): the field's value becomes the wikilink it was (`blocks:: [[zeta|Zeta]]`), the first
+    such field of that name and text, so the edge survives the round trip."""
+    if not isinstance(relations, list):
+        return body
+    for rel in relations:
+        if not isinstance(rel, dict) or rel.get("via") != "field":
+            continue
+        kind, target, text = rel.get("type"), rel.get("target"), rel.get("text")
+        parts = (kind, target, text)
+        if not all(isinstance(p, str) and _LINK_PART.fullmatch(p) for p in parts) or str(
+            target
+        ).startswith("/"):
+            continue
+        link = f"[[{target}]]" if text == target else f"[[{target}|{text}]]"
+        name, value = re.escape(str(kind)), re.escape(str(text))
+        field = re.compile(rf"(?m)((?:^|[\[(\s])(?i:{name})::[ \t]*){value}(?=[ \t]*(?:$|[\])]))")
+        body = field.sub(lambda m: m.group(1) + link, body, count=1)  # noqa: B023 (used at once)
+    return body
 
 
 def _relation_target(target: str, keys: Mapping[str, str]) -> str:
