@@ -18,6 +18,7 @@ from vaultmem.files.scan import (
     read_note,
     scan_paths,
     scan_vault,
+    secret_named_note,
 )
 
 
@@ -42,6 +43,38 @@ def note_paths(config: Config) -> list[str]:
 
 
 # -- the walk -----------------------------------------------------------------------------------
+
+
+XOXB = "xoxb-1234567890-abcdefghij"
+GLPAT = "glpat-abcdefghij0123456789"
+
+
+def test_a_name_holding_a_secret_is_a_problem_per_note_with_its_id(tmp_path: Path) -> None:
+    """A folder once, a plain file once, and every note (the folder's too) once more with the
+    id `read` finds it by; `secret_named_note` gives that id's real path back."""
+    from vaultmem.core.names import default_note_id
+
+    make(tmp_path, f"K/{XOXB}.md", f"K/{GLPAT}/Inner.md", f"K/{GLPAT}/pic.png",
+         f"K/{XOXB}.png", "K/plain.md", "Out/x.md")  # fmt: skip
+    config = Config(root=tmp_path.resolve(), mappings=(FolderMapping("K", "project", "p"),))
+    result = scan_vault(config)
+    assert [fp.path for fp in result.notes] == ["K/plain.md"]
+    rows = {(p.path, p.message) for p in result.problems if p.code == "secret_in_name"}
+    file_id, inner_id = default_note_id(f"K/{XOXB}.md"), default_note_id(f"K/{GLPAT}/Inner.md")
+    read = "not indexed; read it with `vaultmem read {}`, or rename it to index it"
+    rename = "not indexed; rename the file or folder"
+    assert rows == {
+        ("K/[redacted:gitlab-token]", f"the name holds a secret (gitlab-token): {rename}"),
+        ("K/[redacted:gitlab-token]/Inner.md",
+         f"the name holds a secret (gitlab-token): {read.format(inner_id)}"),
+        ("K/[redacted:slack-token].md",
+         f"the name holds a secret (slack-token): {read.format(file_id)}"),
+        ("K/[redacted:slack-token].png", f"the name holds a secret (slack-token): {rename}"),
+    }  # fmt: skip
+    assert secret_named_note(config, file_id) == f"K/{XOXB}.md"
+    assert secret_named_note(config, inner_id) == f"K/{GLPAT}/Inner.md"
+    assert secret_named_note(config, default_note_id("K/plain.md")) is None  # an indexed note
+    assert secret_named_note(config, default_note_id(f"K/{XOXB}.png")) is None  # not a note
 
 
 def test_notes_files_and_fingerprints(tmp_path: Path) -> None:
