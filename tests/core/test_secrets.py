@@ -728,10 +728,20 @@ def test_redact_value_walks_every_field_key_and_number() -> None:
 
 _NAME_PARTS = (
     *("notes", "Token", "sk-", "ghp_", GITHUB, JWT, "pass", "login", "AKIA", "-----BEGIN"),
-    *("\u00e9", "\u200b", "&amp;", "\\", "\n", ":5432:", "/", " ", "://"),
+    *("\u00e9", "\u200b", "&amp;", "\\", "\n", ":5432:", "/", " ", "://", "*", "xo*xb-1234567890-"),
     "AKIA" + "ABCDEFGH" * 2,
     "https://user:" + "hunter2" + "@host/x",
 )
+
+
+def test_a_name_with_emphasis_inside_a_word_is_picked_among_many() -> None:
+    paths = [
+        *(f"Folder {i}/Plain note {i}.md" for i in range(300)),
+        "K/xo*xb-1234567890-abcdefghij.md",
+    ]
+    assert secret_names(paths) == {
+        "K/xo*xb-1234567890-abcdefghij.md": "K/[redacted:slack-token].md"
+    }
 
 
 @given(

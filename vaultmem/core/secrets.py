@@ -816,15 +816,15 @@ def _triggered(paths: Sequence[str]) -> list[str]:
     trigger word such as "token"; asking of each path took 0.48 s of CPU there).
 
     It may pick more, never fewer: a path is picked when its lowered text holds a trigger
-    word or the path itself a trigger literal, the pgpass trigger, a backslash or an `&`
-    (`reader_view` changes only such a path, or one that is not ASCII: those are all
+    word or the path itself a trigger literal, the pgpass trigger, a backslash, an `&` or a
+    `*` (`reader_view` changes only such a path, or one that is not ASCII: those are all
     picked, as is a name with a line break). No trigger spans a line break, so each match
     lies within one path."""
     picked = [p for p in paths if not p.isascii() or "\n" in p]
     plain = "\n".join([p for p in paths if p.isascii() and "\n" not in p])
     lowered = plain.lower()  # an ASCII text's offsets stay as they were
     hits: list[int] = []
-    for text, needles in ((lowered, _ANY_WORD), (plain, (*_ANY_LITERAL, "\\", "&"))):
+    for text, needles in ((lowered, _ANY_WORD), (plain, (*_ANY_LITERAL, "\\", "&", "*"))):
         for needle in needles:
             at = text.find(needle)
             while at >= 0:
