@@ -396,11 +396,12 @@ def _relations(
         url = target_of(link.target, link.subpath)
         if isinstance(url, str):
             relations.append(Relation(link.relation, url, link.kind))
-            continue
-        # A field's link to a note outside the bundle is plain text in the body: `text` is
-        # that text, so import can make the link again (`ingest._restore_fields`).
-        text = export_links(link.raw, lambda _t, _s: None).text if link.kind == "field" else ""
-        relations.append(Relation(link.relation, link.target + link.subpath, link.kind, text))
+        else:
+            # A field's link to a note outside the bundle is plain text in the body: `text`
+            # is that text, so import can make the link again (`ingest._restore_fields`).
+            text = export_links(link.raw, lambda _t, _s: None).text if link.kind == "field" else ""
+            target = link.target + link.subpath
+            relations.append(Relation(link.relation, target, link.kind, text))
         if link.kind == "property" and _all_links(fm.get(link.relation)):
             property_keys.add(link.relation)
     return tuple(relations), frozenset(property_keys)
