@@ -48,6 +48,7 @@ from contextlib import ExitStack
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+from vaultmem.core.collector import collector_paused
 from vaultmem.core.config import Config
 from vaultmem.core.errors import IndexUnavailableError, LockedError
 from vaultmem.core.models import Problem
@@ -119,8 +120,20 @@ def reconcile(
 
     `rebuild` builds from nothing; `paths` (vault-relative files or folders, from the watcher)
     limits the work to those paths instead of walking the vault. The writer lock is held only
-    for the write, not while notes parse.
+    for the write, not while notes parse. The cycle collector is paused for the run
+    (`core.collector`).
     """
+    with collector_paused():
+        return _reconcile(config, rebuild, paths, progress, lock_timeout_s)
+
+
+def _reconcile(
+    config: Config,
+    rebuild: bool,
+    paths: Iterable[str] | None,
+    progress: PhaseProgress | None,
+    lock_timeout_s: float,
+) -> ReconcileReport:
     from vaultmem.files import state
 
     started = time.perf_counter()
