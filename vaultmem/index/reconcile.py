@@ -368,7 +368,7 @@ def _record_state(config: Config, token: IndexToken, write: Write, done: Reconci
         mtimes,
         hashes,
         claims,
-        sorted(files),
+        list(files),  # read back into a set: sorting 100,000 paths would buy nothing
         sorted(problems),
         done.problems,
         write.ident.journal,
