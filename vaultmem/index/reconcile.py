@@ -330,9 +330,9 @@ def load_state(
 def recorded_state(config: Config, token: IndexToken) -> State | None:
     """The state the last writer recorded (`storage.index_state`), when the index is still
     the file it wrote and was built with this configuration; else None (read the rows)."""
-    from vaultmem.storage.index_state import read_state_record
+    from vaultmem.storage.index_state import kept_state_record, read_state_record
 
-    record = read_state_record(config.state_dir)
+    record = kept_state_record(config.state_dir, token) or read_state_record(config.state_dir)
     if record is None or token[0] is None or record.token != token:
         return None
     if record.versions != index_versions(config):
