@@ -1,4 +1,5 @@
-"""Where the steady state's time goes: a warm, in-process no-op and one-note edit, by phase.
+"""Where the steady state's time goes: a warm, in-process no-op, one-note edit and one-note
+edit named by path (`reconcile --path`, as the watcher runs it), by phase.
 
     python -m benchmarks.bench_steady VAULT [--note REL] [--repeat 3] [--statements 25]
 
@@ -145,20 +146,21 @@ def main(argv: list[str] | None = None) -> None:
 
     edit()
     vault.reconcile()  # warm: the parser's and DuckDB's imports are loaded from here on
-    for mode in ("no-op", "edit"):
+    rel = note.relative_to(args.vault).as_posix()
+    for mode in ("no-op", "edit", "path edit"):
         walls, cpus, phases = [], [], defaultdict(list)
         for _ in range(args.repeat):
-            if mode == "edit":
+            if mode != "no-op":
                 edit()
             totals.clear()
             statements.clear()
             faults = _faults()
             wall, cpu = time.perf_counter(), time.process_time()
-            report = vault.reconcile()
+            report = vault.reconcile(paths=[rel] if mode == "path edit" else None)
             walls.append(time.perf_counter() - wall)
             cpus.append(time.process_time() - cpu)
             faulted = _faults() - faults
-            assert report.changed == (1 if mode == "edit" else 0), report
+            assert report.changed == (0 if mode == "no-op" else 1), report
             for label, seconds in totals.items():
                 phases[label].append(seconds)
         print(

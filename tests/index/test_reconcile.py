@@ -77,11 +77,18 @@ def assert_state_record_matches(config: Config) -> None:
     index is still the file it names, exactly what reading the index gives."""
     from vaultmem.index.steps import READ_CODES, SCAN_CODES
     from vaultmem.storage import store
-    from vaultmem.storage.index_state import read_state_record
+    from vaultmem.storage.index_state import kept_state_record, read_state_record
     from vaultmem.storage.index_writes import read_state
     from vaultmem.storage.last_survey import index_token
 
     record = read_state_record(config.state_dir)
+    kept = kept_state_record(config.state_dir, index_token(config.index_path))
+    if kept is not None:  # what this process keeps is what it wrote to the file
+        assert record is not None
+        assert [list(c) for c in kept[2:8]] == [list(c) for c in record[2:8]]
+        assert sorted(kept.files) == sorted(record.files)
+        assert set(kept.scan_problems) == set(record.scan_problems)
+        assert kept[:2] + kept[10:] == record[:2] + record[10:]
     if record is None or record.token != index_token(config.index_path):
         return  # no record for this index: the next run reads the rows
     con = store.connect(config.index_path, read_only=True)

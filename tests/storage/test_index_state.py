@@ -7,7 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from vaultmem.storage.index_state import RECORD_NAME, StateRecord, read_state_record
+from vaultmem.storage.index_state import (
+    RECORD_NAME,
+    StateRecord,
+    kept_state_record,
+    read_state_record,
+)
 from vaultmem.storage.index_state import write_state_record as write
 from vaultmem.storage.last_survey import forget_last_survey
 
@@ -56,3 +61,13 @@ def test_forgetting_the_last_survey_forgets_the_state(tmp_path: Path) -> None:
     write(tmp_path, _record())
     forget_last_survey(tmp_path)
     assert read_state_record(tmp_path) is None
+
+
+def test_the_writer_keeps_its_record_for_that_index_only(tmp_path: Path) -> None:
+    """A warm writer takes its own last record back from memory, for the very index it
+    named: another token (a commit by any other writer since) means the file, or the rows."""
+    record = _record()
+    write(tmp_path, record)
+    assert kept_state_record(tmp_path, record.token) is record
+    assert kept_state_record(tmp_path, ((1, 2, 4), None)) is None
+    assert kept_state_record(tmp_path / "other", record.token) is None

@@ -43,7 +43,8 @@ from typing import BinaryIO, NamedTuple
 from vaultmem.core.config import Config
 from vaultmem.core.models import Problem
 from vaultmem.core.names import conflict_copy_original, default_note_id
-from vaultmem.core.secrets import compile_patterns, redact, secret_names
+from vaultmem.core.secrets import SecretPattern, compile_patterns, redact, secret_names
+from vaultmem.files.folder_cache import FolderCache, Listing, folder_key
 
 NOTE_SUFFIX = ".md"
 CANVAS_SUFFIX = ".canvas"
@@ -218,9 +219,13 @@ def _unindexed(config: Config) -> _Exclusions:
     return _compile_exclusions(config.obsidian_exclude, config.managed_folder)
 
 
-def scan_vault(config: Config) -> ScanResult:
-    """Fingerprint every eligible note and list every visible file of the vault."""
-    notes, files, problems = _without_secret_names(config, *_walk(config))
+def scan_vault(config: Config, folders: FolderCache | None = None) -> ScanResult:
+    """Fingerprint every eligible note and list every visible file of the vault. `folders`:
+    the listings of the last walk (`files.folder_cache`); a folder that did not change since
+    is not listed again, only its notes are statted, and this walk's listings go into it."""
+    patterns = compile_patterns(config.secret_patterns)
+    notes, files, problems, named = _walk(config, patterns, folders)
+    notes, files, problems = _without_secret_names(patterns, named, notes, files, problems)
     notes.sort(key=_note_path)  # paths are unique: comparing them alone sorts ~2x faster
     files.sort()
     problems.sort(key=lambda p: (p.path, p.code))
@@ -231,98 +236,66 @@ def secret_named_note(config: Config, note_id: str) -> str | None:
     """The real path of the note whose name holds a secret and whose id (`default_note_id`,
     the id it would have as a note) is `note_id`, else None: how `read` finds a note the index
     never holds. It walks the whole vault, so only a read that missed the index calls it."""
-    notes, _, _ = _walk(config)
-    named = secret_names([fp.path for fp in notes], compile_patterns(config.secret_patterns))
-    return next((path for path in sorted(named) if default_note_id(path) == note_id), None)
+    notes, _, _, named = _walk(config, compile_patterns(config.secret_patterns), None)
+    paths = sorted(fp.path for fp in notes if fp.path in named)
+    return next((path for path in paths if default_note_id(path) == note_id), None)
 
 
-def _walk(config: Config) -> tuple[list[Fingerprint], list[str], list[Problem]]:
-    """The walk itself: notes, files and problems as found, names holding secrets included."""
+def _walk(
+    config: Config, patterns: tuple[SecretPattern, ...], folders: FolderCache | None
+) -> tuple[list[Fingerprint], list[str], list[Problem], dict[str, str]]:
+    """The walk itself: notes, files and problems as found (names holding secrets included),
+    and those names: {path: the path redacted}."""
     root = str(config.root)
-    exclusions = _compile_exclusions(config.config_exclude, config.managed_folder)
-    excluded = exclusions.excluded
-    filtering = exclusions.active
-    ignoring = _unindexed(config)
-    ignored_by_obsidian = ignoring.excluded
-    mapping_for = config.mapping_for
-
-    def indexed_note(rel: str, name: str) -> bool:
-        """A note file Obsidian's own filters leave in (excluded files stay link targets)."""
-        return is_note_name(name) and not (
-            ignoring.active and ignored_by_obsidian(rel, name, folder=False)
-        )
-
+    lister = _Lister(config)
+    named: dict[str, str] = {}  # path -> the path redacted, for paths holding a secret
     notes: list[Fingerprint] = []
     files: list[str] = []
     problems: list[Problem] = []
-    # Mapped folders never overlap, so a folder inside one holds only mapped paths: decide once
-    # per folder, not per file. The root is mapped only by a whole-vault mapping. The third
-    # flag is "may hold notes": mapped and not inside a folder Obsidian's filters exclude.
-    # The loop below runs once per file of the vault (100,000 in a large one): it keeps to
-    # local names and C-level string tests, and stats only notes (DirEntry caches the lstat).
-    ignoring_active = ignoring.active
     # A named tuple's own `__new__` is Python code: `tuple.__new__` builds it at half the cost.
     new_tuple = tuple.__new__
-    long_name = MAX_PATH_BYTES // 4 - 1  # shorter absolute paths cannot reach the limit
-    stack: list[tuple[str, str, bool]] = [(root, "", mapping_for("") is not None)]
+    lstat = os.lstat
+    stack: list[tuple[str, str, bool]] = [(root, "", config.mapping_for("") is not None)]
     while stack:
         abs_dir, prefix, mapped = stack.pop()
-        dir_length = len(abs_dir)
         try:
-            with os.scandir(abs_dir) as entries:
-                for entry in entries:
-                    name = entry.name
-                    if is_dropping(name):
-                        if (
-                            mapped
-                            and "onflict" in name
-                            and entry.is_file(follow_symlinks=False)
-                            and (copy := conflict_copy_problem(prefix + name)) is not None
-                        ):
-                            problems.append(copy)  # left out, and reported to be merged
-                        continue
-                    rel = prefix + name
-                    if not name.isascii() or dir_length + len(name) >= long_name:
-                        unusable = _unusable_name(entry.path, name)
-                        if unusable is not None:
-                            problems.append(Problem(printable(rel), "file_unreadable", unusable))
-                            continue
-                    if entry.is_file(follow_symlinks=False):
-                        if filtering and excluded(rel, name, folder=False):
-                            continue
-                        files.append(rel)
-                        if (
-                            mapped
-                            and name.endswith(_NOTE_SUFFIXES)
-                            and not (
-                                ignoring_active and ignored_by_obsidian(rel, name, folder=False)
-                            )
-                        ):
-                            st = entry.stat(follow_symlinks=False)
-                            notes.append(new_tuple(Fingerprint, (rel, st.st_size, st.st_mtime_ns)))
-                    elif entry.is_dir(follow_symlinks=False):
-                        if not (filtering and excluded(rel, name, folder=True)):
-                            sub_mapped = mapped or mapping_for(rel) is not None
-                            if ignoring.active and ignored_by_obsidian(rel, name, folder=True):
-                                sub_mapped = False
-                            stack.append((entry.path, rel + "/", sub_mapped))
-                    elif entry.is_symlink():
-                        target = _symlink_target(config, entry.path, rel, problems)
-                        if target is None or (filtering and excluded(rel, name, folder=False)):
-                            continue
-                        files.append(rel)
-                        if mapped and indexed_note(rel, name):
-                            notes.append(Fingerprint(rel, target.st_size, target.st_mtime_ns))
-                    elif mapped and is_note_name(name):
-                        # A FIFO, socket or device named like a note: reading it could block.
-                        kind = _not_regular(entry.stat(follow_symlinks=False).st_mode)
-                        problems.append(Problem(rel, "file_unreadable", kind))
+            key = folder_key(os.stat(abs_dir))
+            listing = None if folders is None else folders.listing(prefix, key)
+            if listing is not None:
+                base = abs_dir + os.sep
+                try:
+                    found = [
+                        new_tuple(Fingerprint, (prefix + name, st.st_size, st.st_mtime_ns))
+                        for name in listing.notes
+                        for st in (lstat(base + name),)
+                    ]
+                except FileNotFoundError:  # changed under the walk: list it after all
+                    assert folders is not None
+                    folders.forget(prefix)
+                    listing = None
+                else:
+                    notes.extend(found)
+            if listing is None:
+                listing, cacheable, found = lister.list(abs_dir, prefix, mapped)
+                notes.extend(found)
+                # Judged here, once per listing: a recorded listing holds no secret (none is
+                # kept in the state folder), so a folder taken from the record needs no look.
+                held = secret_names(
+                    [prefix + n for n in listing.files] + [p.path for p in listing.problems],
+                    patterns,
+                )
+                if held:
+                    named.update(held)
+                    cacheable = False
+                if folders is not None:
+                    folders.record(prefix, key, listing, cacheable)
         except FileNotFoundError:
             continue  # the folder vanished mid-walk; the next scan settles it
         except PermissionError:
             problems.append(
                 Problem(prefix.rstrip("/") or ".", "file_unreadable", "permission denied")
             )
+            continue
         except NotADirectoryError:
             continue
         except OSError as exc:  # ENAMETOOLONG, EIO, ...: this folder is skipped, not the vault
@@ -330,8 +303,109 @@ def _walk(config: Config) -> tuple[list[Fingerprint], list[str], list[Problem]]:
             problems.append(
                 Problem(printable(prefix.rstrip("/") or "."), "file_unreadable", message)
             )
-    problems.extend(_missing_folders(config))
-    return notes, files, problems
+            continue
+        files.extend([prefix + name for name in listing.files])
+        problems.extend(listing.problems)
+        # Listings are sorted and folders taken in order, so the sorts below find runs.
+        for name, sub_mapped in reversed(listing.folders):
+            stack.append((abs_dir + os.sep + name, prefix + name + "/", sub_mapped))
+    missing = _missing_folders(config)
+    named.update(secret_names([p.path for p in missing], patterns))
+    problems.extend(missing)
+    return notes, files, problems, named
+
+
+class _Lister:
+    """One folder's listing, judged name by name: what the walk does where the folder cache
+    has nothing that stands."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        exclusions = _compile_exclusions(config.config_exclude, config.managed_folder)
+        self.excluded = exclusions.excluded if exclusions.active else None
+        ignoring = _unindexed(config)
+        self.ignored = ignoring.excluded if ignoring.active else None
+        self.mapping_for = config.mapping_for
+
+    def list(
+        self, abs_dir: str, prefix: str, mapped: bool
+    ) -> tuple[Listing, bool, list[Fingerprint]]:
+        """The listing of the folder at `abs_dir`, whether it can be recorded, and the
+        fingerprints of the notes it holds."""
+        # Mapped folders never overlap, so a folder inside one holds only mapped paths: decide
+        # once per folder, not per file. The root is mapped only by a whole-vault mapping. The
+        # loop runs once per entry of a changed folder (100,000 in a new large vault): it keeps
+        # to local names and C-level string tests, and stats only notes (DirEntry caches the
+        # lstat). A named tuple's own `__new__` is Python code: `tuple.__new__` is half the cost.
+        new_tuple = tuple.__new__
+        excluded, ignored, mapping_for = self.excluded, self.ignored, self.mapping_for
+        long_name = MAX_PATH_BYTES // 4 - 1 - len(abs_dir)  # shorter names cannot reach it
+        note_names: list[str] = []
+        file_names: list[str] = []
+        folders: list[tuple[str, bool]] = []
+        problems: list[Problem] = []
+        notes: list[Fingerprint] = []
+        cacheable = True
+        with os.scandir(abs_dir) as entries:
+            for entry in entries:
+                name = entry.name
+                if is_dropping(name):
+                    if (
+                        mapped
+                        and "onflict" in name
+                        and entry.is_file(follow_symlinks=False)
+                        and (copy := conflict_copy_problem(prefix + name)) is not None
+                    ):
+                        problems.append(copy)  # left out, and reported to be merged
+                    continue
+                rel = prefix + name
+                if not name.isascii() or len(name) >= long_name:
+                    unusable = _unusable_name(entry.path, name)
+                    if unusable is not None:
+                        problems.append(Problem(printable(rel), "file_unreadable", unusable))
+                        continue
+                if entry.is_file(follow_symlinks=False):
+                    if excluded is not None and excluded(rel, name, folder=False):
+                        continue
+                    file_names.append(name)
+                    if (
+                        mapped
+                        and name.endswith(_NOTE_SUFFIXES)
+                        and not (ignored is not None and ignored(rel, name, folder=False))
+                    ):
+                        note_names.append(name)
+                        st = entry.stat(follow_symlinks=False)
+                        notes.append(new_tuple(Fingerprint, (rel, st.st_size, st.st_mtime_ns)))
+                elif entry.is_dir(follow_symlinks=False):
+                    if not (excluded is not None and excluded(rel, name, folder=True)):
+                        sub_mapped = mapped or mapping_for(rel) is not None
+                        if ignored is not None and ignored(rel, name, folder=True):
+                            sub_mapped = False
+                        folders.append((name, sub_mapped))
+                elif entry.is_symlink():
+                    cacheable = False  # its target can change without the folder
+                    target = _symlink_target(self.config, entry.path, rel, problems)
+                    if target is None or (
+                        excluded is not None and excluded(rel, name, folder=False)
+                    ):
+                        continue
+                    file_names.append(name)
+                    if (
+                        mapped
+                        and is_note_name(name)
+                        and not (ignored is not None and ignored(rel, name, folder=False))
+                    ):
+                        notes.append(Fingerprint(rel, target.st_size, target.st_mtime_ns))
+                elif mapped and is_note_name(name):
+                    # A FIFO, socket or device named like a note: reading it could block.
+                    cacheable = False
+                    kind = _not_regular(entry.stat(follow_symlinks=False).st_mode)
+                    problems.append(Problem(rel, "file_unreadable", kind))
+        note_names.sort()
+        file_names.sort()
+        folders.sort()
+        listing = Listing(tuple(note_names), tuple(file_names), tuple(folders), tuple(problems))
+        return listing, cacheable, notes
 
 
 def conflict_copy_problem(rel: str) -> Problem | None:
@@ -346,16 +420,18 @@ def conflict_copy_problem(rel: str) -> Problem | None:
 
 
 def _without_secret_names(
-    config: Config, notes: list[Fingerprint], files: list[str], problems: list[Problem]
+    patterns: tuple[SecretPattern, ...],
+    named: dict[str, str],
+    notes: list[Fingerprint],
+    files: list[str],
+    problems: list[Problem],
 ) -> tuple[list[Fingerprint], list[str], list[Problem]]:
-    """The walk without the files whose path holds a secret (`xoxb-….md`, a folder named
-    after a token): the index never holds a secret, and a path is its key, so such a file is
-    neither a note nor a link target. Each becomes a `secret_in_name` problem, shown redacted:
-    a folder once, for the shallowest name holding it, another file once, and every note (a
-    folder's too) once with the id it is read by (`secret_named_note`). Other problems' paths
-    are redacted."""
-    patterns = compile_patterns(config.secret_patterns)
-    named = secret_names([*files, *(p.path for p in problems)], patterns)
+    """The walk without the files whose path holds a secret (`named`: those paths, redacted;
+    `xoxb-….md`, a folder named after a token): the index never holds a secret, and a path is
+    its key, so such a file is neither a note nor a link target. Each becomes a
+    `secret_in_name` problem, shown redacted: a folder once, for the shallowest name holding
+    it, another file once, and every note (a folder's too) once with the id it is read by
+    (`secret_named_note`). Other problems' paths are redacted."""
     if not named:
         return notes, files, problems
     note_paths = {fp.path for fp in notes if fp.path in named}

@@ -63,7 +63,7 @@ class IndexedNotes(Mapping[str, IndexedNote]):
         """`rows`: (path, id, size, mtime_ns, content_hash, claimed_id) per note."""
         columns: list[tuple[Any, ...]] = list(zip(*rows, strict=True)) or [()] * 6
         self._paths, self._ids, self._sizes, self._mtimes, self._hashes, self._claims = columns
-        self._row = dict(zip(self._paths, range(len(self._paths)), strict=True))
+        self._row: dict[str, int] | None = None
         self._fps: frozenset[tuple[str, int, int]] | None = None
 
     @classmethod
@@ -84,8 +84,15 @@ class IndexedNotes(Mapping[str, IndexedNote]):
         notes._paths, notes._ids, notes._sizes, notes._mtimes, notes._hashes, notes._claims = (
             tuple(c) for c in columns
         )
-        notes._row = dict(zip(notes._paths, range(len(notes._paths)), strict=True))
         return notes
+
+    @property
+    def _rows(self) -> dict[str, int]:
+        """Path -> row, made when first asked: a run that only writes the notes back (the
+        state record after a watcher's one-note batch) never asks."""
+        if self._row is None:
+            self._row = dict(zip(self._paths, range(len(self._paths)), strict=True))
+        return self._row
 
     def columns(self) -> tuple[tuple[Any, ...], ...]:
         """(paths, ids, sizes, mtimes, hashes, claims), each in the same order."""
@@ -104,7 +111,8 @@ class IndexedNotes(Mapping[str, IndexedNote]):
         The same changes reconcile's transaction makes to `notes`, in the same order; the
         result is in path order, as the walk is (`plan_changes` then compares in place)."""
         columns = [list(c) for c in self.columns()]
-        gone = sorted({self._row[p] for p in removed if p in self._row}, reverse=True)
+        rows = self._rows
+        gone = sorted({rows[p] for p in removed if p in rows}, reverse=True)
         if len(gone) > 64:  # many: one pass instead of a shift of every column per row
             keep = set(range(len(self._paths))) - set(gone)
             columns = [[c[i] for i in sorted(keep)] for c in columns]
@@ -117,33 +125,34 @@ class IndexedNotes(Mapping[str, IndexedNote]):
             for i, note_id in enumerate(ids):
                 if note_id in id_changes:
                     ids[i] = id_changes[note_id]
-        rows = list(added)
-        if len(rows) <= 64 and _ascending(columns[0]):
-            for row in rows:  # in place, so the columns stay in path order
+        added_rows = list(added)
+        if len(added_rows) <= 64 and _ascending(columns[0]):
+            for row in added_rows:  # in place, so the columns stay in path order
                 at = bisect_left(columns[0], row[0])
                 for column, value in zip(columns, row, strict=True):
                     column.insert(at, value)
         else:
-            for row in rows:
+            for row in added_rows:
                 for column, value in zip(columns, row, strict=True):
                     column.append(value)
             order = sorted(range(len(columns[0])), key=columns[0].__getitem__)
             columns = [[c[i] for i in order] for c in columns]
         if fps := list(fingerprints):
-            where = {p: i for i, p in enumerate(columns[0])}
-            for path, size, mtime_ns in fps:
-                if (i := where.get(path)) is not None:
+            paths = columns[0]
+            for path, size, mtime_ns in fps:  # the columns are in path order now
+                i = bisect_left(paths, path)
+                if i < len(paths) and paths[i] == path:
                     columns[2][i], columns[3][i] = size, mtime_ns
         return IndexedNotes.from_columns(*columns)
 
     def __getitem__(self, path: str) -> IndexedNote:
-        i = self._row[path]
+        i = self._rows[path]
         return IndexedNote(
             path, self._ids[i], self._sizes[i], self._mtimes[i], self._hashes[i], self._claims[i]
         )
 
     def __contains__(self, path: object) -> bool:
-        return path in self._row
+        return path in self._rows
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._paths)
@@ -152,7 +161,7 @@ class IndexedNotes(Mapping[str, IndexedNote]):
         return len(self._paths)
 
     def keys(self) -> KeysView[str]:
-        return self._row.keys()  # a dict's view: set operations on it run in C
+        return self._rows.keys()  # a dict's view: set operations on it run in C
 
     def fingerprints(self) -> frozenset[tuple[str, int, int]]:
         """Every note's (path, size, mtime_ns), as the scan's `Fingerprint` tuples compare."""
@@ -166,7 +175,8 @@ class IndexedNotes(Mapping[str, IndexedNote]):
 
     def only(self, paths: Iterable[str]) -> IndexedNotes:
         """The notes at these paths (a path not indexed is skipped)."""
-        return IndexedNotes([self[p] for p in sorted(paths) if p in self._row])
+        rows = self._rows
+        return IndexedNotes([self[p] for p in sorted(paths) if p in rows])
 
 
 class ChangeSet(NamedTuple, Generic[F]):

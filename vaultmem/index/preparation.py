@@ -44,7 +44,9 @@ def prepare(
         from vaultmem.search import embedding
 
         embed = embedding.stage_vectors
-    context = Context(run.config, tuple(sorted(survey.files)), str(staging), embed)
+    # Unsorted: a resolver's answers do not depend on the order it is given files in (its
+    # buckets sort themselves), and sorting 100,000 paths cost a one-note edit ~35 ms.
+    context = Context(run.config, tuple(survey.files), str(staging), embed)
     chunks = prepare_all(jobs, context, progress=run.progress, resolver=resolver) if jobs else []
     return collect(chunks, first_number + len(jobs), staging.parent / "spill")
 

@@ -48,6 +48,7 @@ from contextlib import ExitStack
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+from vaultmem.core.collector import collector_paused
 from vaultmem.core.config import Config
 from vaultmem.core.errors import IndexUnavailableError, LockedError
 from vaultmem.core.models import Problem
@@ -119,8 +120,20 @@ def reconcile(
 
     `rebuild` builds from nothing; `paths` (vault-relative files or folders, from the watcher)
     limits the work to those paths instead of walking the vault. The writer lock is held only
-    for the write, not while notes parse.
+    for the write, not while notes parse. The cycle collector is paused for the run
+    (`core.collector`).
     """
+    with collector_paused():
+        return _reconcile(config, rebuild, paths, progress, lock_timeout_s)
+
+
+def _reconcile(
+    config: Config,
+    rebuild: bool,
+    paths: Iterable[str] | None,
+    progress: PhaseProgress | None,
+    lock_timeout_s: float,
+) -> ReconcileReport:
     from vaultmem.files import state
 
     started = time.perf_counter()
@@ -317,9 +330,9 @@ def load_state(
 def recorded_state(config: Config, token: IndexToken) -> State | None:
     """The state the last writer recorded (`storage.index_state`), when the index is still
     the file it wrote and was built with this configuration; else None (read the rows)."""
-    from vaultmem.storage.index_state import read_state_record
+    from vaultmem.storage.index_state import kept_state_record, read_state_record
 
-    record = read_state_record(config.state_dir)
+    record = kept_state_record(config.state_dir, token) or read_state_record(config.state_dir)
     if record is None or token[0] is None or record.token != token:
         return None
     if record.versions != index_versions(config):
@@ -355,7 +368,7 @@ def _record_state(config: Config, token: IndexToken, write: Write, done: Reconci
         mtimes,
         hashes,
         claims,
-        sorted(files),
+        list(files),  # read back into a set: sorting 100,000 paths would buy nothing
         sorted(problems),
         done.problems,
         write.ident.journal,

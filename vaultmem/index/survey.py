@@ -7,9 +7,11 @@ Each function reads the file system (and `storage.last_survey`'s small file) and
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 
 from vaultmem.core.config import Config
+from vaultmem.files import folder_cache
 from vaultmem.files.scan import is_eligible_file, scan_paths, scan_vault
 from vaultmem.index.plan import IndexedNotes, survey_digest
 from vaultmem.index.steps import Mode, State, Survey, index_versions
@@ -23,8 +25,12 @@ from vaultmem.storage.last_survey import (
 
 
 def walk(config: Config, rebuild: bool) -> Survey:
-    """The stat walk of the whole vault, before the index is read (`indexed` empty)."""
-    scan = scan_vault(config)
+    """The stat walk of the whole vault, before the index is read (`indexed` empty). Only
+    the folders changed since the last walk are listed (`files.folder_cache`); `rebuild`
+    lists every one."""
+    folders = folder_cache.load(config, time.time_ns(), fresh=rebuild)
+    scan = scan_vault(config, folders)
+    folder_cache.save(config, folders)
     mode: Mode = "rebuild" if rebuild else "full"
     digest = survey_digest(
         scan.notes, scan.files, [(p.path, p.code, p.message) for p in scan.problems]
