@@ -3,6 +3,7 @@ figure, its limit and a verdict; a figure not measured says so instead of passin
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from benchmarks.bench_reconcile import TARGETS, render_scale, target_rows
@@ -63,3 +64,12 @@ def test_the_report_prints_each_target_and_names_what_was_not_measured() -> None
     assert "watch: save -> searchable, p95" in missing and "not measured" in missing
     assert "bench_upgrade.py" in missing
     assert len([line for line in missing.splitlines() if "target <=" in line]) == 8
+
+
+def test_a_command_is_timed_to_its_end_not_to_the_next_poll() -> None:
+    """The scale report's cold no-ops and edits last a few tenths of a second: timing them by
+    sleeping a poll interval between looks made each read as a multiple of the interval."""
+    from benchmarks.floor import run_process_tree
+
+    timed = run_process_tree([sys.executable, "-c", "pass"], poll_s=30.0)
+    assert timed.seconds < 30.0
