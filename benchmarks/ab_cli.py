@@ -10,6 +10,10 @@ medians. Run it from the vault folder:
     python -m benchmarks.ab_cli --prepare ./append.sh --rounds 40 \\
         --a "env PYTHONPATH=<old tree> .venv/bin/python -m vaultmem reconcile --json" \\
         --b "vaultmem reconcile --json"
+
+Compile both trees first (`python -m compileall -q <tree>/vaultmem`): with
+PYTHONDONTWRITEBYTECODE set, a tree edited since its last import compiles its changed modules
+in every process, which an installed package never does (`floor.ensure_bytecode`).
 """
 
 from __future__ import annotations

@@ -193,9 +193,10 @@ def bench_scale(
     cold no-ops, one-note edits and `reconcile --path` edits; with `watch`, the watcher's
     save-to-searchable latency and a burst of 500 changed notes (`bench_watch.scale_watch`)."""
     from benchmarks import bench_watch
-    from benchmarks.floor import markdown_files
+    from benchmarks.floor import ensure_bytecode, markdown_files
     from vaultmem.index.parallel import worker_count
 
+    ensure_bytecode()
     if source is None:
         source, _, _ = ensure_vault(n)
     with tempfile.TemporaryDirectory(prefix="vaultmem-bench-") as tmp:
