@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -49,6 +50,14 @@ def _walk(config: Config, now_ns: int | None = None) -> ScanResult:
     return result
 
 
+def _forge(config: Config, folder: str, edit: Callable[[list[str]], None]) -> None:
+    """Change the recorded note names of `folder` behind the walk's back (`edit` gets the list)."""
+    path = config.state_dir / folder_cache.RECORD_NAME
+    data = json.loads(path.read_bytes())
+    edit(data["folders"][folder][1])
+    path.write_text(json.dumps(data), encoding="utf-8")
+
+
 def _record(config: Config) -> dict[str, object]:
     data = json.loads((config.state_dir / folder_cache.RECORD_NAME).read_bytes())
     folders: dict[str, object] = data["folders"]
@@ -62,10 +71,7 @@ def test_a_recorded_folder_is_not_listed_again(tmp_path: Path) -> None:
     assert set(_record(config)) == {"", "Notes/", "Notes/deep/", "Daily/"}
     # The record stands for the folder: a name dropped from it is not seen while the
     # folder's own stat is unchanged (the record is what the walk used, not a listing).
-    path = config.state_dir / folder_cache.RECORD_NAME
-    data = json.loads(path.read_bytes())
-    data["folders"]["Notes/"][1].remove("b.md")
-    path.write_text(json.dumps(data), encoding="utf-8")
+    _forge(config, "Notes/", lambda names: names.remove("b.md"))
     second = _walk(config)
     assert "Notes/b.md" not in [n.path for n in second.notes]
     assert "Notes/a.md" in [n.path for n in second.notes]
@@ -125,10 +131,7 @@ def test_a_folder_changed_just_now_is_not_recorded(tmp_path: Path) -> None:
 def test_another_configuration_takes_no_record(tmp_path: Path) -> None:
     config = _vault(tmp_path / "v")
     _walk(config)
-    path = config.state_dir / folder_cache.RECORD_NAME
-    data = json.loads(path.read_bytes())
-    data["folders"]["Notes/"][1].remove("b.md")  # a record that would hide b.md if taken
-    path.write_text(json.dumps(data), encoding="utf-8")
+    _forge(config, "Notes/", lambda names: names.remove("b.md"))  # would hide b.md if taken
     excluding = _config(config.root, exclude=("deep",))
     walked = _walk(excluding)
     assert walked == scan_vault(excluding)
@@ -169,10 +172,7 @@ def test_a_damaged_record_is_a_walk_without_it(tmp_path: Path, damage: bytes) ->
 def test_a_vanished_note_makes_its_folder_listed_again(tmp_path: Path) -> None:
     config = _vault(tmp_path / "v")
     _walk(config)
-    path = config.state_dir / folder_cache.RECORD_NAME
-    data = json.loads(path.read_bytes())
-    data["folders"]["Notes/"][1].append("ghost.md")  # a name the folder does not hold
-    path.write_text(json.dumps(data), encoding="utf-8")
+    _forge(config, "Notes/", lambda names: names.append("ghost.md"))  # a name it does not hold
     assert _walk(config) == scan_vault(config)
     assert "ghost.md" not in json.dumps(_record(config))
 
@@ -180,8 +180,5 @@ def test_a_vanished_note_makes_its_folder_listed_again(tmp_path: Path) -> None:
 def test_rebuild_lists_every_folder(tmp_path: Path) -> None:
     config = _vault(tmp_path / "v")
     _walk(config)
-    path = config.state_dir / folder_cache.RECORD_NAME
-    data = json.loads(path.read_bytes())
-    data["folders"]["Notes/"][1].remove("b.md")
-    path.write_text(json.dumps(data), encoding="utf-8")
+    _forge(config, "Notes/", lambda names: names.remove("b.md"))
     assert "Notes/b.md" in [n.path for n in walk(config, rebuild=True).notes]

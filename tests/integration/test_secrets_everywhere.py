@@ -302,18 +302,23 @@ def _tool_calls() -> dict[str, list[dict[str, Any]]]:
     }
 
 
+def _mcp_server(vault: Path) -> StdioServerParameters:
+    """The real MCP server on `vault`, in this test's state folder."""
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "vaultmem", "mcp", "--vault", str(vault)],
+        cwd=str(vault.parent),
+        env={k: v for k, v in os.environ.items() if not k.startswith("VAULTMEM_")}
+        | {"VAULTMEM_STATE_DIR": os.environ["VAULTMEM_STATE_DIR"]},
+    )
+
+
 @pytest.mark.slow
 def test_no_secret_in_any_mcp_tool(example_vault: Path, tmp_path: Path) -> None:
     _plant(example_vault, tmp_path)
     calls = _tool_calls()
     assert set(calls) == {op.tool for op in operations.OPERATIONS if op.tool}
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "vaultmem", "mcp", "--vault", str(example_vault)],
-        cwd=str(example_vault.parent),
-        env={k: v for k, v in os.environ.items() if not k.startswith("VAULTMEM_")}
-        | {"VAULTMEM_STATE_DIR": os.environ["VAULTMEM_STATE_DIR"]},
-    )
+    params = _mcp_server(example_vault)
     leaks: dict[str, list[str]] = {}
     answered: list[str] = []
 
@@ -383,13 +388,7 @@ def test_a_note_named_after_a_token_is_read_by_its_id_alone(
             outputs.append(missed.stdout + missed.stderr)
     assert not [_leaks(text) for text in outputs if _leaks(text)]
 
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "vaultmem", "mcp", "--vault", str(example_vault)],
-        cwd=str(example_vault.parent),
-        env={k: v for k, v in os.environ.items() if not k.startswith("VAULTMEM_")}
-        | {"VAULTMEM_STATE_DIR": os.environ["VAULTMEM_STATE_DIR"]},
-    )
+    params = _mcp_server(example_vault)
     answered: list[str] = []
 
     async def run() -> None:

@@ -30,7 +30,6 @@ import json
 import os
 from contextlib import suppress
 from hashlib import blake2b
-from pathlib import Path
 from typing import Any, NamedTuple
 
 from vaultmem.core.atomic import replace_file
@@ -155,9 +154,3 @@ def _decode(data: Any, digest: str) -> dict[str, tuple[FolderKey, Listing]]:
         )
         out[str(prefix)] = ((mtime, ctime, inode, device), listing)
     return out
-
-
-def remove(state_dir: Path) -> None:
-    """Forget the record (tests, and a state folder being moved)."""
-    with suppress(OSError):
-        os.unlink(state_dir / RECORD_NAME)
