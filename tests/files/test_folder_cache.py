@@ -59,7 +59,11 @@ def _forge(config: Config, folder: str, edit: Callable[[list[str]], None]) -> No
 
 
 def _record(config: Config) -> dict[str, object]:
-    data = json.loads((config.state_dir / folder_cache.RECORD_NAME).read_bytes())
+    """The recorded folders; none when no record was written."""
+    path = config.state_dir / folder_cache.RECORD_NAME
+    if not path.exists():
+        return {}
+    data = json.loads(path.read_bytes())
     folders: dict[str, object] = data["folders"]
     return folders
 
@@ -159,6 +163,21 @@ def test_a_folder_with_a_link_is_listed_every_time(tmp_path: Path) -> None:
     target.write_text("# a, longer now\n", encoding="utf-8")  # the link's target changes
     second = _walk(config)
     assert second == scan_vault(config)
+
+
+def test_a_walk_that_finds_the_record_standing_writes_nothing(tmp_path: Path) -> None:
+    """A no-op walk leaves the record alone, even with a folder it must list every time (one
+    holding a link): rewriting 100,000 names on every no-op would cost more than it saves."""
+    config = _vault(tmp_path / "v")
+    (config.root / "Daily" / "link.md").symlink_to(config.root / "Notes" / "a.md")
+    _walk(config)
+    record = (config.state_dir / folder_cache.RECORD_NAME).stat()
+    _walk(config)
+    again = (config.state_dir / folder_cache.RECORD_NAME).stat()
+    assert (again.st_ino, again.st_mtime_ns) == (record.st_ino, record.st_mtime_ns)
+    (config.root / "Notes" / "new.md").write_text("# new\n", encoding="utf-8")
+    _walk(config)  # a folder that changed: the record is written again
+    assert (config.state_dir / folder_cache.RECORD_NAME).stat().st_ino != record.st_ino
 
 
 @pytest.mark.parametrize("damage", [b"", b"{", b'{"format": 1}', b"[1, 2]", b"\xff\xfe"])

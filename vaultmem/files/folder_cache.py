@@ -78,14 +78,17 @@ class FolderCache:
         return kept[1]
 
     def record(self, prefix: str, key: FolderKey, listing: Listing, cacheable: bool) -> None:
-        """Keep a fresh listing of a folder (when it can stand for the folder next time)."""
-        self.changed = True
+        """Keep a fresh listing of a folder (when it can stand for the folder next time). A
+        folder listed every time (it holds a link) changes nothing: the record is written
+        only when what it keeps changed (`save`)."""
         if cacheable and key[0] < self.settled_before and key[1] < self.settled_before:
-            self.found[prefix] = (key, listing)
+            entry = (key, listing)
+            self.found[prefix] = entry
+            if self.kept.get(prefix) != entry:
+                self.changed = True
 
     def forget(self, prefix: str) -> None:
         """A recorded listing that did not hold (a note vanished under the walk)."""
-        self.changed = True
         self.found.pop(prefix, None)
 
 
@@ -120,8 +123,9 @@ def load(config: Config, now_ns: int, *, fresh: bool = False) -> FolderCache:
 
 
 def save(config: Config, cache: FolderCache) -> None:
-    """Write this walk's listings when they differ from the record; a state folder that
-    cannot be written just goes without."""
+    """Write this walk's listings when they differ from the record (a listing changed, or a
+    recorded folder is gone or no longer recorded); a state folder that cannot be written just
+    goes without."""
     if not cache.changed and cache.found.keys() == cache.kept.keys():
         return
     folders = {

@@ -336,8 +336,8 @@ class _Lister:
         # once per folder, not per file. The root is mapped only by a whole-vault mapping. The
         # loop runs once per entry of a changed folder (100,000 in a new large vault): it keeps
         # to local names and C-level string tests, and stats only notes (DirEntry caches the
-        # lstat). A named tuple's own `__new__` is Python code: `tuple.__new__` is half the cost.
-        new_tuple = tuple.__new__
+        # lstat).
+        new_tuple = tuple.__new__  # half the cost of the named tuple's own `__new__`
         excluded, ignored, mapping_for = self.excluded, self.ignored, self.mapping_for
         long_name = MAX_PATH_BYTES // 4 - 1 - len(abs_dir)  # shorter names cannot reach it
         note_names: list[str] = []
