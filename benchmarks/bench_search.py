@@ -163,7 +163,6 @@ def bm25_build_phases(root: Path) -> dict[str, float]:
             store.load(con, documents)
             index_writes.number_notes(con, list(enumerate(ids)))
             rc.build_postings(con, [tsv], max_line_bytes=0)
-            rc.recount_terms(con, None)
             con.execute("COMMIT")
             tsv.unlink()
 

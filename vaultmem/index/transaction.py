@@ -89,7 +89,6 @@ def transaction(
                     max_line_bytes=config.max_note_bytes + 64,
                     language=config.search_language,
                 )
-                search_rows.recount_terms(con, None)
             else:
                 added_df = search_rows.load_postings(
                     con,

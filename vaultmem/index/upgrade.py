@@ -154,7 +154,6 @@ def _build(
                 max_line_bytes=config.max_note_bytes + 64,
                 language=config.search_language,
             )
-            search_rows.recount_terms(con, None)
             if config.semantic:
                 from vaultmem.storage import vector_queries
 

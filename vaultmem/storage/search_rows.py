@@ -150,9 +150,18 @@ def load_postings(
 def build_postings(
     con: Connection, files: Sequence[Path], *, max_line_bytes: int, language: str = DEFAULT_LANGUAGE
 ) -> None:
-    """A fresh build's postings: the workers' TSV files, boilerplate lines taken out, joined
-    to note ids and sorted by term, in one INSERT straight from the files (`terms` and
-    `search_stats` are counted after, by `recount_terms(con, None)`).
+    """A fresh build's postings, then its `terms` and `search_stats` counted from them
+    (`recount_terms(con, None)`): what a build from nothing and an upgrade of the search
+    tables both end with."""
+    _insert_fresh_postings(con, files, max_line_bytes=max_line_bytes, language=language)
+    recount_terms(con, None)
+
+
+def _insert_fresh_postings(
+    con: Connection, files: Sequence[Path], *, max_line_bytes: int, language: str
+) -> None:
+    """The workers' TSV files, boilerplate lines taken out, joined to note ids and sorted by
+    term, in one INSERT straight from the files.
 
     `load_postings` stages the files in a temp table and corrects it in place; a fresh build
     has nothing to compare with, so it reads them once instead: the boilerplate weights

@@ -5,7 +5,8 @@ read-only (readers go on reading the old file meanwhile), every table but the se
 copied as it is, and the notes numbered (`note_numbers`, as a build numbers them) so that the
 re-cut search documents load as a build loads them: `documents` from the workers' lengths and
 line keys joined to the old sections' text, `termless_sections` for the sections left without a
-term, then `search_rows.build_postings` and `recount_terms` as in a build from nothing.
+term, then `search_rows.build_postings` (which counts `terms` and `search_stats` too), as in a
+build from nothing.
 
 What a note's documents are made of is all in the index (`core.documents.documents_of`): the
 title (`notes.title`), the `lang` property (`notes.frontmatter`), the aliases, the tags as
