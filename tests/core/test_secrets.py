@@ -527,6 +527,19 @@ def test_triggers_name_the_builtin_patterns() -> None:
     assert not _UNTRIGGERED
 
 
+def test_a_time_of_day_is_no_pgpass_trigger() -> None:
+    """`13:57:00` holds `:57:`, what a `host:port:` looked like to the old trigger: half the
+    notes of a vault with timestamps in their frontmatter went through a redaction of every
+    text they hold (a third of a build's redaction CPU). The trigger now needs the
+    `:port:database:user:` a pgpass line has."""
+    from vaultmem.core.secrets import may_change
+
+    assert not may_change(["updated: 2023-12-01T13:57:00", "at 09:30:15 the job ran"])
+    assert not may_change(["a:5432:b"])
+    assert may_change(["db.example.com:5432:shop:alice:S3cretPassw0rd"])
+    assert may_change(["localhost:*:*:app:S3cretPassw0rd"])
+
+
 @pytest.mark.parametrize(("name", "template", "secret"), POSITIVES)
 def test_every_match_holds_its_patterns_trigger(name: str, template: str, secret: str) -> None:
     text = template.replace("{}", secret)
