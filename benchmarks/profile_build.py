@@ -152,12 +152,14 @@ def stages(vault: Path, limit: int) -> dict[str, Any]:
 
     from vaultmem.core.config import load_config
     from vaultmem.core.documents import note_documents, postings_lines
+    from vaultmem.core.secrets import compile_patterns, redact_value
     from vaultmem.files.scan import content_hash, read_note_fingerprinted, scan_vault
     from vaultmem.note.links import LinkResolver, resolve_link
-    from vaultmem.note.parse import parse_note
+    from vaultmem.note.parse import parse_note, redacted_note
     from vaultmem.storage.rows import NoteRecord, StagedRows
 
     config = load_config(vault)
+    patterns = compile_patterns(config.secret_patterns)
     scan = scan_vault(config)
     notes = sorted(scan.notes, key=lambda f: f.path)[:limit]
     resolver = LinkResolver(tuple(sorted(scan.files)))
@@ -176,10 +178,14 @@ def stages(vault: Path, limit: int) -> dict[str, Any]:
         cpu["read and hash"] += (t := clock()) - start
         markdown(data.decode("utf-8", "replace"))
         cpu["mistune's own pass (beside)"] += (start := clock()) - t
-        note = parse_note(fp.path, data, max_bytes=config.max_note_bytes).note
+        parsed = parse_note(fp.path, data, max_bytes=config.max_note_bytes)
         cpu["parse_note"] += (t := clock()) - start
-        resolutions = [resolve_link(link, fp.path, resolver, _none) for link in note.links]
+        resolutions = [resolve_link(link, fp.path, resolver, _none) for link in parsed.note.links]
         cpu["resolve links"] += (start := clock()) - t
+        note = redacted_note(parsed.note, patterns)
+        redact_value(parsed.problems, patterns)
+        cpu["redact"] += (t := clock()) - start
+        start = t
         documents = note_documents(note, config.search_language)
         cpu["search documents (tokenizer)"] += (t := clock()) - start
         scope = config.scope_of(fp.path) or ("global", None)
