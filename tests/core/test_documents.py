@@ -48,3 +48,35 @@ def test_a_link_destination_alone_takes_the_one_branch_pattern() -> None:
     assert documents._line_key(line) == documents._line_key("Edit [on GitHub] and [here]")
     assert documents._line_key("[here](y.md) now") == documents._line_key("[here] now")
     assert documents._line_key("go http://a/b now") == documents._line_key("go ] now")
+
+
+@given(st.lists(st.text(min_size=1, max_size=6), min_size=2, max_size=30))
+def test_a_terms_bucket_never_decreases_as_the_term_grows(terms: list[str]) -> None:
+    """Buckets sorted one after the other must be the postings sorted by term: DuckDB orders
+    VARCHAR by code point, so the bucket must not decrease along that order."""
+    from vaultmem.core.documents import postings_bucket
+
+    ordered = sorted(terms)
+    buckets = [postings_bucket(t) for t in ordered]
+    assert buckets == sorted(buckets)
+
+
+def test_bucketed_postings_lines_are_the_postings_lines_split_by_bucket() -> None:
+    from vaultmem.core.documents import (
+        POSTINGS_BUCKET_BOUNDS,
+        bucketed_postings_lines,
+        note_documents,
+        postings_bucket,
+        postings_lines,
+    )
+    from vaultmem.note.parse import parse_note
+
+    text = "# Über apples\n\nzebra 42 éclair 東京 and apples, apples.\n\n## Quartz\n\nmango ソフト"
+    documents = note_documents(parse_note("a.md", text.encode()).note)
+    buckets: list[list[str]] = [[] for _ in range(len(POSTINGS_BUCKET_BOUNDS) + 1)]
+    bucketed_postings_lines(7, documents, buckets)
+    whole = "".join(postings_lines(7, documents)).splitlines(keepends=True)
+    assert sorted(line for lines in buckets for line in lines) == sorted(whole)
+    for b, lines in enumerate(buckets):
+        assert all(postings_bucket(line.split("\t")[0]) == b for line in lines)
+    assert sum(1 for lines in buckets if lines) >= 5

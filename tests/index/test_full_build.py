@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.helpers import dump_index
 from vaultmem.core.documents import BOILERPLATE_NOTES
 from vaultmem.storage import search_rows, store
@@ -86,3 +88,44 @@ def test_the_fresh_sections_query_finds_what_the_staged_query_finds(tmp_path: Pa
     finally:
         con.close()
     assert len(found) == BOILERPLATE_NOTES + 3 and sorted(found) == sorted(expected)
+
+
+WORDS = "apple 42nd zebra éclair яблоко 東京 서울 ひらがな mango quartz umbrella Über _under"
+
+
+def test_a_build_sorted_bucket_by_bucket_equals_one_sorted_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A large build writes its postings by term bucket and sorts them bucket by bucket
+    (`search_rows.postings_runs`); the table must be the one a single sort gives, row for row
+    and in the same physical order (sorted by term), whatever script a term starts with."""
+    from vaultmem.index import parallel
+
+    runs: list[int] = []
+    real_runs = search_rows.postings_runs
+
+    def counted(files: list[Path]) -> list[list[Path]]:
+        found = real_runs(files)
+        runs.append(len(found))
+        return found
+
+    monkeypatch.setattr(search_rows, "postings_runs", counted)
+    dumps = []
+    for name, bucket_from in (("once", 10**12), ("bucketed", 0)):
+        monkeypatch.setattr(parallel, "BUCKET_POSTINGS_BYTES", bucket_from)
+        root = tmp_path / name
+        root.mkdir()
+        write_notes(root, range(30))
+        for i, word in enumerate(WORDS.split()):
+            (root / f"Word {i}.md").write_text(f"# {word}\n\n{word} and {WORDS}\n", "utf-8")
+        vault = Vault.init(root)
+        vault.reconcile(rebuild=True)
+        dumps.append(dump_index(vault.config.index_path))
+        with store.reading(vault.config.index_path) as con:
+            in_order = con.execute(
+                "SELECT list(term ORDER BY rowid) = list(term ORDER BY term) FROM postings"
+            ).fetchone()
+        assert in_order == (True,), name
+    assert runs[0] == 1 and runs[1] > 5, runs
+    for table in ("postings", "terms", "search_stats", "boilerplate_lines", "documents"):
+        assert dumps[0][table] == dumps[1][table], table

@@ -176,13 +176,15 @@ def test_merged_adds_the_redone_results_and_prefers_them() -> None:
 
 def test_collect_joins_the_chunks_in_order() -> None:
     chunks = [
-        Chunk((Prepared(0, "A.md", "parsed"),), {"notes": Path("0/notes")}, Path("0/p"), None),
-        Chunk((Prepared(1, "B.md", "failed"),), {"notes": Path("1/notes")}, None, None),
+        Chunk((Prepared(0, "A.md", "parsed"),), {"notes": Path("0/notes")}, (Path("0/p"),)),
+        Chunk((Prepared(1, "B.md", "failed"),), {"notes": Path("1/notes")}),
+        Chunk((Prepared(2, "C.md", "parsed"),), {}, (Path("2/p.00"), Path("2/p.03"))),
     ]
-    prep = rc.collect(chunks, 2, Path("spill"))
-    assert list(prep.by_path) == ["A.md", "B.md"]
+    prep = rc.collect(chunks, 3, Path("spill"))
+    assert list(prep.by_path) == ["A.md", "B.md", "C.md"]
     assert prep.staged == {"notes": [Path("0/notes"), Path("1/notes")]}
-    assert (prep.postings, prep.vectors, prep.next_number) == ([Path("0/p")], [], 2)
+    postings = [Path("0/p"), Path("2/p.00"), Path("2/p.03")]
+    assert (prep.postings, prep.vectors, prep.next_number) == (postings, [], 3)
 
 
 def test_the_walk_agrees_with_the_index_only_when_every_note_read_as_walked() -> None:

@@ -22,6 +22,7 @@ its link destinations and URLs (a footer's "Edit on GitHub" link names the note'
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from hashlib import blake2b
@@ -329,3 +330,51 @@ def postings_lines(number: int, documents: Sequence[SearchDocument]) -> list[str
         if len(once) < len(items):
             out += [f"{term}{mid}{tf}{end}" for term, tf in items if tf != 1]
     return out
+
+
+POSTINGS_BUCKET_BOUNDS: tuple[str, ...] = (
+    *"abcdefhlmprstu",
+    "\u0080",  # every term that starts outside ASCII: accented Latin, Cyrillic, Greek, ...
+    "\u3000",  # kana, Han, Hangul: the bulk of a Chinese, Japanese or Korean vault
+    "\u4e00",
+    "\u5a00",
+    "\u6600",
+    "\u7200",
+    "\u8000",
+    "\u9000",
+    "\uac00",
+)
+"""The first characters that open a new bucket of a large build's postings
+(`bucketed_postings_lines`), in code point order, which is DuckDB's order of VARCHAR: a term's
+bucket never decreases as the term grows, so the buckets sorted one after the other are the
+postings sorted by term. The cuts keep each bucket of an English vault's terms (and of a
+Chinese or Japanese one's) to about a tenth of its postings or less."""
+
+_BUCKET_OF_FIRST: dict[str, int] = {}
+
+
+def postings_bucket(term: str) -> int:
+    """The bucket of `term` (0 .. len(POSTINGS_BUCKET_BOUNDS)), by its first character."""
+    first = term[0]
+    bucket = _BUCKET_OF_FIRST.get(first)
+    if bucket is None:
+        bucket = _BUCKET_OF_FIRST[first] = bisect_right(POSTINGS_BUCKET_BOUNDS, first)
+    return bucket
+
+
+def bucketed_postings_lines(
+    number: int, documents: Sequence[SearchDocument], buckets: list[list[str]]
+) -> None:
+    """`postings_lines`, each line appended to the list of its term's bucket
+    (`postings_bucket`; `buckets` holds one list per bucket). A build too large to sort its
+    postings in memory at once sorts them bucket by bucket instead (`storage.search_rows`)."""
+    note_length = sum(doc.length for doc in documents)
+    bucket_of = _BUCKET_OF_FIRST
+    for doc in documents:
+        mid = f"\t{number}\t{doc.ord}\t"
+        end = f"\t{doc.length}\t{note_length}\n"
+        for term, tf in doc.weights.items():
+            bucket = bucket_of.get(term[0])
+            if bucket is None:
+                bucket = postings_bucket(term)
+            buckets[bucket].append(f"{term}{mid}1{end}" if tf == 1 else f"{term}{mid}{tf}{end}")

@@ -35,7 +35,13 @@ from pathlib import Path
 from typing import Literal, NamedTuple
 
 from vaultmem.core.config import Config
-from vaultmem.core.documents import SearchDocument, note_documents, postings_lines
+from vaultmem.core.documents import (
+    POSTINGS_BUCKET_BOUNDS,
+    SearchDocument,
+    bucketed_postings_lines,
+    note_documents,
+    postings_lines,
+)
 from vaultmem.core.models import ParsedNote, Problem, Resolution
 from vaultmem.core.secrets import compile_patterns, redact_value
 from vaultmem.files.scan import content_hash, read_note_fingerprinted
@@ -55,6 +61,12 @@ the model."""
 
 PARALLEL_MIN_BYTES = 1_500_000
 """Below this much Markdown one process beats a pool (measured: benchmarks/bench_parse)."""
+
+BUCKET_POSTINGS_BYTES = 48_000_000
+"""From this much Markdown on, the workers write the postings by term bucket and a build sorts
+them bucket by bucket: at 100,000 generated notes (210 MB, 22M postings) one sort of them all
+spilled past DuckDB's memory limit, and sorting the buckets one after the other took 16 s
+against 27 s (benchmarks/HISTORY.md). 10,000 notes (21 MB) sort in memory in one go."""
 
 CHUNK_BYTES = 400_000
 """Markdown per task: big enough to amortise a task's overhead, small enough to bound memory."""
@@ -102,7 +114,9 @@ class Chunk(NamedTuple):
 
     notes: tuple[Prepared, ...]
     staged: dict[str, Path]
-    postings: Path | None = None
+    postings: tuple[Path, ...] = ()
+    """One TSV file, or with `Context.bucket_postings` one per bucket that has lines
+    (`<stem>.postings.<bucket>.tsv`)."""
     vectors: Path | None = None
 
 
@@ -114,6 +128,10 @@ class Context(NamedTuple):
     files: tuple[str, ...]
     out_dir: str
     embed: Embed | None = None
+    bucket_postings: bool = False
+    """Write the postings by term bucket (`core.documents.bucketed_postings_lines`): a build
+    of more than `BUCKET_POSTINGS_BYTES` of Markdown, whose postings DuckDB cannot sort in
+    memory at once."""
 
 
 class _Worker:
@@ -128,26 +146,40 @@ class _Worker:
     def chunk(self, index: int, jobs: Sequence[Job]) -> Chunk:
         rows = StagedRows()
         postings: list[str] = []
+        buckets: list[list[str]] | None = None
+
+        def add_postings(number: int, documents: Sequence[SearchDocument]) -> None:
+            if buckets is None:
+                postings.extend(postings_lines(number, documents))
+            else:
+                bucketed_postings_lines(number, documents, buckets)
+
+        if self.context.bucket_postings:
+            buckets = [[] for _ in range(len(POSTINGS_BUCKET_BOUNDS) + 1)]
         embedded: list[tuple[int, str, Sequence[SearchDocument]]] = []
         folders: dict[str, str | None] = {}  # real paths of the chunk's folders, once each
-        notes = [self.note(job, rows, postings, embedded, folders) for job in jobs]
+        notes = [self.note(job, rows, add_postings, embedded, folders) for job in jobs]
         out = Path(self.context.out_dir)
         stem = f"chunk-{index:06d}"
         staged = rows.write(out, stem)
-        postings_path = None
-        if postings:
-            postings_path = out / f"{stem}.postings.tsv"
-            with open(postings_path, "w", encoding="utf-8", newline="\n") as handle:
-                handle.writelines(postings)
+        named = [(f"{stem}.postings.tsv", postings)]
+        if buckets is not None:
+            named = [(f"{stem}.postings.{b:02d}.tsv", lines) for b, lines in enumerate(buckets)]
+        written: list[Path] = []
+        for name, lines in named:
+            if lines:
+                written.append(out / name)
+                with open(written[-1], "w", encoding="utf-8", newline="\n") as handle:
+                    handle.writelines(lines)
         embed = self.context.embed
         vectors = embed(out / f"{stem}.vectors.parquet", embedded) if embed and embedded else None
-        return Chunk(tuple(notes), staged, postings_path, vectors)
+        return Chunk(tuple(notes), staged, tuple(written), vectors)
 
     def note(
         self,
         job: Job,
         rows: StagedRows,
-        postings: list[str],
+        add_postings: Callable[[int, Sequence[SearchDocument]], None],
         embedded: list[tuple[int, str, Sequence[SearchDocument]]],
         folders: dict[str, str | None],
     ) -> Prepared:
@@ -217,7 +249,7 @@ class _Worker:
                 topic=topic,
             )
         )
-        postings.extend(postings_lines(job.number, documents))
+        add_postings(job.number, documents)
         embedded.append((job.number, note.title, documents))
         return Prepared(
             job.number,

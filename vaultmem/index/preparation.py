@@ -27,7 +27,7 @@ def prepare(
     """Prepare the notes `todo` in the workers, numbered from `first_number`, their rows
     staged under `staging`. `resolver` gives the run's link resolver over `survey.files`
     for the work done in this process."""
-    from vaultmem.index.parallel import Context, Embed, Job, prepare_all
+    from vaultmem.index.parallel import BUCKET_POSTINGS_BYTES, Context, Embed, Job, prepare_all
 
     staging.mkdir(parents=True, exist_ok=True)
     jobs = [
@@ -46,7 +46,8 @@ def prepare(
         embed = embedding.stage_vectors
     # Unsorted: a resolver's answers do not depend on the order it is given files in (its
     # buckets sort themselves), and sorting 100,000 paths cost a one-note edit ~35 ms.
-    context = Context(run.config, tuple(survey.files), str(staging), embed)
+    bucketed = sum(job.size for job in jobs) >= BUCKET_POSTINGS_BYTES
+    context = Context(run.config, tuple(survey.files), str(staging), embed, bucketed)
     chunks = prepare_all(jobs, context, progress=run.progress, resolver=resolver) if jobs else []
     return collect(chunks, first_number + len(jobs), staging.parent / "spill")
 

@@ -273,8 +273,7 @@ def collect(chunks: Sequence[Chunk], next_number: int, spill_dir: Path) -> Prepa
             by_path[prepared.path] = prepared
         for table, path in chunk.staged.items():
             staged.setdefault(table, []).append(path)
-        if chunk.postings is not None:
-            postings.append(chunk.postings)
+        postings.extend(chunk.postings)
         if chunk.vectors is not None:
             vectors.append(chunk.vectors)
     return Preparation(by_path, staged, postings, vectors, next_number, spill_dir)

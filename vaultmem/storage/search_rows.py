@@ -30,6 +30,7 @@ weights while it reads the workers' files into `postings`, with no staged table.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -190,14 +191,33 @@ def _insert_fresh_postings(
             "ON b.number = s.number AND b.ord = s.ord AND b.term = s.term"
         )
         keep = " WHERE b.tf IS NULL OR b.tf <> s.tf"
-    con.execute(
-        f"INSERT INTO postings SELECT s.term, m.note_id, m.note_key, s.ord, {tf}, s.length, "
-        f"s.note_length FROM {_read_postings(max_line_bytes)} s "
-        f"JOIN note_numbers m USING (number){join}{keep} ORDER BY s.term",
-        [[str(f) for f in files]],
-    )
+    for run in postings_runs(files):
+        con.execute(
+            f"INSERT INTO postings SELECT s.term, m.note_id, m.note_key, s.ord, {tf}, s.length, "
+            f"s.note_length FROM {_read_postings(max_line_bytes)} s "
+            f"JOIN note_numbers m USING (number){join}{keep} ORDER BY s.term",
+            [[str(f) for f in run]],
+        )
     if weights:
         con.execute("DROP TABLE fresh_boilerplate")
+
+
+_BUCKET_FILE = re.compile(r"\.postings\.(\d+)\.tsv$")
+
+
+def postings_runs(files: Sequence[Path]) -> list[list[Path]]:
+    """The postings files in the runs a fresh build sorts one after the other: one run per
+    term bucket, in bucket order, when every file is a bucket's (`<stem>.postings.<bucket>.tsv`,
+    `core.documents.bucketed_postings_lines`); else one run of them all. A bucket's terms all
+    sort after the previous bucket's, so appending the sorted runs in order is the table sorted
+    by term, and each sort is a fraction of the whole one (which spilled at 22M postings)."""
+    buckets: dict[int, list[Path]] = {}
+    for path in files:
+        found = _BUCKET_FILE.search(path.name)
+        if found is None:
+            return [list(files)]
+        buckets.setdefault(int(found.group(1)), []).append(path)
+    return [buckets[b] for b in sorted(buckets)]
 
 
 # The staged sections holding a line of `boilerplate_lines`: their keys unnested and
