@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from vaultmem.core import segment
 from vaultmem.core.tokenizer import analyzer, tokenize, word_spans
 from vaultmem.search.query import snippet
@@ -87,3 +93,34 @@ def test_long_runs_are_cut_for_the_japanese_segmenter() -> None:
 def test_korean_particles_meet_the_bare_word() -> None:
     assert "노트" in tokenize("노트를")
     assert tokenize("방법") == []
+
+
+_CJK = st.text(
+    alphabet=st.sampled_from(
+        list("属性同步笔记设备之间怎么如何使用的是在和吗方法东京のをにはするノート")
+    ),
+    min_size=1,
+    max_size=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_CJK, st.sampled_from([None, "zh", "ja"]))
+def test_the_terms_alone_are_the_terms_of_the_spans(run: str, lang: str | None) -> None:
+    """`terms` skips the segmenter where its words cannot change the terms; it must give
+    exactly the terms `spans` gives, stop words and lone characters included."""
+    assert segment.terms(run, lang) == [t for _, _, t in segment.spans(run, lang)]
+
+
+def test_indexing_a_few_han_characters_or_japanese_loads_no_segmenter() -> None:
+    """A note that names 東京 in English prose, and a Japanese note, are indexed without
+    a dictionary (a real interpreter, so no other test has loaded one before)."""
+    code = (
+        "import sys\n"
+        "from vaultmem.core.tokenizer import analyzer\n"
+        "analyzer('english').counts('We met in 東京 and 大阪 last spring')\n"
+        "analyzer('english', 'ja').counts('ノートを同期する方法と設定')\n"
+        "print(sorted(m for m in ('rjieba', 'sudachipy') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

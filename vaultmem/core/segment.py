@@ -154,6 +154,22 @@ def spans(run: str, lang: str | None) -> list[Span]:
     return out
 
 
+_STOP_CHARS = frozenset("".join(STOPWORDS))
+"""Every character of a stop word: a run holding none of them has no stop word to cut."""
+
+
+def terms(run: str, lang: str | None) -> list[str]:
+    """The terms of `spans(run, lang)` alone, without the segmenter when the words cannot
+    change them: a Japanese run keeps every bigram (its words only widen the spans), and a
+    Chinese run none of whose characters is in a stop word has none to take out. What the
+    index and a query's terms need; a snippet's marks take `spans`. So an English note that
+    names 東京 loads no dictionary, and a Japanese vault's build cuts no words."""
+    norm = unicodedata.normalize("NFKC", run).casefold()
+    if len(norm) != len(run) or lang == "ja" or has_kana(norm) or _STOP_CHARS.isdisjoint(norm):
+        return [norm[i : i + 2] for i in range(len(norm) - 1)] or [norm]
+    return [term for _, _, term in spans(run, lang)]
+
+
 def hangul_bigrams(word: str) -> list[str]:
     """The syllable bigrams of a Hangul word of three or more syllables (else none)."""
     if len(word) < 3 or not all("\uac00" <= c <= "\ud7a3" for c in word):

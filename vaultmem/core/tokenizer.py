@@ -340,7 +340,7 @@ class _Analyzer:
         if _SIMPLE.fullmatch(raw):  # most words: ASCII, one case change at most, nothing to split
             word = raw.lower()
             return () if word in STOPWORDS else (self._stem(word),)
-        return tuple(term for _, _, term in self.word(raw))
+        return tuple(term for _, _, term in self.word(raw, spans=False))
 
     def _terms(self, text: str) -> Iterator[str]:
         """The terms of `text`, lazily: findall, then one C-level dict lookup per word, so no
@@ -410,8 +410,10 @@ class _Analyzer:
             out += [(base + s, base + e) for s, e, t in spans if t in wanted]
         return out
 
-    def word(self, raw: str) -> list[Span]:
-        """Terms of one regex word with offsets relative to it."""
+    def word(self, raw: str, spans: bool = True) -> list[Span]:
+        """Terms of one regex word with offsets relative to it; with `spans` False, the
+        offsets of a Han or kana run are the run's (`segment.terms`: no segmenter where the
+        words cannot change the terms), for callers that keep the terms alone."""
         if raw.isascii():
             return self._latin(raw)
         if _has_nospace().search(raw) is None:
@@ -423,7 +425,9 @@ class _Analyzer:
         has_nospace, han_kana = _has_nospace(), _han_kana()
         for m in _script_run().finditer(raw):
             run, base = m.group(), m.start()
-            if han_kana.match(run):
+            if han_kana.match(run) and not spans:
+                out += [(base, base + len(run), t) for t in segment.terms(run, self._cjk)]
+            elif han_kana.match(run):
                 out += [(base + s, base + e, t) for s, e, t in segment.spans(run, self._cjk)]
             elif has_nospace.match(run):
                 out += [(base + s, base + e, t) for s, e, t in _bigrams(run)]
