@@ -17,7 +17,8 @@ hard-linked copy `benchmarks/out/search-<N>/` so the cached vault keeps no index
    two searches after a one-note write, both SQL, the second starting the reload); then a
    connection opened and closed per call (what `Vault.search` did before); median and p95
    (nearest rank). Then a cold CLI: `python -m vaultmem search QUERY --json` as a fresh
-   process, median of 5 queries, beside `python -c pass` (the interpreter alone), same run.
+   process, median of 5 queries (wall, and CPU = user + system), beside `python -c pass` (the
+   interpreter alone), same run.
 3. SQLite FTS5 (stdlib `sqlite3`, `porter unicode61`, `bm25()` with heading weight 2, in
    memory): index build over the same documents' text, and the same 50 queries (words OR-ed,
    best section per note, top 10), timed in turn with ours (2. above).
@@ -236,8 +237,12 @@ def fts5_query(con: sqlite3.Connection, query: str) -> list[str]:
 
 
 def cold_cli(root: Path, queries: Sequence[str]) -> dict[str, float]:
-    """Median seconds of a fresh `python -m vaultmem search Q --json` and of `python -c pass`."""
+    """Median wall seconds of a fresh `python -m vaultmem search Q --json` and of `python -c
+    pass`, and the search's median CPU seconds (user + system: what a shared machine's load
+    moves least), taking turns query by query."""
     import subprocess
+
+    from benchmarks.ab_cli import children_cpu_s
 
     env = {
         k: v
@@ -245,17 +250,21 @@ def cold_cli(root: Path, queries: Sequence[str]) -> dict[str, float]:
         if not k.startswith("VAULTMEM_") or k == "VAULTMEM_STATE_DIR"
     }
 
-    def run(args: list[str]) -> float:
+    def run(args: list[str]) -> tuple[float, float]:
+        cpu = children_cpu_s()
         start = time.perf_counter()
         subprocess.run(args, cwd=root, env=env, capture_output=True, check=True)
-        return time.perf_counter() - start
+        return time.perf_counter() - start, children_cpu_s() - cpu
 
-    search_s, bare_s = [], []
+    search_s, search_cpu_s, bare_s = [], [], []
     for q in queries:
-        bare_s.append(run([sys.executable, "-c", "pass"]))
-        search_s.append(run([sys.executable, "-m", "vaultmem", "search", q, "--json"]))
+        bare_s.append(run([sys.executable, "-c", "pass"])[0])
+        wall, cpu = run([sys.executable, "-m", "vaultmem", "search", q, "--json"])
+        search_s.append(wall)
+        search_cpu_s.append(cpu)
     return {
         "cold_cli_search_s": statistics.median(search_s),
+        "cold_cli_search_cpu_s": statistics.median(search_cpu_s),
         "cold_python_s": statistics.median(bare_s),
     }
 
@@ -409,7 +418,8 @@ def render(rows: Sequence[dict[str, Any]]) -> str:
         extra.append(
             f"{r['notes']:>7} Vault.search ×fts5 {r['vault_ratio_to_fts5']:.2f}; connection per "
             f"call {r['search_connection_per_call']['median_ms']:.1f} ms; cold CLI search "
-            f"{r['cold_cli_search_s']:.3f} s (python -c pass {r['cold_python_s']:.3f} s)"
+            f"{r['cold_cli_search_s']:.3f} s, CPU {r['cold_cli_search_cpu_s']:.3f} s "
+            f"(python -c pass {r['cold_python_s']:.3f} s)"
         )
         extra.append(
             f"{r['notes']:>7} resident index: {'held' if r['resident'] else 'not held (SQL)'}, "

@@ -21,3 +21,6 @@ def test_pairs_alternate_and_each_run_is_prepared(tmp_path: Path) -> None:
     assert log.read_text() == "pApBpBpApApBpBpA"
     assert result["rounds"] == 2
     assert result["ratio_b_to_a"] == result["b_median_s"] / result["a_median_s"]
+    # each side's CPU is its own command's: a Python start costs some, in one thread
+    for side in "ab":
+        assert 0 < result[f"{side}_cpu_median_s"] <= result[f"{side}_median_s"] * 2

@@ -55,6 +55,10 @@ NOT_FOR_SEARCH = (
     "duckdb",  # the Python package around `_duckdb`: its relational API and version lookup
     "rich",  # a --json search draws nothing
     "secrets",  # see NOT_FOR_AN_EDIT
+    "vaultmem.search.vectors",  # a words search: the vector side loads for --mode vectors/hybrid
+    "vaultmem.search.embedding",
+    "vaultmem.storage.vector_queries",
+    "shutil",  # the state folder moves files only when an old layout is found
     *SEGMENTERS,  # an English search segments nothing
 )
 # Not needed by a one-note edit (`vaultmem reconcile --json`): it parses one note in process.

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -79,10 +78,7 @@ def _move_legacy(old: Path, state: Path, names: list[str]) -> list[str]:
         elif name == _MERGED:
             _merge_exports(path, state / name)
         elif name in _DROPPED or name == "locks":
-            if path.is_dir() and not path.is_symlink():
-                shutil.rmtree(path, ignore_errors=True)
-            else:
-                path.unlink(missing_ok=True)
+            _remove(path)
             continue
         elif name.startswith(INDEX_FILE_NAME):
             if name == INDEX_FILE_NAME + ".tmp":  # a rebuild's leftover or a spill folder
@@ -116,11 +112,15 @@ def _move(source: Path, target: Path) -> None:
     try:
         os.replace(source, target)
     except OSError:
+        import shutil  # here: its compression modules are ~2 ms of every command's start
+
         shutil.move(source, target)
 
 
 def _remove(path: Path) -> None:
     if path.is_dir() and not path.is_symlink():
+        import shutil
+
         shutil.rmtree(path, ignore_errors=True)
     else:
         path.unlink(missing_ok=True)
