@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from hashlib import blake2b
 
 from hypothesis import given, settings
@@ -80,3 +81,33 @@ def test_bucketed_postings_lines_are_the_postings_lines_split_by_bucket() -> Non
     for b, lines in enumerate(buckets):
         assert all(postings_bucket(line.split("\t")[0]) == b for line in lines)
     assert sum(1 for lines in buckets if lines) >= 5
+_LINES = st.sampled_from(
+    ["Edit this page", "edit  THIS page", "Back to [[Index]]", "running runners", "```", "~~~",
+     "return (x)", "the", "v1.2", "**Pros**", "", "Edit [here](a.md) now", "Edit [here](b.md) now"]
+)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    heading=st.one_of(st.none(), _LINES),
+    lines=st.lists(_LINES, min_size=1, max_size=10),
+    drop=st.sets(_LINES),
+)
+def test_a_document_without_its_boilerplate_has_the_sections_postings(
+    heading: str | None, lines: list[str], drop: set[str]
+) -> None:
+    """An upgrade's workers take the boilerplate out of a document themselves
+    (`without_boilerplate`): what is left must be what a build loads for the section,
+    `section_postings` (the section re-tokenised without those lines), its length kept."""
+    text = "\n".join(lines)
+    boilerplate = frozenset(k for line in drop for k in documents.line_keys(line))
+    section = documents.SearchDocument(1, heading, 1, text, 0, {})
+    cut = documents.documents_of("Title", (), (), [section], None)
+    if len(cut) == 1:
+        return  # a section without terms makes no document
+    doc = cut[1]
+    seen: dict[str, Counter[str]] = {}
+    left = documents.without_boilerplate(doc, boilerplate, lines_seen=seen)
+    assert dict(left.weights) == documents.section_postings(heading, text, boilerplate)
+    assert (left.length, left.line_keys, left.text) == (doc.length, doc.line_keys, doc.text)
+    assert documents.without_boilerplate(cut[0], boilerplate) is cut[0]  # the note's own

@@ -167,6 +167,29 @@ def test_the_upgrade_reads_no_note(vault: Config) -> None:
     assert answers(vault) == want_answers
 
 
+def test_stale_boilerplate_lines_are_counted_again(vault: Config) -> None:
+    """The workers leave out the old index's boilerplate lines; when those are not what the
+    sections make now (here: the footer's line lost, another line claimed), the postings are
+    cut again under the lines counted, and the index still equals a build from nothing."""
+    want, want_answers = fresh_build(vault)
+    assert want["boilerplate_lines"]
+    con = duckdb.connect(str(vault.index_path))
+    try:
+        con.execute(
+            "CREATE TEMP TABLE claimed AS SELECT max(k) AS k FROM (SELECT unnest(line_keys) "
+            "AS k FROM documents) WHERE k NOT IN (SELECT line_key FROM boilerplate_lines)"
+        )
+        con.execute("DELETE FROM boilerplate_lines")
+        con.execute("INSERT INTO boilerplate_lines SELECT k, 9 FROM claimed")
+    finally:
+        con.close()
+    set_meta(vault, "tokenizer_version", "0-english")
+    report = reconcile(vault)
+    assert any("no note was read" in w for w in report.warnings)
+    assert_same(dump_index(vault.index_path), want)
+    assert answers(vault) == want_answers
+
+
 def test_a_parser_change_still_parses_every_note(vault: Config) -> None:
     want, _ = fresh_build(vault)
     set_meta(vault, "parser_version", "0")

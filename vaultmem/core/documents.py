@@ -275,6 +275,30 @@ def boilerplate_weights(
     return removed
 
 
+def without_boilerplate(
+    doc: SearchDocument,
+    boilerplate: frozenset[int],
+    language: str = DEFAULT_LANGUAGE,
+    lines_seen: dict[str, Counter[str]] | None = None,
+) -> SearchDocument:
+    """`doc` less what its `boilerplate` lines add (`boilerplate_weights`), a term they bring
+    to zero left out: the postings a build from nothing loads for it, where the load subtracts
+    the same weights in SQL (`storage.search_rows`). Lengths stay as they are, as there."""
+    if doc.ord == 0 or boilerplate.isdisjoint(doc.line_keys):
+        return doc
+    removed = boilerplate_weights(doc.heading, doc.text, boilerplate, language, lines_seen)
+    if not removed:
+        return doc
+    weights: dict[str, float] = {}
+    for term, tf in doc.weights.items():
+        less = removed.get(term)
+        if less is None:
+            weights[term] = tf
+        elif less != tf:
+            weights[term] = tf - less
+    return doc._replace(weights=weights)
+
+
 def _document(
     ord_: int, heading: str | None, line: int, text: str, fields: list[tuple[Field, Counter[str]]]
 ) -> SearchDocument:

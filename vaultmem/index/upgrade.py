@@ -18,13 +18,18 @@ The upgrade writes a new file beside the index (`store.rebuild_path`) with the o
 read-only, and renames it over the index once committed, under the writer lock, like a build
 from nothing: a search during the upgrade reads the old index whole, one after it the new one,
 never a half-made one. The CPU part (tokenising every section) runs on every core when the
-index holds enough text, in chunks of about `parallel.CHUNK_BYTES`, as a build parses.
+index holds enough text, in chunks of about `parallel.CHUNK_BYTES`, as a build parses. The
+workers also take the boilerplate out of the postings (`documents.without_boilerplate`), which a
+build does in its single-threaded load: the lines are those of the old index, which a build
+counts again unless a section gained or lost every term; when the count differs, the
+postings are cut again under the lines counted.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, NamedTuple
@@ -144,15 +149,24 @@ def _build(
         search_upgrade.attach_old(con, index)
         with store.transaction(con):
             total = search_upgrade.copy_tables(con, wanted)
-            cut = _cut_all(
-                lambda: search_upgrade.note_sources(con), total, config, staging, progress
-            )
+
+            def sources() -> Iterator[NoteSource]:
+                return search_upgrade.note_sources(con)
+
+            lines = search_upgrade.old_boilerplate_lines(con)
+            cut = _cut_all(sources, total, config, staging, progress, lines)
             search_upgrade.load_documents(con, cut.documents)
+            counted = search_rows.count_boilerplate_lines(con)
+            now = frozenset(int(k) for k, _ in counted)
+            if now != lines:  # the workers left out other lines than the vault repeats now
+                again = _cut_all(sources, total, config, staging, None, now, again=True)
+                cut = cut._replace(postings=again.postings)
             search_rows.build_postings(
                 con,
                 cut.postings,
                 max_line_bytes=config.max_note_bytes + 64,
                 language=config.search_language,
+                scored=counted,
             )
             if config.semantic:
                 from vaultmem.storage import vector_queries
@@ -170,6 +184,9 @@ class _Context(NamedTuple):
     language: str
     out_dir: str
     embed: Embed | None
+    boilerplate: frozenset[int]
+    """The lines whose weights the postings leave out (`documents.without_boilerplate`)."""
+    stem: str
 
 
 class _Cut(NamedTuple):
@@ -193,18 +210,26 @@ def _cut_all(
     config: Config,
     staging: Path,
     progress: Progress | None,
+    boilerplate: frozenset[int],
+    *,
+    again: bool = False,
 ) -> _AllCut:
     """Every note's documents cut (`_cut_chunk`), in a pool when the index holds enough text;
-    `sources` reads the notes (again, should the pool fail to start)."""
+    `sources` reads the notes (again, should the pool fail to start).
+
+    The postings leave out what the `boilerplate` lines add: the old index's lines, which a
+    build from nothing counts again unless a section gained or lost every term; the caller
+    then cuts `again` with the lines counted, for the postings alone (no vectors)."""
     from vaultmem.index.parallel import CHUNK_BYTES, PARALLEL_MIN_BYTES, worker_count
 
     embed: Embed | None = None
-    if config.semantic:
+    if config.semantic and not again:
         from vaultmem.search import embedding
 
         embedding.embedder()  # a missing extra fails before any work
         embed = embedding.stage_vectors
-    context = _Context(config.search_language, str(staging), embed)
+    stem = "again" if again else "upgrade"
+    context = _Context(config.search_language, str(staging), embed, boilerplate, stem)
     done = [0]
     out = _AllCut([], [], [])
 
@@ -291,7 +316,7 @@ def _cut_in_pool(
 def _cut_chunk(index: int, notes: Sequence[NoteSource], context: _Context) -> _Cut:
     """A chunk's notes cut into search documents, as a parse worker cuts them: the documents'
     lengths and line keys, postings TSV and (semantic recall) vectors, in files."""
-    from vaultmem.core.documents import documents_of, postings_lines
+    from vaultmem.core.documents import documents_of, postings_lines, without_boilerplate
 
     columns: dict[str, list[object]] = {
         "number": [],
@@ -301,6 +326,8 @@ def _cut_chunk(index: int, notes: Sequence[NoteSource], context: _Context) -> _C
     }
     postings: list[str] = []
     embedded = []
+    boilerplate, language = context.boilerplate, context.language
+    seen: dict[str, Counter[str]] = {}  # a boilerplate line's terms, counted once a chunk
     for source in notes:
         sections = source.sections
         if any(s.ord != i for i, s in enumerate(sections, start=1)):
@@ -313,10 +340,13 @@ def _cut_chunk(index: int, notes: Sequence[NoteSource], context: _Context) -> _C
             columns["ord"].append(doc.ord)
             columns["length"].append(doc.length)
             columns["line_keys"].append(list(doc.line_keys))
-        postings.extend(postings_lines(source.number, documents))
+        scored = documents
+        if boilerplate:
+            scored = [without_boilerplate(d, boilerplate, language, seen) for d in documents]
+        postings.extend(postings_lines(source.number, scored))
         embedded.append((source.number, source.title, documents))
     out = Path(context.out_dir)
-    stem = f"upgrade-{index:06d}"
+    stem = f"{context.stem}-{index:06d}"
     documents_path = out / f"{stem}.documents.json"
     with open(documents_path, "w", encoding="utf-8", newline="\n") as handle:
         handle.write(json.dumps(columns))

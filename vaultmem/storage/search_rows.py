@@ -149,17 +149,31 @@ def load_postings(
 
 
 def build_postings(
-    con: Connection, files: Sequence[Path], *, max_line_bytes: int, language: str = DEFAULT_LANGUAGE
+    con: Connection,
+    files: Sequence[Path],
+    *,
+    max_line_bytes: int,
+    language: str = DEFAULT_LANGUAGE,
+    scored: Sequence[tuple[Any, Any]] | None = None,
 ) -> None:
     """A fresh build's postings, then its `terms` and `search_stats` counted from them
     (`recount_terms(con, None)`): what a build from nothing and an upgrade of the search
-    tables both end with."""
-    _insert_fresh_postings(con, files, max_line_bytes=max_line_bytes, language=language)
+    tables both end with. `scored`: the (line key, notes) of `count_boilerplate_lines`, when
+    the files' postings already lack those lines' weights (`documents.without_boilerplate`,
+    an upgrade's workers): they are then loaded as they are."""
+    _insert_fresh_postings(
+        con, files, max_line_bytes=max_line_bytes, language=language, scored=scored
+    )
     recount_terms(con, None)
 
 
 def _insert_fresh_postings(
-    con: Connection, files: Sequence[Path], *, max_line_bytes: int, language: str
+    con: Connection,
+    files: Sequence[Path],
+    *,
+    max_line_bytes: int,
+    language: str,
+    scored: Sequence[tuple[Any, Any]] | None = None,
 ) -> None:
     """The workers' TSV files, boilerplate lines taken out, joined to note ids and sorted by
     term, in one INSERT straight from the files.
@@ -170,18 +184,20 @@ def _insert_fresh_postings(
     `BOILERPLATE_NOTES` notes) are subtracted in the INSERT by a LEFT JOIN, and a posting they
     bring to zero is left out, as `load_postings`' DELETE and UPDATE leave it. On the 10,000-note
     generated vault the postings took 2.5-2.8 s of CPU that way, 2.0-2.2 s this way
-    (benchmarks/HISTORY.md).
+    (benchmarks/HISTORY.md). Files whose postings are `scored` already need neither.
     The temp table `note_numbers` maps the files' note numbers to ids and keys.
     """
     files = [f for f in files if f.stat().st_size]
-    counts = _count_every_line(con)
+    counts = count_boilerplate_lines(con) if scored is None else list(scored)
     con.execute("DELETE FROM boilerplate_lines")
     _insert_boilerplate_lines(con, counts)
     if not files:
         return
     lines = frozenset(int(k) for k, _ in counts)
-    weights = bool(lines) and _stage_boilerplate_weights(
-        con, lines, files[0].parent, language, max_line_bytes
+    weights = (
+        scored is None
+        and bool(lines)
+        and _stage_boilerplate_weights(con, lines, files[0].parent, language, max_line_bytes)
     )
     tf, join, keep = "s.tf", "", ""
     if weights:
@@ -279,9 +295,9 @@ class _Rescore(NamedTuple):
     max_line_bytes: int
 
 
-def _count_every_line(con: Connection) -> list[tuple[Any, Any]]:
-    """(line key, notes) of every line found in at least `BOILERPLATE_NOTES` notes: a build
-    from nothing counts them all."""
+def count_boilerplate_lines(con: Connection) -> list[tuple[Any, Any]]:
+    """(line key, notes) of every line of `documents` found in at least `BOILERPLATE_NOTES`
+    notes: a build from nothing counts them all (what its `boilerplate_lines` holds)."""
     return con.execute(
         "SELECT k, count(DISTINCT note_id) FROM (SELECT note_id, unnest(line_keys) AS k "
         "FROM documents) GROUP BY k HAVING count(DISTINCT note_id) >= $1",

@@ -62,6 +62,13 @@ def detach_old(con: Connection) -> None:
     con.execute(f"DETACH {_OLD}")
 
 
+def old_boilerplate_lines(con: Connection) -> frozenset[int]:
+    """The old index's boilerplate line keys: the lines a build counts again, unless the
+    sections holding them changed (a section that gained or lost every term)."""
+    rows = con.execute(f"SELECT line_key FROM {_OLD}.boilerplate_lines").fetchall()
+    return frozenset(int(k) for (k,) in rows)
+
+
 def old_meta(con: Connection) -> dict[str, str]:
     return {k: v for k, v in con.execute(f"SELECT key, value FROM {_OLD}.meta").fetchall()}
 
