@@ -81,6 +81,8 @@ def test_bucketed_postings_lines_are_the_postings_lines_split_by_bucket() -> Non
     for b, lines in enumerate(buckets):
         assert all(postings_bucket(line.split("\t")[0]) == b for line in lines)
     assert sum(1 for lines in buckets if lines) >= 5
+
+
 _LINES = st.sampled_from(
     ["Edit this page", "edit  THIS page", "Back to [[Index]]", "running runners", "```", "~~~",
      "return (x)", "the", "v1.2", "**Pros**", "", "Edit [here](a.md) now", "Edit [here](b.md) now"]

@@ -291,3 +291,31 @@ def test_semantic_recall_turned_on_then_off_remakes_the_vectors(
     assert upgraded["vectors"] == []
     want, _ = fresh_build(off)
     assert_same(upgraded, want)
+
+
+def test_an_upgrade_cut_by_term_bucket_equals_a_build(
+    vault: Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A large index's upgrade writes its postings by term bucket and sorts them bucket by
+    bucket, as a large build does: the tables must still be a build's, row for row."""
+    from vaultmem.index import parallel
+    from vaultmem.storage import search_rows
+
+    want, want_answers = fresh_build(vault)  # one sort: under the line
+    runs: list[int] = []
+    real_runs = search_rows.postings_runs
+
+    def counted(files: list[Path]) -> list[list[Path]]:
+        found = real_runs(files)
+        runs.append(len(found))
+        return found
+
+    monkeypatch.setattr(search_rows, "postings_runs", counted)
+    monkeypatch.setattr(parallel, "BUCKET_POSTINGS_NOTES", 0)
+    scramble_search_tables(vault)
+    set_meta(vault, "tokenizer_version", "0-english")
+    report = reconcile(vault)
+    assert any("no note was read" in w for w in report.warnings)
+    assert runs and runs[-1] > 1, runs
+    assert_same(dump_index(vault.index_path), want)
+    assert answers(vault) == want_answers

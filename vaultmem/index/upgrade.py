@@ -187,6 +187,8 @@ class _Context(NamedTuple):
     boilerplate: frozenset[int]
     """The lines whose weights the postings leave out (`documents.without_boilerplate`)."""
     stem: str
+    bucket_postings: bool = False
+    """Write the postings by term bucket, as a large build does (`parallel.Context`)."""
 
 
 class _Cut(NamedTuple):
@@ -194,7 +196,7 @@ class _Cut(NamedTuple):
 
     notes: int
     documents: Path
-    postings: Path | None
+    postings: tuple[Path, ...]
     vectors: Path | None
 
 
@@ -228,15 +230,17 @@ def _cut_all(
 
         embedding.embedder()  # a missing extra fails before any work
         embed = embedding.stage_vectors
+    from vaultmem.index.parallel import BUCKET_POSTINGS_NOTES
+
     stem = "again" if again else "upgrade"
-    context = _Context(config.search_language, str(staging), embed, boilerplate, stem)
+    bucketed = total >= BUCKET_POSTINGS_NOTES
+    context = _Context(config.search_language, str(staging), embed, boilerplate, stem, bucketed)
     done = [0]
     out = _AllCut([], [], [])
 
     def record(cut: _Cut) -> None:
         out.documents.append(cut.documents)
-        if cut.postings is not None:
-            out.postings.append(cut.postings)
+        out.postings.extend(cut.postings)
         if cut.vectors is not None:
             out.vectors.append(cut.vectors)
         done[0] += cut.notes
@@ -316,7 +320,13 @@ def _cut_in_pool(
 def _cut_chunk(index: int, notes: Sequence[NoteSource], context: _Context) -> _Cut:
     """A chunk's notes cut into search documents, as a parse worker cuts them: the documents'
     lengths and line keys, postings TSV and (semantic recall) vectors, in files."""
-    from vaultmem.core.documents import documents_of, postings_lines, without_boilerplate
+    from vaultmem.core.documents import (
+        POSTINGS_BUCKET_BOUNDS,
+        bucketed_postings_lines,
+        documents_of,
+        postings_lines,
+        without_boilerplate,
+    )
 
     columns: dict[str, list[object]] = {
         "number": [],
@@ -325,6 +335,9 @@ def _cut_chunk(index: int, notes: Sequence[NoteSource], context: _Context) -> _C
         "line_keys": [],
     }
     postings: list[str] = []
+    buckets: list[list[str]] | None = None
+    if context.bucket_postings:
+        buckets = [[] for _ in range(len(POSTINGS_BUCKET_BOUNDS) + 1)]
     embedded = []
     boilerplate, language = context.boilerplate, context.language
     seen: dict[str, Counter[str]] = {}  # a boilerplate line's terms, counted once a chunk
@@ -343,18 +356,25 @@ def _cut_chunk(index: int, notes: Sequence[NoteSource], context: _Context) -> _C
         scored = documents
         if boilerplate:
             scored = [without_boilerplate(d, boilerplate, language, seen) for d in documents]
-        postings.extend(postings_lines(source.number, scored))
+        if buckets is None:
+            postings.extend(postings_lines(source.number, scored))
+        else:
+            bucketed_postings_lines(source.number, scored, buckets)
         embedded.append((source.number, source.title, documents))
     out = Path(context.out_dir)
     stem = f"{context.stem}-{index:06d}"
     documents_path = out / f"{stem}.documents.json"
     with open(documents_path, "w", encoding="utf-8", newline="\n") as handle:
         handle.write(json.dumps(columns))
-    postings_path = None
-    if postings:
-        postings_path = out / f"{stem}.postings.tsv"
-        with open(postings_path, "w", encoding="utf-8", newline="\n") as handle:
-            handle.writelines(postings)
+    named = [(f"{stem}.postings.tsv", postings)]
+    if buckets is not None:
+        named = [(f"{stem}.postings.{b:02d}.tsv", lines) for b, lines in enumerate(buckets)]
+    written: list[Path] = []
+    for name, lines in named:
+        if lines:
+            written.append(out / name)
+            with open(written[-1], "w", encoding="utf-8", newline="\n") as handle:
+                handle.writelines(lines)
     embed = context.embed
     vectors = embed(out / f"{stem}.vectors.parquet", embedded) if embed and embedded else None
-    return _Cut(len(notes), documents_path, postings_path, vectors)
+    return _Cut(len(notes), documents_path, tuple(written), vectors)
