@@ -75,3 +75,20 @@ def published(config: Config, outcome: tuple[T, Published]) -> T:
     vault.config = config  # a test may have changed a limit of its config
     vault._publish(done)
     return result
+
+
+def count_postings_runs(monkeypatch: Any) -> list[int]:
+    """Watch `search_rows.postings_runs` (the runs a fresh build sorts one after the other):
+    the list returned gets the number of runs of each build or upgrade from now on."""
+    from vaultmem.storage import search_rows
+
+    runs: list[int] = []
+    real = search_rows.postings_runs
+
+    def counted(files: list[Path]) -> list[list[Path]]:
+        found = real(files)
+        runs.append(len(found))
+        return found
+
+    monkeypatch.setattr(search_rows, "postings_runs", counted)
+    return runs

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import dump_index
+from tests.helpers import count_postings_runs, dump_index
 from vaultmem.core.documents import BOILERPLATE_NOTES
 from vaultmem.storage import search_rows, store
 from vaultmem.vault import Vault
@@ -101,15 +101,7 @@ def test_a_build_sorted_bucket_by_bucket_equals_one_sorted_at_once(
     and in the same physical order (sorted by term), whatever script a term starts with."""
     from vaultmem.index import parallel
 
-    runs: list[int] = []
-    real_runs = search_rows.postings_runs
-
-    def counted(files: list[Path]) -> list[list[Path]]:
-        found = real_runs(files)
-        runs.append(len(found))
-        return found
-
-    monkeypatch.setattr(search_rows, "postings_runs", counted)
+    runs = count_postings_runs(monkeypatch)
     dumps = []
     for name, bucket_from in (("once", 10**12), ("bucketed", 0)):
         monkeypatch.setattr(parallel, "BUCKET_POSTINGS_BYTES", bucket_from)

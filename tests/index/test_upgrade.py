@@ -14,7 +14,7 @@ from typing import Any
 import duckdb
 import pytest
 
-from tests.helpers import cli_env, dump_index
+from tests.helpers import cli_env, count_postings_runs, dump_index
 from vaultmem.core.config import Config
 from vaultmem.index import upgrade
 from vaultmem.index.reconcile import index_versions, reconcile
@@ -299,18 +299,9 @@ def test_an_upgrade_cut_by_term_bucket_equals_a_build(
     """A large index's upgrade writes its postings by term bucket and sorts them bucket by
     bucket, as a large build does: the tables must still be a build's, row for row."""
     from vaultmem.index import parallel
-    from vaultmem.storage import search_rows
 
     want, want_answers = fresh_build(vault)  # one sort: under the line
-    runs: list[int] = []
-    real_runs = search_rows.postings_runs
-
-    def counted(files: list[Path]) -> list[list[Path]]:
-        found = real_runs(files)
-        runs.append(len(found))
-        return found
-
-    monkeypatch.setattr(search_rows, "postings_runs", counted)
+    runs = count_postings_runs(monkeypatch)
     monkeypatch.setattr(parallel, "BUCKET_POSTINGS_NOTES", 0)
     scramble_search_tables(vault)
     set_meta(vault, "tokenizer_version", "0-english")

@@ -138,6 +138,37 @@ class Context(NamedTuple):
     memory at once."""
 
 
+class PostingsWriter:
+    """A chunk's postings lines (`core.documents.postings_lines`), kept whole or, for a large
+    build, by term bucket (`bucketed_postings_lines`), then written as TSV files."""
+
+    def __init__(self, bucketed: bool) -> None:
+        self.lines: list[str] = []
+        self.buckets: list[list[str]] | None = None
+        if bucketed:
+            self.buckets = [[] for _ in range(len(POSTINGS_BUCKET_BOUNDS) + 1)]
+
+    def add(self, number: int, documents: Sequence[SearchDocument]) -> None:
+        if self.buckets is None:
+            self.lines.extend(postings_lines(number, documents))
+        else:
+            bucketed_postings_lines(number, documents, self.buckets)
+
+    def write(self, folder: Path, stem: str) -> tuple[Path, ...]:
+        """`<stem>.postings.tsv`, or `<stem>.postings.<bucket>.tsv` per bucket with lines
+        (`storage.search_rows.postings_runs` reads the names back)."""
+        named = [(f"{stem}.postings.tsv", self.lines)]
+        if self.buckets is not None:
+            named = [(f"{stem}.postings.{b:02d}.tsv", ls) for b, ls in enumerate(self.buckets)]
+        written: list[Path] = []
+        for name, lines in named:
+            if lines:
+                written.append(folder / name)
+                with open(written[-1], "w", encoding="utf-8", newline="\n") as handle:
+                    handle.writelines(lines)
+        return tuple(written)
+
+
 class _Worker:
     """A process's preparing state: the context and the resolver built from it, once."""
 
@@ -149,41 +180,23 @@ class _Worker:
 
     def chunk(self, index: int, jobs: Sequence[Job]) -> Chunk:
         rows = StagedRows()
-        postings: list[str] = []
-        buckets: list[list[str]] | None = None
-
-        def add_postings(number: int, documents: Sequence[SearchDocument]) -> None:
-            if buckets is None:
-                postings.extend(postings_lines(number, documents))
-            else:
-                bucketed_postings_lines(number, documents, buckets)
-
-        if self.context.bucket_postings:
-            buckets = [[] for _ in range(len(POSTINGS_BUCKET_BOUNDS) + 1)]
+        postings = PostingsWriter(self.context.bucket_postings)
         embedded: list[tuple[int, str, Sequence[SearchDocument]]] = []
         folders: dict[str, str | None] = {}  # real paths of the chunk's folders, once each
-        notes = [self.note(job, rows, add_postings, embedded, folders) for job in jobs]
+        notes = [self.note(job, rows, postings, embedded, folders) for job in jobs]
         out = Path(self.context.out_dir)
         stem = f"chunk-{index:06d}"
         staged = rows.write(out, stem)
-        named = [(f"{stem}.postings.tsv", postings)]
-        if buckets is not None:
-            named = [(f"{stem}.postings.{b:02d}.tsv", lines) for b, lines in enumerate(buckets)]
-        written: list[Path] = []
-        for name, lines in named:
-            if lines:
-                written.append(out / name)
-                with open(written[-1], "w", encoding="utf-8", newline="\n") as handle:
-                    handle.writelines(lines)
+        written = postings.write(out, stem)
         embed = self.context.embed
         vectors = embed(out / f"{stem}.vectors.parquet", embedded) if embed and embedded else None
-        return Chunk(tuple(notes), staged, tuple(written), vectors)
+        return Chunk(tuple(notes), staged, written, vectors)
 
     def note(
         self,
         job: Job,
         rows: StagedRows,
-        add_postings: Callable[[int, Sequence[SearchDocument]], None],
+        postings: PostingsWriter,
         embedded: list[tuple[int, str, Sequence[SearchDocument]]],
         folders: dict[str, str | None],
     ) -> Prepared:
@@ -253,7 +266,7 @@ class _Worker:
                 topic=topic,
             )
         )
-        add_postings(job.number, documents)
+        postings.add(job.number, documents)
         embedded.append((job.number, note.title, documents))
         return Prepared(
             job.number,

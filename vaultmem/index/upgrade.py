@@ -320,13 +320,8 @@ def _cut_in_pool(
 def _cut_chunk(index: int, notes: Sequence[NoteSource], context: _Context) -> _Cut:
     """A chunk's notes cut into search documents, as a parse worker cuts them: the documents'
     lengths and line keys, postings TSV and (semantic recall) vectors, in files."""
-    from vaultmem.core.documents import (
-        POSTINGS_BUCKET_BOUNDS,
-        bucketed_postings_lines,
-        documents_of,
-        postings_lines,
-        without_boilerplate,
-    )
+    from vaultmem.core.documents import documents_of, without_boilerplate
+    from vaultmem.index.parallel import PostingsWriter
 
     columns: dict[str, list[object]] = {
         "number": [],
@@ -334,10 +329,7 @@ def _cut_chunk(index: int, notes: Sequence[NoteSource], context: _Context) -> _C
         "length": [],
         "line_keys": [],
     }
-    postings: list[str] = []
-    buckets: list[list[str]] | None = None
-    if context.bucket_postings:
-        buckets = [[] for _ in range(len(POSTINGS_BUCKET_BOUNDS) + 1)]
+    postings = PostingsWriter(context.bucket_postings)
     embedded = []
     boilerplate, language = context.boilerplate, context.language
     seen: dict[str, Counter[str]] = {}  # a boilerplate line's terms, counted once a chunk
@@ -356,25 +348,14 @@ def _cut_chunk(index: int, notes: Sequence[NoteSource], context: _Context) -> _C
         scored = documents
         if boilerplate:
             scored = [without_boilerplate(d, boilerplate, language, seen) for d in documents]
-        if buckets is None:
-            postings.extend(postings_lines(source.number, scored))
-        else:
-            bucketed_postings_lines(source.number, scored, buckets)
+        postings.add(source.number, scored)
         embedded.append((source.number, source.title, documents))
     out = Path(context.out_dir)
     stem = f"{context.stem}-{index:06d}"
     documents_path = out / f"{stem}.documents.json"
     with open(documents_path, "w", encoding="utf-8", newline="\n") as handle:
         handle.write(json.dumps(columns))
-    named = [(f"{stem}.postings.tsv", postings)]
-    if buckets is not None:
-        named = [(f"{stem}.postings.{b:02d}.tsv", lines) for b, lines in enumerate(buckets)]
-    written: list[Path] = []
-    for name, lines in named:
-        if lines:
-            written.append(out / name)
-            with open(written[-1], "w", encoding="utf-8", newline="\n") as handle:
-                handle.writelines(lines)
+    written = postings.write(out, stem)
     embed = context.embed
     vectors = embed(out / f"{stem}.vectors.parquet", embedded) if embed and embedded else None
-    return _Cut(len(notes), documents_path, tuple(written), vectors)
+    return _Cut(len(notes), documents_path, written, vectors)
