@@ -11,8 +11,9 @@ SQLite FTS5 indexing the same files is the third column.
 
     python -m benchmarks.bench_floors [--quick] [--json] [--repeat 3] [--vault PATH ...]
 
-Vaults: dwarvesf-brain (`../shared/vaults/`), the English Obsidian help and obsidian-hub when
-`VAULTMEM_OBSIDIAN_HELP` / `VAULTMEM_OBSIDIAN_HUB` name them (skipped otherwise), a generated
+Vaults: dwarvesf-brain (where `benchmarks/retrieval.py` finds it), the English Obsidian help
+and obsidian-hub when `VAULTMEM_OBSIDIAN_HELP` / `VAULTMEM_OBSIDIAN_HUB` name them (skipped
+otherwise), a generated
 vault of 10,000 notes (`generate_vault`) and one of 20,000 short notes (each generated note
 cut after its first paragraph: daily-note length). `--quick`: dwarvesf-brain and 2,000 short
 notes, one build each. `--vault PATH` (repeatable) measures those folders instead.
