@@ -427,10 +427,11 @@ class _Analyzer:
         has_nospace, han_kana = _has_nospace(), _han_kana()
         for m in _script_run().finditer(raw):
             run, base = m.group(), m.start()
-            if han_kana.match(run) and not spans:
-                out += [(base, base + len(run), t) for t in segment.terms(run, self._cjk)]
-            elif han_kana.match(run):
-                out += [(base + s, base + e, t) for s, e, t in segment.spans(run, self._cjk)]
+            if han_kana.match(run):
+                if spans:
+                    out += [(base + s, base + e, t) for s, e, t in segment.spans(run, self._cjk)]
+                else:
+                    out += [(base, base + len(run), t) for t in segment.terms(run, self._cjk)]
             elif has_nospace.match(run):
                 out += [(base + s, base + e, t) for s, e, t in _bigrams(run)]
             else:

@@ -65,8 +65,9 @@ PARALLEL_MIN_BYTES = 1_500_000
 BUCKET_POSTINGS_BYTES = 48_000_000
 """From this much Markdown on, the workers write the postings by term bucket and a build sorts
 them bucket by bucket: at 100,000 generated notes (210 MB, 22M postings) one sort of them all
-spilled past DuckDB's memory limit, and sorting the buckets one after the other took 16 s
-against 27 s (benchmarks/HISTORY.md). 10,000 notes (21 MB) sort in memory in one go."""
+spilled past DuckDB's memory limit; sorting the buckets one after the other took 12.6 s
+against 16.0 s on a quiet machine (benchmarks/HISTORY.md). 10,000 notes (21 MB) sort in
+memory in one go."""
 
 BUCKET_POSTINGS_NOTES = 20_000
 """The same line for an upgrade of the search tables, which counts notes, not bytes: 48 MB is

@@ -222,7 +222,12 @@ def _cut_all(
     The postings leave out what the `boilerplate` lines add: the old index's lines, which a
     build from nothing counts again unless a section gained or lost every term; the caller
     then cuts `again` with the lines counted, for the postings alone (no vectors)."""
-    from vaultmem.index.parallel import CHUNK_BYTES, PARALLEL_MIN_BYTES, worker_count
+    from vaultmem.index.parallel import (
+        BUCKET_POSTINGS_NOTES,
+        CHUNK_BYTES,
+        PARALLEL_MIN_BYTES,
+        worker_count,
+    )
 
     embed: Embed | None = None
     if config.semantic and not again:
@@ -230,8 +235,6 @@ def _cut_all(
 
         embedding.embedder()  # a missing extra fails before any work
         embed = embedding.stage_vectors
-    from vaultmem.index.parallel import BUCKET_POSTINGS_NOTES
-
     stem = "again" if again else "upgrade"
     bucketed = total >= BUCKET_POSTINGS_NOTES
     context = _Context(config.search_language, str(staging), embed, boilerplate, stem, bucketed)
