@@ -421,6 +421,10 @@ _FRAGMENTS = st.sampled_from(
         " ",
         "\n",
         "sk-",
+        "sk-ant-",
+        "ta",
+        "Ab1Cd2Ef3Gh4Ij5Kl6Mn",
+        "https://hooks.slack.com/services/",
         "ghp_",
         "eyJ",
         ".",
@@ -640,6 +644,32 @@ def test_hidden_ranges_cover_every_format_character_of_this_python() -> None:
     cf = {c for c in range(0x110000) if unicodedata.category(chr(c)) == "Cf"}
     assert cf <= hidden
     assert set(range(0xFE00, 0xFE10)) | set(range(0xE0100, 0xE01F0)) <= hidden
+
+
+def test_the_hidden_classes_find_exactly_the_hidden_characters() -> None:
+    """The look for hidden characters and their removal agree with `HIDDEN_RANGES` on every
+    code point (the astral class is written as ranges, the BMP one as characters)."""
+    from vaultmem.core.secrets import _HAS_HIDDEN, HIDDEN_RANGES
+
+    hidden = {c for lo, hi in HIDDEN_RANGES for c in range(lo, hi + 1)}
+    found = {c for c in range(0x110000) if _HAS_HIDDEN.search(chr(c))}
+    assert found == hidden - set(range(0xD800, 0xE000))
+    text = "".join(chr(c) for c in range(0x1D170, 0x1D180)) + "a\u00adb\U000e0101c"
+    assert _HAS_HIDDEN.drop(text) == "".join(ch for ch in text if ord(ch) not in hidden)
+
+
+def test_a_link_or_a_kebab_name_is_no_trigger() -> None:
+    """`://` is in every link and `sk-` in every `task-`: as bare triggers they sent each note
+    holding one through a redaction of every text it has (on obsidian-hub, all but 22 of its
+    6,571 notes, and most of the build's redaction). A URL's password and a key still are."""
+    from vaultmem.core.secrets import may_change
+
+    assert not may_change(["see https://github.com/a/b and http://localhost:8080/x?y=1"])
+    assert not may_change(["the obsidian-task-list and desk-setup notes"])
+    assert may_change(["postgres://admin:s3cr3t-Pa55@db:5432/app"])
+    assert may_change(["https://hooks.slack.com/services/T000/B000/XXXXXXXXXXXXXXXXXXXXXXXX"])
+    assert may_change(["key sk-proj-Ab1Cd2Ef3Gh4Ij5Kl6Mn7Op8"])
+    assert may_change(["key sk-ant-api03-Ab1Cd2Ef3Gh4Ij5Kl6Mn7Op8"])
 
 
 # The ones the third hostile run walked through: bidi marks, invisible operators, the combining
