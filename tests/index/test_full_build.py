@@ -121,3 +121,36 @@ def test_a_build_sorted_bucket_by_bucket_equals_one_sorted_at_once(
     assert runs[0] == 1 and runs[1] > 5, runs
     for table in ("postings", "terms", "search_stats", "boilerplate_lines", "documents"):
         assert dumps[0][table] == dumps[1][table], table
+
+
+def test_boilerplate_weights_cut_in_a_pool_equal_those_cut_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A build with many sections holding boilerplate cuts their weights in workers, each a
+    contiguous part (`parallel.cut_boilerplate`); the tables must be the ones a cut in this
+    process gives, whatever the parts (a section lost or cut twice leaves a footer's words in
+    its postings or takes them out twice)."""
+    from vaultmem.index import parallel
+
+    cuts: list[int] = []
+    real_cut = parallel.cut_boilerplate
+
+    def counted_cut(sections, lines, language, folder):  # type: ignore[no-untyped-def]
+        paths = real_cut(sections, lines, language, folder)
+        cuts.append(sum(1 for p in paths if p.stat().st_size))
+        return paths
+
+    monkeypatch.setattr(parallel, "cut_boilerplate", counted_cut)
+    dumps = []
+    for name, cut_from in (("here", 10**9), ("pool", 1)):
+        monkeypatch.setattr(search_rows, "CUT_APART_SECTIONS", cut_from)
+        root = tmp_path / name
+        root.mkdir()
+        write_notes(root, range(30))
+        vault = Vault.init(root)
+        vault.reconcile(rebuild=True)
+        dumps.append(dump_index(vault.config.index_path))
+    assert cuts == [parallel.worker_count()], "one non-empty part per worker, in one build"
+    for table in ("postings", "terms", "search_stats", "boilerplate_lines", "documents"):
+        assert dumps[0][table] == dumps[1][table], table
+    assert dumps[0]["boilerplate_lines"], "the notes' footer is boilerplate"

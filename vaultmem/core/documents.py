@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from hashlib import blake2b
 from typing import NamedTuple, Protocol, cast
 
@@ -273,6 +273,22 @@ def boilerplate_weights(
             for term, count in terms.items():
                 removed[term] = removed.get(term, 0) + FIELD_WEIGHTS["body"] * count
     return removed
+
+
+def boilerplate_tsv_lines(
+    sections: Iterable[tuple[int, int, str | None, str]],
+    boilerplate: frozenset[int],
+    language: str = DEFAULT_LANGUAGE,
+) -> Iterator[str]:
+    """`term\tnumber\tord\ttf` lines of what the `boilerplate` lines add to each section
+    (number, ord, heading, text): the weights a build subtracts from its staged postings
+    (`boilerplate_weights`, each distinct line tokenised once). Pure, so a pool can cut a
+    large batch in parts."""
+    seen: dict[str, Counter[str]] = {}
+    for number, ord_, heading, text in sections:
+        removed = boilerplate_weights(heading, text, boilerplate, language, seen)
+        for term, tf in removed.items():
+            yield f"{term}\t{number}\t{ord_}\t{tf}\n"
 
 
 def without_boilerplate(

@@ -32,12 +32,13 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from vaultmem.core.config import Config
 from vaultmem.core.documents import (
     POSTINGS_BUCKET_BOUNDS,
     SearchDocument,
+    boilerplate_tsv_lines,
     bucketed_postings_lines,
     note_documents,
     postings_lines,
@@ -425,6 +426,50 @@ def _prepare_in_pool(
         futures = [pool.submit(_run_chunk, i, chunk) for i, chunk in enumerate(chunks)]
         for index, future in enumerate(futures):
             record(index, future.result())
+
+
+def cut_boilerplate(
+    sections: Sequence[tuple[Any, ...]], lines: frozenset[int], language: str, folder: Path
+) -> list[Path]:
+    """`search_rows.BoilerplateCut` in a pool: the sections in one contiguous part per worker,
+    each part's weights (`documents.boilerplate_tsv_lines`) written by a worker into `folder`.
+    The workers come from the parse pool's server, already up after a large build's parse
+    (no DuckDB state is forked); the parts are cut here when they cannot start."""
+    workers = max(1, min(worker_count(), len(sections)))
+    size = -(-len(sections) // workers)
+    parts = [sections[i * size : (i + 1) * size] for i in range(workers)]
+    paths = [folder / f"fresh-boilerplate.{i}.tsv" for i in range(workers)]
+    if workers >= 2:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+        from concurrent.futures.process import BrokenProcessPool
+
+        mp = multiprocessing.get_context("forkserver")
+        mp.set_forkserver_preload(["vaultmem.index.parallel"])
+        with contextlib.suppress(BrokenProcessPool):
+            with ProcessPoolExecutor(
+                max_workers=workers,
+                mp_context=mp,
+                initializer=_exit_with_owner,
+                initargs=(os.getpid(),),
+            ) as pool:
+                futures = [
+                    pool.submit(_cut_part, part, lines, language, path)
+                    for part, path in zip(parts, paths, strict=True)
+                ]
+                for future in futures:
+                    future.result()
+            return paths
+    for part, path in zip(parts, paths, strict=True):
+        _cut_part(part, lines, language, path)
+    return paths
+
+
+def _cut_part(
+    sections: Sequence[tuple[Any, ...]], lines: frozenset[int], language: str, path: Path
+) -> None:
+    with path.open("w", encoding="utf-8") as out:
+        out.writelines(boilerplate_tsv_lines(sections, lines, language))
 
 
 STAGING_PREFIX = "vaultmem-postings-"

@@ -83,11 +83,14 @@ def transaction(
             if not create:
                 reresolve(con, write, resolver)
             if create:  # read once, straight into `postings`
+                from vaultmem.index.parallel import cut_boilerplate
+
                 search_rows.build_postings(
                     con,
                     prep.postings,
                     max_line_bytes=config.max_note_bytes + 64,
                     language=config.search_language,
+                    cut=cut_boilerplate,
                 )
             else:
                 added_df = search_rows.load_postings(

@@ -32,12 +32,13 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from vaultmem.core.documents import (
     BOILERPLATE_NOTES,
+    boilerplate_tsv_lines,
     boilerplate_weights,
     note_key,
     section_postings,
@@ -155,14 +156,16 @@ def build_postings(
     max_line_bytes: int,
     language: str = DEFAULT_LANGUAGE,
     scored: Sequence[tuple[Any, Any]] | None = None,
+    cut: BoilerplateCut | None = None,
 ) -> None:
     """A fresh build's postings, then its `terms` and `search_stats` counted from them
     (`recount_terms(con, None)`): what a build from nothing and an upgrade of the search
     tables both end with. `scored`: the (line key, notes) of `count_boilerplate_lines`, when
     the files' postings already lack those lines' weights (`documents.without_boilerplate`,
-    an upgrade's workers): they are then loaded as they are."""
+    an upgrade's workers): they are then loaded as they are. `cut`: where many sections'
+    boilerplate weights are cut (a pool's parts), else this process."""
     _insert_fresh_postings(
-        con, files, max_line_bytes=max_line_bytes, language=language, scored=scored
+        con, files, max_line_bytes=max_line_bytes, language=language, scored=scored, cut=cut
     )
     recount_terms(con, None)
 
@@ -174,6 +177,7 @@ def _insert_fresh_postings(
     max_line_bytes: int,
     language: str,
     scored: Sequence[tuple[Any, Any]] | None = None,
+    cut: BoilerplateCut | None = None,
 ) -> None:
     """The workers' TSV files, boilerplate lines taken out, joined to note ids and sorted by
     term, in one INSERT straight from the files.
@@ -197,7 +201,7 @@ def _insert_fresh_postings(
     weights = (
         scored is None
         and bool(lines)
-        and _stage_boilerplate_weights(con, lines, files[0].parent, language, max_line_bytes)
+        and _stage_boilerplate_weights(con, lines, files[0].parent, language, max_line_bytes, cut)
     )
     tf, join, keep = "s.tf", "", ""
     if weights:
@@ -246,35 +250,54 @@ SEMI JOIN (SELECT x.note_id, x.ord FROM (
 ON h.note_id = d.note_id AND h.ord = d.ord"""
 
 
+BoilerplateCut = Callable[[Sequence[tuple[Any, ...]], frozenset[int], str, Path], list[Path]]
+"""Writes `documents.boilerplate_tsv_lines` of the sections (number, ord, heading, text) for
+the boilerplate lines and language given into TSV files under the folder, and returns them:
+`index.parallel.cut_boilerplate`, the parse pool's server forking workers for it."""
+
+CUT_APART_SECTIONS = 4_000
+"""From this many staged sections holding a boilerplate line, their weights are cut apart
+(`BoilerplateCut`). On obsidian-hub, whose every note ends in a footer naming the note's own
+file (a distinct line per note), 23,854 sections took ~2.1 s of CPU in one process, a fifth of
+the build; a few hundred are cut faster here than workers start."""
+
+
 def _stage_boilerplate_weights(
-    con: Connection, lines: frozenset[int], folder: Path, language: str, max_line_bytes: int
+    con: Connection,
+    lines: frozenset[int],
+    folder: Path,
+    language: str,
+    max_line_bytes: int,
+    cut: BoilerplateCut | None = None,
 ) -> bool:
     """Temp table `fresh_boilerplate` (term, number, ord, tf): what the boilerplate `lines`
-    add to each staged section holding one (`boilerplate_weights`, each distinct line
-    tokenised once), written as TSV into the staging `folder` and read back (~10x faster
-    than list parameters). False when no staged section holds one (no table then)."""
+    add to each staged section holding one (`documents.boilerplate_tsv_lines`), written as
+    TSV into the staging `folder` (by `cut`'s workers for many sections) and read back (~10x
+    faster than list parameters). False when no staged section holds one (no table then)."""
     rows = con.execute(_FRESH_SECTIONS).fetchall()
     if not rows:
         return False
-    tsv = folder / "fresh-boilerplate.tsv"
-    seen: dict[str, Counter[str]] = {}
+    if cut is not None and len(rows) >= CUT_APART_SECTIONS:
+        parts = cut(rows, lines, language, folder)
+    else:
+        parts = [folder / "fresh-boilerplate.tsv"]
+        with parts[0].open("w", encoding="utf-8") as out:
+            out.writelines(boilerplate_tsv_lines(rows, lines, language))
     try:
-        with tsv.open("w", encoding="utf-8") as out:
-            for number, ord_, heading, text in rows:
-                removed = boilerplate_weights(heading, text, lines, language, seen)
-                out.writelines(f"{term}\t{number}\t{ord_}\t{tf}\n" for term, tf in removed.items())
-        if not tsv.stat().st_size:
+        filled = [str(part) for part in parts if part.stat().st_size]
+        if not filled:
             return False
         con.execute(
             "CREATE OR REPLACE TEMP TABLE fresh_boilerplate AS SELECT * FROM read_csv($1, "
             "delim='\t', header=false, quote='', escape='', columns={'term': 'VARCHAR', "
             "'number': 'INTEGER', 'ord': 'INTEGER', 'tf': 'DOUBLE'}, "
             f"max_line_size={max(max_line_bytes, 2_097_152)})",
-            [[str(tsv)]],
+            [filled],
         )
         return True
     finally:
-        tsv.unlink(missing_ok=True)
+        for part in parts:
+            part.unlink(missing_ok=True)
 
 
 def _read_postings(max_line_bytes: int) -> str:
