@@ -152,3 +152,46 @@ def test_a_pooled_batch_ends_in_quarter_chunks() -> None:
     # the last TAPER_CHUNKS x 2 workers x 400 bytes (1,600) go in chunks of 100 bytes
     assert [len(c) for c in pooled] == [4] * 6 + [1] * 16
     assert [j for c in pooled for j in c] == jobs
+
+
+_WORKER_SCRIPT = """
+import sys
+from concurrent.futures import ProcessPoolExecutor
+
+from vaultmem.index.parallel import worker_context
+
+
+def where() -> str:
+    return sys.modules["vaultmem.index.parallel"].__file__
+
+
+if __name__ == "__main__":
+    with ProcessPoolExecutor(2, mp_context=worker_context(["vaultmem.index.parallel"])) as pool:
+        print(pool.submit(where).result())
+"""
+
+
+def test_workers_never_import_a_vaultmem_of_the_current_folder(tmp_path: Path) -> None:
+    """Python 3.11's forkserver imports its preload with the current folder first on its
+    path: run from inside a folder holding a `vaultmem/` package (another checkout, a hostile
+    download), that package's code ran in the workers' server. A real process, started from
+    such a folder, whose worker must run this tree's module and no code of the folder."""
+    import subprocess
+    import sys
+
+    folder = tmp_path / "elsewhere"
+    (folder / "vaultmem").mkdir(parents=True)
+    marker = tmp_path / "imported"
+    (folder / "vaultmem" / "__init__.py").write_text(
+        f"import pathlib\npathlib.Path({str(marker)!r}).write_text('ran')\n"
+        "raise ImportError('not vaultmem')\n",
+        encoding="utf-8",
+    )
+    script = tmp_path / "pool.py"
+    script.write_text(_WORKER_SCRIPT, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, str(script)], cwd=folder, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert Path(done.stdout.strip()) == Path(parallel.__file__)
+    assert not marker.exists(), "the folder's vaultmem/ ran in the workers' server"

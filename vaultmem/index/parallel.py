@@ -26,13 +26,14 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import sys
 import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from vaultmem.core.config import Config
 from vaultmem.core.documents import (
@@ -50,6 +51,9 @@ from vaultmem.index.conflicts import marker_problem
 from vaultmem.note.links import LinkResolver, SubpathIndex, resolve_link
 from vaultmem.note.parse import parse_note, redacted_note
 from vaultmem.storage.rows import NoteRecord, StagedRows
+
+if TYPE_CHECKING:
+    import multiprocessing.context
 
 Progress = Callable[[int, int], None]
 
@@ -358,6 +362,34 @@ def chunk_jobs(
     return [c for c in chunks if c]
 
 
+def worker_context(preload: Sequence[str]) -> multiprocessing.context.BaseContext:
+    """The forkserver context for a pool, its server started (once per process) with this
+    process's `sys.path` and no current folder in front of it.
+
+    Python 3.11's server imports its `preload` with a path of its own, whose first entry is the
+    current folder (it runs as `python -c`): run from inside a folder holding a `vaultmem/`
+    package (another checkout, a hostile download), every worker would run that code instead
+    of this process's. Workers then fork from the server, so they import nothing again.
+    """
+    import multiprocessing
+    from multiprocessing import forkserver
+
+    mp = multiprocessing.get_context("forkserver")
+    mp.set_forkserver_preload(list(preload))
+    path = os.pathsep.join(os.path.abspath(entry) if entry else os.getcwd() for entry in sys.path)
+    saved = {name: os.environ.get(name) for name in ("PYTHONPATH", "PYTHONSAFEPATH")}
+    os.environ.update(PYTHONPATH=path, PYTHONSAFEPATH="1")
+    try:
+        forkserver.ensure_running()
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+    return mp
+
+
 def worker_count() -> int:
     """The CPUs this process may run on (cgroup quotas aside)."""
     count = getattr(os, "process_cpu_count", None)
@@ -412,14 +444,11 @@ def _prepare_in_pool(
     workers: int,
     record: Callable[[int, Chunk], None],
 ) -> None:
-    import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    mp = multiprocessing.get_context("forkserver")
-    mp.set_forkserver_preload(["vaultmem.index.parallel"])
     with ProcessPoolExecutor(
         max_workers=workers,
-        mp_context=mp,
+        mp_context=worker_context(["vaultmem.index.parallel"]),
         initializer=_start_worker,
         initargs=(os.getpid(), context),
     ) as pool:
@@ -440,16 +469,13 @@ def cut_boilerplate(
     parts = [sections[i * size : (i + 1) * size] for i in range(workers)]
     paths = [folder / f"fresh-boilerplate.{i}.tsv" for i in range(workers)]
     if workers >= 2:
-        import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
         from concurrent.futures.process import BrokenProcessPool
 
-        mp = multiprocessing.get_context("forkserver")
-        mp.set_forkserver_preload(["vaultmem.index.parallel"])
         with contextlib.suppress(BrokenProcessPool):
             with ProcessPoolExecutor(
                 max_workers=workers,
-                mp_context=mp,
+                mp_context=worker_context(["vaultmem.index.parallel"]),
                 initializer=_exit_with_owner,
                 initargs=(os.getpid(),),
             ) as pool:

@@ -299,13 +299,11 @@ def _cut_in_pool(
 ) -> None:
     """The chunks in a forkserver pool (no DuckDB state is forked), at most two per worker
     in flight: the main process reads the next chunks' text while the workers tokenise."""
-    import multiprocessing
     from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 
-    from vaultmem.index.parallel import _exit_with_owner
+    from vaultmem.index.parallel import _exit_with_owner, worker_context
 
-    mp = multiprocessing.get_context("forkserver")
-    mp.set_forkserver_preload(["vaultmem.index.upgrade", "vaultmem.core.documents"])
+    mp = worker_context(["vaultmem.index.upgrade", "vaultmem.core.documents"])
     with ProcessPoolExecutor(
         max_workers=workers, mp_context=mp, initializer=_exit_with_owner, initargs=(os.getpid(),)
     ) as pool:
