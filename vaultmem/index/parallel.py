@@ -457,19 +457,27 @@ def _prepare_in_pool(
             record(index, future.result())
 
 
+CUT_PART_SECTIONS = 3_000
+"""Sections per part of `cut_boilerplate`: parts small enough that the few in flight (two per
+worker) hold a bounded share of the sections' text in pickles, large enough that each pays for
+its round trip many times over."""
+
+
 def cut_boilerplate(
     sections: Sequence[tuple[Any, ...]], lines: frozenset[int], language: str, folder: Path
 ) -> list[Path]:
-    """`search_rows.BoilerplateCut` in a pool: the sections in one contiguous part per worker,
-    each part's weights (`documents.boilerplate_tsv_lines`) written by a worker into `folder`.
-    The workers come from the parse pool's server, already up after a large build's parse
-    (no DuckDB state is forked); the parts are cut here when they cannot start."""
-    workers = max(1, min(worker_count(), len(sections)))
-    size = -(-len(sections) // workers)
-    parts = [sections[i * size : (i + 1) * size] for i in range(workers)]
-    paths = [folder / f"fresh-boilerplate.{i}.tsv" for i in range(workers)]
+    """`search_rows.BoilerplateCut` in a pool: the sections in contiguous parts, each part's
+    weights (`documents.boilerplate_tsv_lines`) written by a worker into `folder`, at most two
+    parts per worker in flight. The workers come from the parse pool's server, already up after
+    a large build's parse (no DuckDB state is forked); the parts are cut here when they cannot
+    start."""
+    count = max(1, min(len(sections), max(worker_count(), -(-len(sections) // CUT_PART_SECTIONS))))
+    size = -(-len(sections) // count)
+    parts = [sections[i * size : (i + 1) * size] for i in range(count)]
+    paths = [folder / f"fresh-boilerplate.{i}.tsv" for i in range(count)]
+    workers = min(worker_count(), count)
     if workers >= 2:
-        from concurrent.futures import ProcessPoolExecutor
+        from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
         from concurrent.futures.process import BrokenProcessPool
 
         with contextlib.suppress(BrokenProcessPool):
@@ -479,11 +487,14 @@ def cut_boilerplate(
                 initializer=_exit_with_owner,
                 initargs=(os.getpid(),),
             ) as pool:
-                futures = [
-                    pool.submit(_cut_part, part, lines, language, path)
-                    for part, path in zip(parts, paths, strict=True)
-                ]
-                for future in futures:
+                running: set[Future[None]] = set()
+                for part, path in zip(parts, paths, strict=True):
+                    if len(running) >= 2 * workers:
+                        finished, running = wait(running, return_when=FIRST_COMPLETED)
+                        for future in finished:
+                            future.result()
+                    running.add(pool.submit(_cut_part, part, lines, language, path))
+                for future in running:
                     future.result()
             return paths
     for part, path in zip(parts, paths, strict=True):
