@@ -33,6 +33,17 @@ def write_notes(root: Path, numbers: range) -> None:
     (root / "Editing.md").write_text("# Editing\n\nEdit a page, then save.\n", encoding="utf-8")
 
 
+def rebuilt(root: Path, more: dict[str, str] | None = None) -> Vault:
+    """A new vault at `root` of the 30 topics (and `more`: name -> text), built from nothing."""
+    root.mkdir()
+    write_notes(root, range(30))
+    for name, text in (more or {}).items():
+        (root / name).write_text(text, encoding="utf-8")
+    vault = Vault.init(root)
+    vault.reconcile(rebuild=True)
+    return vault
+
+
 def test_a_fresh_build_equals_the_staged_incremental_load(tmp_path: Path) -> None:
     built = tmp_path / "built"
     built.mkdir()
@@ -105,13 +116,8 @@ def test_a_build_sorted_bucket_by_bucket_equals_one_sorted_at_once(
     dumps = []
     for name, bucket_from in (("once", 10**12), ("bucketed", 0)):
         monkeypatch.setattr(parallel, "BUCKET_POSTINGS_BYTES", bucket_from)
-        root = tmp_path / name
-        root.mkdir()
-        write_notes(root, range(30))
-        for i, word in enumerate(WORDS.split()):
-            (root / f"Word {i}.md").write_text(f"# {word}\n\n{word} and {WORDS}\n", "utf-8")
-        vault = Vault.init(root)
-        vault.reconcile(rebuild=True)
+        words = {f"Word {i}.md": f"# {w}\n\n{w} and {WORDS}\n" for i, w in enumerate(WORDS.split())}
+        vault = rebuilt(tmp_path / name, words)
         dumps.append(dump_index(vault.config.index_path))
         with store.reading(vault.config.index_path) as con:
             in_order = con.execute(
@@ -145,12 +151,7 @@ def test_boilerplate_weights_cut_in_a_pool_equal_those_cut_here(
     dumps = []
     for name, cut_from in (("here", 10**9), ("pool", 1)):
         monkeypatch.setattr(search_rows, "CUT_APART_SECTIONS", cut_from)
-        root = tmp_path / name
-        root.mkdir()
-        write_notes(root, range(30))
-        vault = Vault.init(root)
-        vault.reconcile(rebuild=True)
-        dumps.append(dump_index(vault.config.index_path))
+        dumps.append(dump_index(rebuilt(tmp_path / name).config.index_path))
     assert len(cuts) == 1 and cuts[0] > parallel.worker_count(), "parts in flight, one build"
     for table in ("postings", "terms", "search_stats", "boilerplate_lines", "documents"):
         assert dumps[0][table] == dumps[1][table], table
