@@ -30,10 +30,10 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeVar
 
 from vaultmem.core.config import Config
 from vaultmem.core.documents import (
@@ -54,6 +54,9 @@ from vaultmem.storage.rows import NoteRecord, StagedRows
 
 if TYPE_CHECKING:
     import multiprocessing.context
+    from concurrent.futures import Executor, Future
+
+_R = TypeVar("_R")
 
 Progress = Callable[[int, int], None]
 
@@ -457,6 +460,25 @@ def _prepare_in_pool(
             record(index, future.result())
 
 
+def in_flight(
+    pool: Executor, fn: Callable[..., _R], calls: Iterable[tuple[Any, ...]], limit: int
+) -> Iterator[_R]:
+    """`fn(*args)` for each of `calls` in `pool`, at most `limit` submitted and unfinished at
+    once, the rest not yet taken from `calls` (which may read lazily); each result as its call
+    finishes. Bounds what a pool's queue holds in pickles: the upgrade's cut and
+    `cut_boilerplate` send text."""
+    from concurrent.futures import FIRST_COMPLETED, wait
+
+    running: set[Future[_R]] = set()
+    for args in calls:
+        if len(running) >= limit:
+            finished, running = wait(running, return_when=FIRST_COMPLETED)
+            yield from (future.result() for future in finished)
+        running.add(pool.submit(fn, *args))
+    for future in running:
+        yield future.result()
+
+
 CUT_PART_SECTIONS = 3_000
 """Sections per part of `cut_boilerplate`: parts small enough that the few in flight (two per
 worker) hold a bounded share of the sections' text in pickles, large enough that each pays for
@@ -477,7 +499,7 @@ def cut_boilerplate(
     paths = [folder / f"fresh-boilerplate.{i}.tsv" for i in range(count)]
     workers = min(worker_count(), count)
     if workers >= 2:
-        from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+        from concurrent.futures import ProcessPoolExecutor
         from concurrent.futures.process import BrokenProcessPool
 
         with contextlib.suppress(BrokenProcessPool):
@@ -487,15 +509,11 @@ def cut_boilerplate(
                 initializer=_exit_with_owner,
                 initargs=(os.getpid(),),
             ) as pool:
-                running: set[Future[None]] = set()
-                for part, path in zip(parts, paths, strict=True):
-                    if len(running) >= 2 * workers:
-                        finished, running = wait(running, return_when=FIRST_COMPLETED)
-                        for future in finished:
-                            future.result()
-                    running.add(pool.submit(_cut_part, part, lines, language, path))
-                for future in running:
-                    future.result()
+                calls = (
+                    (part, lines, language, path) for part, path in zip(parts, paths, strict=True)
+                )
+                for _ in in_flight(pool, _cut_part, calls, 2 * workers):
+                    pass
             return paths
     for part, path in zip(parts, paths, strict=True):
         _cut_part(part, lines, language, path)

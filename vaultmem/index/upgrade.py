@@ -299,23 +299,17 @@ def _cut_in_pool(
 ) -> None:
     """The chunks in a forkserver pool (no DuckDB state is forked), at most two per worker
     in flight: the main process reads the next chunks' text while the workers tokenise."""
-    from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+    from concurrent.futures import ProcessPoolExecutor
 
-    from vaultmem.index.parallel import _exit_with_owner, worker_context
+    from vaultmem.index.parallel import _exit_with_owner, in_flight, worker_context
 
     mp = worker_context(["vaultmem.index.upgrade", "vaultmem.core.documents"])
     with ProcessPoolExecutor(
         max_workers=workers, mp_context=mp, initializer=_exit_with_owner, initargs=(os.getpid(),)
     ) as pool:
-        running: set[Future[_Cut]] = set()
-        for index, notes in chunks:
-            if len(running) >= 2 * workers:
-                finished, running = wait(running, return_when=FIRST_COMPLETED)
-                for future in finished:
-                    record(future.result())
-            running.add(pool.submit(_cut_chunk, index, notes, context))
-        for future in running:
-            record(future.result())
+        calls = ((index, notes, context) for index, notes in chunks)
+        for cut in in_flight(pool, _cut_chunk, calls, 2 * workers):
+            record(cut)
 
 
 def _cut_chunk(index: int, notes: Sequence[NoteSource], context: _Context) -> _Cut:
