@@ -3,18 +3,24 @@ whole, and anything short of a whole record is no record."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from vaultmem.storage.index_state import (
+    CHANGE_NAME,
     RECORD_NAME,
+    StateChange,
     StateRecord,
+    forget_before_write,
     kept_state_record,
     read_state_record,
+    record_state,
 )
 from vaultmem.storage.index_state import write_state_record as write
-from vaultmem.storage.last_survey import forget_last_survey
+from vaultmem.storage.last_survey import IndexToken
 
 
 def _record() -> StateRecord:
@@ -57,9 +63,9 @@ def test_a_truncated_or_damaged_record_is_no_record(tmp_path: Path, cut: int) ->
     assert read_state_record(tmp_path) is None
 
 
-def test_forgetting_the_last_survey_forgets_the_state(tmp_path: Path) -> None:
+def test_a_writer_about_to_write_holds_the_state(tmp_path: Path) -> None:
     write(tmp_path, _record())
-    forget_last_survey(tmp_path)
+    forget_before_write(tmp_path)
     assert read_state_record(tmp_path) is None
 
 
@@ -71,3 +77,148 @@ def test_the_writer_keeps_its_record_for_that_index_only(tmp_path: Path) -> None
     assert kept_state_record(tmp_path, record.token) is record
     assert kept_state_record(tmp_path, ((1, 2, 4), None)) is None
     assert kept_state_record(tmp_path / "other", record.token) is None
+
+
+def _change(record: StateRecord, was: IndexToken, token: IndexToken) -> StateChange:
+    """A change of one note ("a.md" edited), one gone ("odd\\nname.md"), one new, a file gone."""
+    return StateChange(
+        was,
+        token,
+        record.versions,
+        {
+            "a.md": ("n-1", 11, 7, "e" * 32, None),
+            "odd\nname.md": None,
+            "new.md": ("n-9", 1, 2, "9" * 32, "claimed"),
+        },
+        {"odd\nname.md": False, "new.md": True, "pic.png": False},
+        {
+            ("x.md", "symlink_refused", "points outside"): False,
+            ("new.md", "file_unstable", "changed while read"): True,
+        },
+        7,
+        "def",
+    )
+
+
+def _as_sets(record: StateRecord) -> tuple[Any, ...]:
+    rows = set(zip(*record[2:8], strict=True))
+    return (record.token, record.versions, rows, set(record.files), *record[9:])
+
+
+def _after_change() -> StateRecord:
+    return StateRecord(
+        token=((1, 2, 9), (4, 5, 6)),
+        versions={"parser_version": "9"},
+        paths=["dir/b \u00e9.md", "a.md", "new.md"],
+        ids=["t-topic", "n-1", "n-9"],
+        sizes=[2**40, 11, 1],
+        mtimes=[-1, 7, 2],
+        hashes=["0" * 32, "e" * 32, "9" * 32],
+        claims=["t-topic", None, "claimed"],
+        files=["a.md", "dir/b \u00e9.md", "new.md"],
+        scan_problems=[("new.md", "file_unstable", "changed while read")],
+        problem_count=7,
+        journal="def",
+    )
+
+
+def test_a_small_write_records_its_change_beside_the_base(tmp_path: Path) -> None:
+    """Held before the write, folded after it: the base stays, the change file says what
+    moved, and the two read back as the whole state of the new index."""
+    base = _record()
+    write(tmp_path, base)
+    size = (tmp_path / RECORD_NAME).stat().st_size
+    forget_before_write(tmp_path)
+    after = _after_change()
+    record_state(tmp_path, after.token, lambda: after, _change(base, base.token, after.token))
+    assert (tmp_path / CHANGE_NAME).exists()
+    assert (tmp_path / RECORD_NAME).stat().st_size == size  # the base was not rewritten
+    got = read_state_record(tmp_path)
+    assert got is not None and _as_sets(got) == _as_sets(after)
+
+    # A second write folds into the same change file: "new.md" goes again.
+    forget_before_write(tmp_path)
+    again = after._replace(
+        token=((1, 2, 10), None),
+        paths=["dir/b \u00e9.md", "a.md"],
+        ids=["t-topic", "n-1"],
+        sizes=[2**40, 11],
+        mtimes=[-1, 7],
+        hashes=["0" * 32, "e" * 32],
+        claims=["t-topic", None],
+        files=["a.md", "dir/b \u00e9.md"],
+    )
+    change = _change(base, after.token, again.token)._replace(
+        notes={"new.md": None}, files={"new.md": False}
+    )
+    record_state(tmp_path, again.token, lambda: again, change)
+    got = read_state_record(tmp_path)
+    assert got is not None and _as_sets(got) == _as_sets(again)
+
+
+def test_a_held_state_stands_for_no_index_until_the_writer_records(tmp_path: Path) -> None:
+    """A crash between the hold and the record leaves no state to trust: the rows decide."""
+    base = _record()
+    write(tmp_path, base)
+    forget_before_write(tmp_path)
+    after = _after_change()
+    record_state(tmp_path, after.token, lambda: after, _change(base, base.token, after.token))
+    forget_before_write(tmp_path)  # the next writer holds it ... and dies
+    assert read_state_record(tmp_path) is None
+
+
+def test_a_change_from_a_state_the_record_does_not_hold_writes_a_whole_base(
+    tmp_path: Path,
+) -> None:
+    """A writer that read the rows of another index than the record's (a stale record)
+    cannot fold its change into that record: it writes its whole state."""
+    base = _record()
+    write(tmp_path, base)
+    forget_before_write(tmp_path)
+    after = _after_change()
+    record_state(
+        tmp_path, after.token, lambda: after, _change(base, ((7, 7, 7), None), after.token)
+    )
+    assert not (tmp_path / CHANGE_NAME).exists()
+    got = read_state_record(tmp_path)
+    assert got is not None and _as_sets(got) == _as_sets(after)
+
+
+def test_a_large_change_writes_a_whole_base(tmp_path: Path) -> None:
+    base = _record()
+    write(tmp_path, base)
+    forget_before_write(tmp_path)
+    many = {f"n{i}.md": (f"n-{i}", 1, 1, "a" * 32, None) for i in range(65)}
+    after = _after_change()
+    change = _change(base, base.token, after.token)._replace(notes=many)
+    record_state(tmp_path, after.token, lambda: after, change)
+    assert not (tmp_path / CHANGE_NAME).exists()
+    got = read_state_record(tmp_path)
+    assert got is not None and _as_sets(got) == _as_sets(after)
+
+
+@pytest.mark.parametrize("damage", ["garbled", "other format", "other base"])
+def test_a_change_file_that_is_not_this_bases_leaves_the_base_alone(
+    tmp_path: Path, damage: str
+) -> None:
+    """A damaged change file, or one left over from an older base, is no change: the base
+    stands alone, and its own token says whether it is the index's."""
+    base = _record()
+    write(tmp_path, base)
+    forget_before_write(tmp_path)
+    after = _after_change()
+    record_state(tmp_path, after.token, lambda: after, _change(base, base.token, after.token))
+    path = tmp_path / CHANGE_NAME
+    change = path.read_bytes()
+    if damage == "garbled":
+        path.write_bytes(change[:20])
+        expected = base.token
+    elif damage == "other format":
+        path.write_text(json.dumps({**json.loads(change), "format": 99}))
+        expected = base.token
+    else:  # a new base was written, and the crash came before its old change file went
+        expected = ((3, 3, 3), None)
+        write(tmp_path, base._replace(token=expected))
+        path.write_bytes(change)
+    got = read_state_record(tmp_path)
+    assert got is not None and got.token == expected

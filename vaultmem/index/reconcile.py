@@ -77,14 +77,16 @@ from vaultmem.index.steps import (
     outside_mapping,
     path_of,
     report,
+    scan_problems_after,
     settles,
     state_after,
+    state_change,
     state_warnings,
     to_prepare,
     to_redo,
 )
 from vaultmem.index.survey import last_survey, remember, survey_paths, walk
-from vaultmem.storage.last_survey import IndexToken, forget_last_survey, index_token
+from vaultmem.storage.last_survey import IndexToken, index_token
 
 if TYPE_CHECKING:  # the workers' side loads only when a note must be parsed: not on a no-op;
     # DuckDB (storage) and the link resolver only when the index must be read: not on a no-op
@@ -252,7 +254,9 @@ def _write_small(
         if index_token(path) != token:
             return None  # a writer committed since the walk: the usual path re-reads
         recorded = recorded_state(config, token)  # taken before it is forgotten
-        forget_last_survey(config.state_dir)  # the index may change from here
+        from vaultmem.storage.index_state import forget_before_write
+
+        forget_before_write(config.state_dir)  # the index may change from here
         try:
             con = store.connect(path, read_only=False)
         except store.CorruptIndex:
@@ -352,28 +356,48 @@ def recorded_state(config: Config, token: IndexToken) -> State | None:
 
 
 def _record_state(config: Config, token: IndexToken, write: Write, done: ReconcileReport) -> None:
-    """Keep the index's state beside it (`storage.index_state`) for the next run."""
-    from vaultmem.storage.index_state import StateRecord, write_state_record
+    """Keep the index's state beside it (`storage.index_state`) for the next run: what this
+    write changed when that is all that needs writing, the whole state otherwise."""
+    from vaultmem.storage.index_state import StateChange, StateRecord, record_state
 
     if token[0] is None:
         return
-    notes, files, problems = state_after(write)
-    paths, ids, sizes, mtimes, hashes, claims = notes.columns()
-    record = StateRecord(
+    versions = index_versions(config)
+
+    def whole() -> StateRecord:
+        notes, files, problems = state_after(write)
+        paths, ids, sizes, mtimes, hashes, claims = notes.columns()
+        return StateRecord(
+            token,
+            versions,
+            paths,
+            ids,
+            sizes,
+            mtimes,
+            hashes,
+            claims,
+            files,  # the walk's frozenset: read back into one, so no copy of 100,000 paths
+            sorted(problems),
+            done.problems,
+            write.ident.journal,
+        )
+
+    changed = None if write.state.create else state_change(write)
+    if changed is None:
+        record_state(config.state_dir, token, whole)
+        return
+    before, after = write.state.scan_problems, scan_problems_after(write)
+    problems = dict.fromkeys(before - after, False) | dict.fromkeys(after - before, True)
+    change = StateChange(
+        write.state.token,
         token,
-        index_versions(config),
-        paths,
-        ids,
-        sizes,
-        mtimes,
-        hashes,
-        claims,
-        list(files),  # read back into a set: sorting 100,000 paths would buy nothing
-        sorted(problems),
+        versions,
+        *changed,
+        problems,
         done.problems,
         write.ident.journal,
     )
-    write_state_record(config.state_dir, record)
+    record_state(config.state_dir, token, whole, change)
 
 
 def _unite_conflicts(config: Config, walked: Survey | None, paths: list[str] | None) -> list[str]:
@@ -478,7 +502,9 @@ def _write(
         )
     ident = identities(state, survey, out, journal.ids)
     write = Write(state, survey, prep, out, ident, link_work(state, survey, out))
-    forget_last_survey(config.state_dir)  # the index is about to change
+    from vaultmem.storage.index_state import forget_before_write
+
+    forget_before_write(config.state_dir)  # the index is about to change
     if ident.new_renames:
         append_renames(config.state_dir, ident.new_renames)
     index = config.index_path

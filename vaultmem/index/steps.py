@@ -15,7 +15,7 @@ compiles each class's methods); they live for one run and never leave it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence, Set
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
@@ -36,6 +36,7 @@ from vaultmem.storage.last_survey import IndexToken, LastSurvey
 
 if TYPE_CHECKING:  # the workers' side loads only when a note must be parsed: not on a no-op
     from vaultmem.index.parallel import Chunk, Prepared
+    from vaultmem.storage.index_state import NoteRow
 
 Progress = Callable[[int, int], None]
 Mode = Literal["full", "paths", "rebuild"]
@@ -355,8 +356,14 @@ def link_work(state: State, survey: Survey, out: Outcomes) -> LinkWork:
     """Which stored links can resolve differently after this run."""
     from vaultmem.note.links import file_name_key
 
-    added = survey.files - state.files
-    removed = state.files - survey.files
+    added: Set[str]
+    removed: Set[str]
+    if survey.candidates is not None:  # the watcher's paths: no other file can have moved
+        added = {p for p in survey.candidates if p in survey.files and p not in state.files}
+        removed = {p for p in survey.candidates if p in state.files and p not in survey.files}
+    else:
+        added = survey.files - state.files
+        removed = state.files - survey.files
     return LinkWork(
         frozenset(added),
         frozenset(removed),
@@ -442,8 +449,6 @@ def state_after(
     """The index's notes, files and scan problems once the transaction has written `write`:
     what the next run would read back (`storage.index_state`), made from what this run knows,
     with the changes the transaction makes to `notes`, `files` and `problems`."""
-    from vaultmem.storage.index_writes import problems_after
-
     state, survey, _, out, ident, _ = write
     indexed = survey.indexed
     removed = [n.path for n in out.changes.gone]
@@ -454,10 +459,37 @@ def state_after(
     ]
     touched = [(p.path, p.size, p.mtime_ns) for p in out.touched]
     notes = state.notes.updated(removed, added, touched, ident.id_changes)
-    problems = problems_after(
+    return notes, survey.files, scan_problems_after(write)
+
+
+def scan_problems_after(write: Write) -> set[tuple[str, str, str]]:
+    """The stored scan and read problems once the transaction has written `write`."""
+    from vaultmem.storage.index_writes import problems_after
+
+    state, survey, _, out, _, _ = write
+    return problems_after(
         state.scan_problems, (*SCAN_CODES, *READ_CODES), **problem_changes(survey, out)
     )
-    return notes, survey.files, problems
+
+
+def state_change(write: Write) -> tuple[dict[str, NoteRow | None], dict[str, bool]] | None:
+    """What `state_after` changes of the index's notes and files, as (note rows by path, None
+    for a note gone; files by path, False for a file gone): what a writer records as a change
+    to the last state record (`storage.index_state`). None when ids of unchanged notes moved,
+    which only a whole record says without a pass over every note."""
+    _, survey, _, out, ident, links = write
+    if ident.id_changes:
+        return None
+    notes: dict[str, NoteRow | None] = {n.path: None for n in out.changes.gone}
+    indexed = survey.indexed  # the watcher's few notes, or all: not a dict of every note
+    for p in out.touched:
+        known = indexed[p.path]
+        notes[p.path] = (known.id, p.size, p.mtime_ns, known.content_hash, known.claimed_id)
+    for path, p in out.parsed.items():
+        notes[path] = (ident.ids[path], p.size, p.mtime_ns, p.content_hash, p.claimed_id)
+    files = dict.fromkeys(links.removed_files, False)
+    files.update(dict.fromkeys(links.added_files, True))
+    return notes, files
 
 
 def path_of(fp: Fingerprint) -> str:

@@ -42,9 +42,11 @@ def walk(config: Config, rebuild: bool) -> Survey:
 def survey_paths(config: Config, paths: Iterable[str], state: State) -> Survey:
     """For the watcher: look only at the named paths (a folder stands for its contents)."""
     wanted = {p.strip("/") for p in paths if p.strip("/")}
-    prefixes = tuple(p + "/" for p in wanted)
     candidates = set(wanted)
-    candidates.update(p for p in state.files if p.startswith(prefixes))
+    # What a folder held: a pass over every file (~35 ms at 100,000), needed only for a path
+    # that was not a file (a file has no contents; a folder's are its files).
+    if prefixes := tuple(p + "/" for p in wanted if p not in state.files):
+        candidates.update(p for p in state.files if p.startswith(prefixes))
     root = config.root
     for folder in wanted:
         full = root / folder
@@ -53,13 +55,17 @@ def survey_paths(config: Config, paths: Iterable[str], state: State) -> Survey:
                 p.relative_to(root).as_posix() for p in full.rglob("*") if p.is_file()
             )
     present, _gone = scan_paths(config, sorted(candidates))
-    files = set(state.files)
+    came, went = set(), set()
     for path in candidates:
         full = root / path
         if full.is_file() and is_eligible_file(config, path):
-            files.add(path)
+            came.add(path)
         else:
-            files.discard(path)
+            went.add(path)
+    came -= state.files
+    went &= state.files
+    # An edit moves no file: the index's set stands (copying it cost ~10 ms at 100,000).
+    files = (state.files - went) | came if came or went else state.files
     indexed = state.notes.only(candidates)
     from vaultmem.index.conflicts import path_problems
 

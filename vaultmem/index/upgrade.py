@@ -101,7 +101,7 @@ def upgrade_search_tables(
     from vaultmem.files.lock import writer_lock
     from vaultmem.index.parallel import staging_folder
     from vaultmem.storage import store
-    from vaultmem.storage.last_survey import forget_last_survey
+    from vaultmem.storage.index_state import forget_before_write
 
     index = config.index_path
     with writer_lock(config.state_dir, timeout_s=lock_timeout_s):
@@ -111,7 +111,7 @@ def upgrade_search_tables(
                 return True  # another writer upgraded it, or it needs a build: reconcile sees
         finally:
             con.close()
-        forget_last_survey(config.state_dir)
+        forget_before_write(config.state_dir)
         tmp = store.rebuild_path(index)
         store.remove_index(tmp)
         try:

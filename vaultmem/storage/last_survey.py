@@ -25,8 +25,6 @@ from pathlib import Path
 from typing import NamedTuple
 
 RECORD_NAME = "last-survey.json"
-STATE_RECORD_NAME = "index-state.bin"
-"""The index's state beside it (`storage.index_state`): forgotten with the last survey."""
 
 IndexToken = tuple[tuple[int, int, int] | None, ...]
 """(inode, size, mtime_ns) of the index file and of its WAL, None for a missing file."""
@@ -94,7 +92,6 @@ def write_last_survey(state_dir: Path, record: LastSurvey) -> None:
 
 
 def forget_last_survey(state_dir: Path) -> None:
-    """Remove the record, and the index state recorded beside it, before the index changes
-    (a writer, under the writer lock)."""
+    """Remove the record before the index changes (a writer, under the writer lock; the index
+    state beside it is held with it: `index_state.forget_before_write`)."""
     (state_dir / RECORD_NAME).unlink(missing_ok=True)
-    (state_dir / STATE_RECORD_NAME).unlink(missing_ok=True)
