@@ -271,6 +271,47 @@ def test_an_edit_takes_the_recorded_state_instead_of_the_rows(
     assert_equals_rebuild(vault)
 
 
+def test_the_next_process_takes_the_base_record_with_its_change(
+    vault: Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Small writes leave the base record alone and record their change beside it; a new
+    process (nothing kept in memory) applies the change, and reads no rows."""
+    from vaultmem.storage import index_state
+
+    base = (vault.state_dir / index_state.RECORD_NAME).read_bytes()
+    write(vault.root, "B.md", "# B\n\nbeta words, edited\n")
+    write(vault.root, "E.md", "# E\n\nnew [[A]]\n")
+    assert counts(reconcile(vault)) == (1, 1, 0, 0, 2)
+    (vault.root / "E.md").unlink()
+    write(vault.root, "pic.png", "not an image")
+    assert counts(reconcile(vault, paths=["E.md", "pic.png"])) == (0, 0, 1, 0, 0)
+    assert (vault.state_dir / index_state.RECORD_NAME).read_bytes() == base
+    assert (vault.state_dir / index_state.CHANGE_NAME).exists()
+    monkeypatch.setattr(index_state, "_KEPT", {})  # a new process
+    reads = _count_state_reads(monkeypatch)
+    write(vault.root, "A.md", "# A\n\nalpha words, edited [[pic.png]]\n")
+    assert counts(reconcile(vault)) == (0, 1, 0, 0, 2)
+    assert reads == []
+    assert_state_record_matches(vault)
+    assert_equals_rebuild(vault)
+
+
+def test_warming_up_keeps_the_recorded_state_in_the_process(
+    vault: Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the watcher does after its start-up sweep: its first batch then reads nothing."""
+    from vaultmem.index.reconcile import warm_up
+    from vaultmem.storage import index_state
+    from vaultmem.storage.last_survey import index_token
+
+    monkeypatch.setattr(index_state, "_KEPT", {})
+    token = index_token(vault.index_path)
+    assert index_state.kept_state_record(vault.state_dir, token) is None
+    warm_up(vault)
+    kept = index_state.kept_state_record(vault.state_dir, token)
+    assert kept is not None and sorted(kept.paths) == ["A.md", "B.md", "sub/C.md"]
+
+
 def test_a_recorded_state_of_another_index_file_is_not_trusted(
     vault: Config, monkeypatch: pytest.MonkeyPatch
 ) -> None:

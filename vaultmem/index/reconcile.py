@@ -97,7 +97,14 @@ if TYPE_CHECKING:  # the workers' side loads only when a note must be parsed: no
     from vaultmem.note.links import LinkResolver
     from vaultmem.storage.store import Connection
 
-__all__ = ["PhaseProgress", "Progress", "ReconcileReport", "index_versions", "reconcile"]
+__all__ = [
+    "PhaseProgress",
+    "Progress",
+    "ReconcileReport",
+    "index_versions",
+    "reconcile",
+    "warm_up",
+]
 
 PhaseProgress = Callable[[str, int, int], None]
 """How far a long run is: (phase, done, total). Phases: `parse` (notes read and parsed) and
@@ -334,9 +341,15 @@ def load_state(
 def recorded_state(config: Config, token: IndexToken) -> State | None:
     """The state the last writer recorded (`storage.index_state`), when the index is still
     the file it wrote and was built with this configuration; else None (read the rows)."""
-    from vaultmem.storage.index_state import kept_state_record, read_state_record
+    from vaultmem.storage.index_state import (
+        keep_state_record,
+        kept_state_record,
+        read_state_record,
+    )
 
-    record = kept_state_record(config.state_dir, token) or read_state_record(config.state_dir)
+    record = kept_state_record(config.state_dir, token)
+    if record is None and (record := read_state_record(config.state_dir)) is not None:
+        keep_state_record(config.state_dir, record)  # a warm process's next run (`warm_up`)
     if record is None or token[0] is None or record.token != token:
         return None
     if record.versions != index_versions(config):
@@ -353,6 +366,18 @@ def recorded_state(config: Config, token: IndexToken) -> State | None:
         False,
         record.journal,
     )
+
+
+def warm_up(config: Config) -> None:
+    """Load, once, what a long-lived writer's first small write would load on the way from a
+    save to a searchable index (the watcher calls it after its start-up sweep, which a
+    current index settles without them): the parser, DuckDB, the transaction's modules, and
+    the recorded state. Measured at 100,000 notes: a first batch took ~0.35 s longer."""
+    from vaultmem.index import parallel, transaction  # noqa: F401  (imported to load them)
+    from vaultmem.storage import index_writes, search_rows, store  # noqa: F401
+
+    if config.index_path.exists():
+        recorded_state(config, index_token(config.index_path))
 
 
 def _record_state(config: Config, token: IndexToken, write: Write, done: ReconcileReport) -> None:

@@ -47,7 +47,7 @@ from vaultmem.core.config import CONFIG_FILE_NAME, STATE_DIR_NAME, Config, load_
 from vaultmem.core.errors import LockedError, VaultmemError
 from vaultmem.core.names import conflict_copy_original
 from vaultmem.files.scan import is_dropping
-from vaultmem.index.reconcile import ReconcileReport, reconcile
+from vaultmem.index.reconcile import ReconcileReport, reconcile, warm_up
 from vaultmem.storage import problem_queries, store
 
 WatchKind = Literal["started", "batch", "sweep", "config", "error", "stopped"]
@@ -218,9 +218,12 @@ class _Follower:
             self._requeue_unstable(report)
 
     def run_sweep(self) -> None:
+        first = self.next_sweep == 0.0
         self.next_sweep = time.monotonic() + self.sweep_s
         report = self._reconcile(paths=None)
         if report is not None:
+            if first:  # before the event that says the watcher is ready
+                warm_up(self.config)  # the first save is then as quick as the next ones
             self.emit(WatchEvent.from_report("sweep", 0, report))
             self._requeue_unstable(report)
 

@@ -121,6 +121,11 @@ def kept_state_record(state_dir: Path, token: IndexToken) -> StateRecord | None:
     return record
 
 
+def keep_state_record(state_dir: Path, record: StateRecord) -> None:
+    """Keep a record read from the file, so that this process's next run takes it back."""
+    _KEPT[state_dir] = (record.token, lambda: record)
+
+
 def record_state(
     state_dir: Path,
     token: IndexToken,
