@@ -10,8 +10,8 @@ takes it instead of the rows when the index is still that very file.
 
 Like the last survey it can only make a run cheaper, never change its outcome: any doubt (no
 record, an unreadable or truncated one, another index file, other versions) means the read of
-the rows. A writer removes it with the last survey before the index changes
-(`last_survey.forget_last_survey`) and writes it after the index is closed.
+the rows. A writer holds it with the last survey before the index changes
+(`forget_before_write`) and records it after the index is closed.
 
 The format is columns, not rows, so reading and writing stay in C: one line of JSON (counts,
 sizes, the few claimed ids and scan problems), then the text columns joined by NUL (which no
