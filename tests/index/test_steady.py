@@ -323,3 +323,17 @@ def test_a_recorded_state_of_another_index_file_is_not_trusted(
     report = reconcile(vault)
     assert reads == [1] and report.changed == 1
     assert report.touched == 1  # B.md's stored size moved: read again, same bytes
+
+
+def test_a_resolver_over_the_very_same_files_is_taken_again() -> None:
+    """The watcher's next batch gets the same file set back when no file came or went, and
+    with it the resolver it made (what it indexed included); another set, even an equal one,
+    gets a resolver of its own."""
+    from vaultmem.index.preparation import link_resolver
+
+    files = frozenset({"A.md", "sub/C.md", "pic.png"})
+    first = link_resolver(files)()
+    assert first.resolve("C", "A.md") == "sub/C.md"
+    assert link_resolver(files)() is first
+    other = link_resolver(frozenset(set(files)))()
+    assert other is not first and other.resolve("C", "A.md") == "sub/C.md"

@@ -52,17 +52,25 @@ def prepare(
     return collect(chunks, first_number + len(jobs), staging.parent / "spill")
 
 
+_LAST_RESOLVER: list[tuple[frozenset[str], LinkResolver]] = []
+"""The last in-process resolver and the very file set it was made over: the watcher's next
+batch, when no file came or went, gets the same set back (`survey_paths`) and takes the
+resolver with what it indexed so far; making it again cost ~0.04 s at 100,000 files."""
+
+
 def link_resolver(files: frozenset[str]) -> Callable[[], LinkResolver]:
     """One resolver over a survey's files, built once (on first use) for the run's in-process
     work: a lazy one, which indexes only the name keys the run's links ask for (a one-note
-    edit asks a handful; a large batch goes to the workers, each with its own)."""
-    made: list[LinkResolver] = []
+    edit asks a handful; a large batch goes to the workers, each with its own). A resolver's
+    answers depend on the files alone, so one made over this very set is taken again."""
 
     def resolver() -> LinkResolver:
-        if not made:
-            from vaultmem.note.links import LazyLinkResolver
+        if _LAST_RESOLVER and _LAST_RESOLVER[0][0] is files:
+            return _LAST_RESOLVER[0][1]
+        from vaultmem.note.links import LazyLinkResolver
 
-            made.append(LazyLinkResolver(tuple(files)))
-        return made[0]
+        made = LazyLinkResolver(tuple(files))
+        _LAST_RESOLVER[:] = [(files, made)]
+        return made
 
     return resolver
