@@ -40,7 +40,7 @@ from operator import le
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from vaultmem.storage.last_survey import IndexToken, forget_last_survey
+from vaultmem.storage.last_survey import IndexToken, forget_last_survey, publish
 
 RECORD_NAME = "index-state.bin"
 
@@ -141,7 +141,7 @@ def record_state(
     except (ValueError, TypeError, KeyError, IndexError, AttributeError):
         folded = None  # a change file this code cannot fold: a whole base replaces it
     if folded is not None:
-        _publish(state_dir, CHANGE_NAME, json.dumps(folded).encode())
+        publish(state_dir, CHANGE_NAME, json.dumps(folded).encode())
         return
     write_state_record(state_dir, whole())
 
@@ -166,7 +166,7 @@ def hold_state_record(state_dir: Path) -> None:
     if change["token"] is None:
         return  # held already
     change["was"], change["token"] = change["token"], None
-    _publish(state_dir, CHANGE_NAME, json.dumps(change).encode())
+    publish(state_dir, CHANGE_NAME, json.dumps(change).encode())
 
 
 def _folded(state_dir: Path, change: StateChange) -> dict[str, Any] | None:
@@ -229,18 +229,6 @@ def _read_change(state_dir: Path) -> dict[str, Any] | None:
     if not isinstance(change, dict) or change.get("format") != _CHANGE_FORMAT:
         return None
     return change
-
-
-def _publish(state_dir: Path, name: str, data: bytes) -> None:
-    """Write a file of the state folder by rename; a folder that cannot be written goes
-    without (the next run reads the rows)."""
-    tmp = state_dir / f".{name}.{os.getpid()}.tmp"
-    try:
-        tmp.write_bytes(data)
-        os.replace(tmp, state_dir / name)
-    except OSError:
-        with suppress(OSError):
-            tmp.unlink(missing_ok=True)
 
 
 def write_state_record(state_dir: Path, record: StateRecord) -> None:

@@ -82,10 +82,16 @@ def write_last_survey(state_dir: Path, record: LastSurvey) -> None:
             "problems": record.problems,
         }
     ).encode()
-    tmp = state_dir / f".{RECORD_NAME}.{os.getpid()}.tmp"
+    publish(state_dir, RECORD_NAME, data)
+
+
+def publish(state_dir: Path, name: str, data: bytes) -> None:
+    """Write a cache file of the state folder by rename, never fsynced (a file lost in a
+    crash costs one slower run); a folder that cannot be written just goes without."""
+    tmp = state_dir / f".{name}.{os.getpid()}.tmp"
     try:
         tmp.write_bytes(data)
-        os.replace(tmp, state_dir / RECORD_NAME)
+        os.replace(tmp, state_dir / name)
     except OSError:
         with suppress(OSError):
             tmp.unlink(missing_ok=True)
