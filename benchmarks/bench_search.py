@@ -189,8 +189,8 @@ def one_note_bm25(index: Path, note_id: str, note: Any) -> float:
         con.execute("BEGIN TRANSACTION")
         removed = rc.document_frequencies(con, {note_id})
         removed_stats = rc.document_stats(con, {note_id})
-        for table in ("documents", "postings"):
-            store.delete_where_in(con, table, "note_id", [note_id])
+        store.delete_where_in(con, "documents", "note_id", [note_id])
+        rc.delete_postings(con, [note_id])
         documents = store.new_batch("documents")
         for doc in docs:
             documents.add(

@@ -70,7 +70,8 @@ def test_a_fresh_build_equals_the_staged_incremental_load(tmp_path: Path) -> Non
         )
         # `page` in a `Links` section: once above the footer, once in it (taken out again)
         assert con.execute(
-            "SELECT DISTINCT p.tf FROM postings p JOIN documents d USING (note_id, ord) "
+            "SELECT DISTINCT p.tf FROM postings p JOIN notes n USING (note_key) "
+            "JOIN documents d ON d.note_id = n.id AND d.ord = p.ord "
             "WHERE p.term = 'page' AND d.heading = 'Links'"
         ).fetchall() == [(1.0,)]
         unsorted = con.execute(

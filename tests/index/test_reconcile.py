@@ -405,6 +405,27 @@ def test_managed_topic_keeps_its_frontmatter_id(vault: Config) -> None:
     assert_equals_rebuild(vault)
 
 
+def test_a_note_whose_id_moves_keeps_its_postings(vault: Config) -> None:
+    """A topic that claims an unchanged note's id takes it; the note moves to another id
+    without being parsed again, and its postings (keyed by the id's hash) move with it."""
+    root = vault.root
+    write(root, "Quokka.md", "# Quokka\nmarsupial of Rottnest island\n")
+    reconcile(vault)
+    taken = note_id(vault, "Quokka.md")
+    write(root, "agent-memory/global/claim.md", f"---\nid: {taken}\n---\n# claim\nnothing\n")
+    report = reconcile(vault)
+    assert (report.added, report.changed) == (1, 0)
+    moved = note_id(vault, "Quokka.md")
+    assert moved != taken
+    assert Vault(root).search("rottnest marsupial", limit=3)[0].note_id == moved
+    assert query(
+        vault,
+        "SELECT DISTINCT n.path FROM postings p JOIN notes n USING (note_key) "
+        "WHERE p.term = 'rottnest'",
+    ) == [("Quokka.md",)]
+    assert_equals_rebuild(vault)
+
+
 def test_identical_files_are_not_renames(vault: Config) -> None:
     root = vault.root
     write(root, "One.md", "same bytes\n")

@@ -187,7 +187,9 @@ def test_a_delete_and_a_rename_move_terms_and_stats(vault: Config) -> None:
 
 
 def test_an_edit_deletes_only_that_notes_postings(vault: Config) -> None:
-    rows = "SELECT n.path, count(*) FROM postings p JOIN notes n ON n.id = p.note_id GROUP BY 1"
+    rows = (
+        "SELECT n.path, count(*) FROM postings p JOIN notes n ON n.note_key = p.note_key GROUP BY 1"
+    )
     others = {p: c for p, c in query(vault, rows) if p != "B.md"}
     write(vault.root, "B.md", "# B\n\nsomething else entirely\n")
     reconcile(vault)

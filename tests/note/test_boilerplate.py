@@ -65,7 +65,7 @@ def test_a_footer_in_many_notes_gives_no_postings(tmp_path: Path) -> None:
     ]
     # `discord` occurs only in the footer: no posting at all; `edit` only in the real note.
     assert rows(vault, "SELECT count(*) FROM postings WHERE term = 'discord'") == [(0,)]
-    edit_notes = "SELECT count(DISTINCT note_id) FROM postings WHERE term = 'edit'"
+    edit_notes = "SELECT count(DISTINCT note_key) FROM postings WHERE term = 'edit'"
     assert rows(vault, edit_notes) == [(1,)]
     assert vault.search("edit page")[0].path == "Editing pages.md"
     # The footer still counts in the section's length and shows in its text.
@@ -164,7 +164,7 @@ DUMPS = {
     "documents": "SELECT n.path, d.ord, d.length, d.text, d.line_keys "
     "FROM documents d JOIN notes n ON n.id = d.note_id",
     "postings": "SELECT p.term, n.path, p.ord, p.tf, p.length, p.note_length "
-    "FROM postings p JOIN notes n ON n.id = p.note_id",
+    "FROM postings p JOIN notes n ON n.note_key = p.note_key",
     "terms": "SELECT term, df FROM terms",
     "boilerplate_lines": "SELECT line_key, notes FROM boilerplate_lines",
 }
@@ -234,7 +234,7 @@ def test_a_repeated_heading_is_boilerplate_too(tmp_path: Path) -> None:
     }
     notes["Intro.md"] = "# Intro\n\n## GitHub\n\nHow to use GitHub for notes.\n"
     vault = make_vault(tmp_path / "v", notes)
-    assert rows(vault, "SELECT count(DISTINCT note_id) FROM postings WHERE term = 'github'") == [
+    assert rows(vault, "SELECT count(DISTINCT note_key) FROM postings WHERE term = 'github'") == [
         (1,)
     ]
     assert vault.search("github note")[0].path == "Intro.md"

@@ -388,7 +388,7 @@ TABLE_DUMPS = {
     "documents": "SELECT n.path, d.ord, d.heading, d.line, d.length, d.text "
     "FROM documents d JOIN notes n ON n.id = d.note_id",
     "postings": "SELECT p.term, n.path, p.note_key, p.ord, p.tf, p.length, p.note_length "
-    "FROM postings p JOIN notes n ON n.id = p.note_id",
+    "FROM postings p JOIN notes n ON n.note_key = p.note_key",
     "terms": "SELECT term, df FROM terms",
     "search_stats": "SELECT documents, notes, total_length FROM search_stats",
 }
@@ -644,7 +644,7 @@ def test_an_index_of_the_previous_tokenizer_rebuilds_and_segmented_search_works(
             "UPDATE meta SET value = $v WHERE key = 'tokenizer_version'",
             {"v": f"{TOKENIZER_VERSION - 1}-english"},
         )
-        con.execute("INSERT INTO postings SELECT '么使', id, note_key, 1, 1, 1, 1 FROM notes")
+        con.execute("INSERT INTO postings SELECT '么使', note_key, 1, 1, 1, 1 FROM notes")
     finally:
         con.close()
     assert TOKENIZER_VERSION >= 3

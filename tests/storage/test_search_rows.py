@@ -46,7 +46,7 @@ def test_an_incremental_recount_applies_the_deltas_only(tmp_path: Path) -> None:
 
 def test_a_fresh_recount_counts_everything(tmp_path: Path) -> None:
     con = _index(tmp_path)
-    con.execute("INSERT INTO postings VALUES ('alpha', 'a', 1, 1, 1.0, 5, 7)")
+    con.execute("INSERT INTO postings VALUES ('alpha', 1, 1, 1.0, 5, 7)")
     search_rows.recount_terms(con, None)
     assert con.execute("SELECT * FROM terms").fetchall() == [("alpha", 1)]
     assert con.execute("SELECT * FROM search_stats").fetchall() == [(3, 2, 10)]

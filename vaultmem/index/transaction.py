@@ -74,7 +74,6 @@ def transaction(
             writes.change_ids(con, ident.id_changes)
             if ident.journal != state.journal:  # else `meta` holds this digest already
                 writes.record_journal(con, ident.journal)
-            search_rows.rekey_postings(con, list(ident.id_changes.values()))
             writes.number_notes(
                 con, [(p.number, ident.ids[path]) for path, p in out.parsed.items()]
             )

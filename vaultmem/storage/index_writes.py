@@ -167,6 +167,8 @@ def change_ids(con: Connection, id_changes: Mapping[str, str]) -> None:
     old, new = list(id_changes), list(id_changes.values())
     mapping = "(SELECT unnest($1::VARCHAR[]) AS old, unnest($2::VARCHAR[]) AS new) m"
     for table in NOTE_TABLES:
+        if table == "postings":
+            continue  # keyed by the id's hash: below
         column = NOTE_KEY[table]
         con.execute(
             f"UPDATE {table} SET {column} = m.new FROM {mapping} WHERE {column} = m.old",
@@ -175,10 +177,15 @@ def change_ids(con: Connection, id_changes: Mapping[str, str]) -> None:
     con.execute(
         f"UPDATE links SET target_id = m.new FROM {mapping} WHERE target_id = m.old", [old, new]
     )
-    con.execute(  # the integer key derives from the id (postings: `search_rows.rekey_postings`)
+    con.execute(  # the integer key derives from the id
         "UPDATE notes SET note_key = m.note_key FROM (SELECT unnest($1::VARCHAR[]) AS id, "
         "unnest($2::BIGINT[]) AS note_key) m WHERE notes.id = m.id",
         [new, [note_key(i) for i in new]],
+    )
+    con.execute(  # a swap of two ids is one pass: each row matches its old key only
+        "UPDATE postings SET note_key = m.new FROM (SELECT unnest($1::BIGINT[]) AS old, "
+        "unnest($2::BIGINT[]) AS new) m WHERE postings.note_key = m.old",
+        [[note_key(i) for i in old], [note_key(i) for i in new]],
     )
 
 

@@ -89,8 +89,9 @@ def shared_rare_terms(
     rows = con.execute(
         """
         WITH tt AS (
-            SELECT DISTINCT p.term, p.note_id FROM postings p
-            WHERE p.note_id IN (SELECT unnest($1::VARCHAR[]))
+            SELECT DISTINCT p.term, n.id AS note_id FROM postings p
+            JOIN notes n ON n.note_key = p.note_key
+            WHERE n.id IN (SELECT unnest($1::VARCHAR[]))
               AND length(p.term) >= 3 AND NOT regexp_full_match(p.term, '[0-9]+')
         ), rare AS (SELECT term FROM terms WHERE df <= $2)
         SELECT a.note_id, b.note_id, count(*) AS shared, list(a.term ORDER BY a.term)

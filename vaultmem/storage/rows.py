@@ -41,16 +41,25 @@ NOTE_TABLES = (
     "postings",
     "vectors",
 )
-"""Tables holding one note's rows, keyed by `note_id` (`source_id` for links). Postings arrive
-as TSV files from the parse workers (`search.documents.postings_lines`), not as staged rows;
-vectors as Parquet files, embedded by the parse workers too (`search.embedding.stage_vectors`)."""
+"""Tables holding one note's rows, keyed by `note_id` (`source_id` for links, the integer
+`note_key` for postings: the id string took a third of the index). Postings arrive as TSV files
+from the parse workers (`search.documents.postings_lines`), not as staged rows; vectors as
+Parquet files, embedded by the parse workers too (`search.embedding.stage_vectors`)."""
 
 STAGED_TABLES = tuple(t for t in NOTE_TABLES if t not in ("postings", "vectors"))
 
 NOTE_KEY = {
-    t: "id" if t == "notes" else "source_id" if t == "links" else "note_id" for t in NOTE_TABLES
+    t: "id"
+    if t == "notes"
+    else "source_id"
+    if t == "links"
+    else "note_key"
+    if t == "postings"
+    else "note_id"
+    for t in NOTE_TABLES
 }
-"""The column of each note table that holds the note's id (its number while staged)."""
+"""The column of each note table that holds the note's id (its number while staged; postings
+hold the id's `core.documents.note_key`)."""
 
 COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
     t.name: tuple((c.name, c.type) for c in t.columns) for t in table_docs()

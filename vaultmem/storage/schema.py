@@ -18,7 +18,7 @@ SCHEMA_VERSION = 7
 """The note tables' layout (every table but `SEARCH_TABLES`, and `documents`' note_id, ord,
 heading, line and text): a change re-parses every note."""
 
-SEARCH_SCHEMA_VERSION = 1
+SEARCH_SCHEMA_VERSION = 2
 """The search tables' layout (`SEARCH_TABLES`, and `documents`' length and line_keys): a
 change rebuilds them from the index, without reading a note (`index.upgrade`)."""
 
@@ -135,8 +135,7 @@ CREATE TABLE termless_sections (
 -- BM25 postings: one row per term and document, the term's field-weighted frequency with the lengths BM25 needs, so a query reads nothing else. Sorted by term in a fresh index.
 CREATE TABLE postings (
     term VARCHAR NOT NULL, -- a tokenizer term (docs/search.md): case-folded, stemmed
-    note_id VARCHAR NOT NULL, -- documents.note_id
-    note_key BIGINT NOT NULL, -- integer key of the note (63 bits of BLAKE2b of note_id), for grouping
+    note_key BIGINT NOT NULL, -- notes.note_key of the note (63 bits of BLAKE2b of its id): join `notes` on it for the id
     ord INTEGER NOT NULL, -- documents.ord
     tf DOUBLE NOT NULL, -- Σ field weight × occurrences in that field (title 3, alias 3, heading 2, tag 1.5, body 1)
     length INTEGER NOT NULL, -- documents.length of this document

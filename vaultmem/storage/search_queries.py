@@ -61,7 +61,7 @@ _STATS_KEPT = """st AS (SELECT count(*)::DOUBLE AS n,
 _SCORED = """
 WITH {kept_notes}{stats},
 q AS (SELECT unnest($terms::VARCHAR[]) AS term, unnest($weights::DOUBLE[]) AS qw),
-p AS (SELECT p.term, p.note_key, p.note_id, p.ord, p.tf, p.length, p.note_length
+p AS (SELECT p.term, p.note_key, p.ord, p.tf, p.length, p.note_length
       FROM postings p {semi} WHERE p.term IN ({terms})),
 nt AS (SELECT note_key, term, sum(tf) AS tf, any_value(note_length) AS note_length
        FROM p GROUP BY note_key, term),
@@ -82,11 +82,11 @@ docs AS (
 
 _DOCUMENTS_SQL = (
     _SCORED
-    + """SELECT note_id, ord, score FROM docs
-WHERE needed = len($needed::VARCHAR[])
-ORDER BY score DESC, note_id, ord"""
+    + """SELECT n.id AS note_id, d.ord, d.score FROM docs d JOIN notes n USING (note_key)
+WHERE d.needed = len($needed::VARCHAR[])
+ORDER BY d.score DESC, note_id, d.ord"""
 )
-_DOCUMENTS_EXTRA = """, any_value(p.note_id) AS note_id,
+_DOCUMENTS_EXTRA = """,
            count(*) FILTER (WHERE list_contains($needed::VARCHAR[], p.term)) AS needed"""
 
 NoteRow = tuple[str, str, str, str, str | None]
@@ -118,9 +118,11 @@ def _sql(template: str, notes: NoteFilter, n_terms: int, post: str = "", extra: 
         "semi": "",
     }
     if notes.active:
-        parts["kept_notes"] = f"kept_notes AS (SELECT n.id FROM notes n WHERE {notes.where}), "
+        parts["kept_notes"] = (
+            f"kept_notes AS (SELECT n.id, n.note_key FROM notes n WHERE {notes.where}), "
+        )
         parts["stats"] = _STATS_KEPT
-        parts["semi"] = "SEMI JOIN kept_notes k ON k.id = p.note_id"
+        parts["semi"] = "SEMI JOIN kept_notes k ON k.note_key = p.note_key"
     return template.format(**parts)
 
 
@@ -188,7 +190,10 @@ def term_postings(
     case = " ".join(f"WHEN $t{i} THEN {i}" for i in range(len(terms)))
     kept = ""
     if notes.active:
-        kept = f"SEMI JOIN (SELECT n.id FROM notes n WHERE {notes.where}) k ON k.id = p.note_id "
+        kept = (
+            f"SEMI JOIN (SELECT n.note_key FROM notes n WHERE {notes.where}) k "
+            "ON k.note_key = p.note_key "
+        )
     sql = (
         f"SELECT (CASE p.term {case} END)::INTEGER AS term, p.note_key, p.ord, p.tf, p.length, "
         f"p.note_length FROM postings p {kept}"

@@ -134,7 +134,7 @@ def load_postings(
     rescored = _Rescore(language, files[0].parent if files else None, max_line_bytes)
     shift = _drop_boilerplate(con, gone_lines, rescore=rescored)
     con.execute(
-        "INSERT INTO postings SELECT s.term, m.note_id, m.note_key, s.ord, s.tf, s.length, "
+        "INSERT INTO postings SELECT s.term, m.note_key, s.ord, s.tf, s.length, "
         "s.note_length FROM staged_postings s JOIN note_numbers m USING (number)"
     )
     added: Counter[str] = Counter()
@@ -212,7 +212,7 @@ def _insert_fresh_postings(
         keep = " WHERE b.tf IS NULL OR b.tf <> s.tf"
     for run in postings_runs(files):
         con.execute(
-            f"INSERT INTO postings SELECT s.term, m.note_id, m.note_key, s.ord, {tf}, s.length, "
+            f"INSERT INTO postings SELECT s.term, m.note_key, s.ord, {tf}, s.length, "
             f"s.note_length FROM {_read_postings(max_line_bytes)} s "
             f"JOIN note_numbers m USING (number){join}{keep} ORDER BY s.term",
             [[str(f) for f in run]],
@@ -475,43 +475,33 @@ def _rescore_stored(
     ).fetchall()
     if not rows:
         return Counter()
-    ids, ords = [r[0] for r in rows], [r[1] for r in rows]
-    keys = "(SELECT unnest($1::VARCHAR[]) AS note_id, unnest($2::INTEGER[]) AS ord)"
+    section_keys, ords = [note_key(r[0]) for r in rows], [r[1] for r in rows]
+    keys = "(SELECT unnest($1::BIGINT[]) AS note_key, unnest($2::INTEGER[]) AS ord)"
     before = con.execute(
-        f"SELECT p.term, count(*) FROM postings p JOIN {keys} k USING (note_id, ord) "
+        f"SELECT p.term, count(*) FROM postings p JOIN {keys} k USING (note_key, ord) "
         "GROUP BY p.term",
-        [ids, ords],
+        [section_keys, ords],
     ).fetchall()
     shift: Counter[str] = Counter()
     shift.subtract({term: int(n) for term, n in before})
     con.execute(
-        f"DELETE FROM postings p USING {keys} k WHERE p.note_id = k.note_id AND p.ord = k.ord",
-        [ids, ords],
+        f"DELETE FROM postings p USING {keys} k WHERE p.note_key = k.note_key AND p.ord = k.ord",
+        [section_keys, ords],
     )
     fresh = [
-        (term, note_id, note_key(note_id), ord_, tf, length, note_length)
+        (term, note_key(note_id), ord_, tf, length, note_length)
         for note_id, ord_, heading, text, length, note_length in rows
         for term, tf in section_postings(heading, text, lines, language).items()
     ]
     shift.update(row[0] for row in fresh)
-    out = _columns(fresh, width=7)
+    out = _columns(fresh, width=6)
     con.execute(
-        "INSERT INTO postings SELECT unnest($1::VARCHAR[]), unnest($2::VARCHAR[]), "
-        "unnest($3::BIGINT[]), unnest($4::INTEGER[]), unnest($5::DOUBLE[]), "
-        "unnest($6::INTEGER[]), unnest($7::INTEGER[])",
+        "INSERT INTO postings SELECT unnest($1::VARCHAR[]), unnest($2::BIGINT[]), "
+        "unnest($3::INTEGER[]), unnest($4::DOUBLE[]), unnest($5::INTEGER[]), "
+        "unnest($6::INTEGER[])",
         out,
     )
     return shift
-
-
-def rekey_postings(con: Connection, note_ids: list[str]) -> None:
-    """Set `postings.note_key` again for notes whose id changed (it derives from the id)."""
-    if note_ids:
-        con.execute(
-            "UPDATE postings SET note_key = m.note_key FROM (SELECT unnest($1::VARCHAR[]) AS id, "
-            "unnest($2::BIGINT[]) AS note_key) m WHERE postings.note_id = m.id",
-            [note_ids, [note_key(i) for i in note_ids]],
-        )
 
 
 def document_stats(con: Connection, note_ids: Iterable[str] | None = None) -> Stats:

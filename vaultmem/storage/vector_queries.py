@@ -160,8 +160,9 @@ def nearest_notes(
     bound = {"q": list(vector), "limit": limit, **(params or {})}
     if excluded:
         where += (
-            " AND NOT EXISTS (SELECT 1 FROM postings x WHERE x.note_id = v.note_id "
-            "AND x.term IN (SELECT unnest($excluded::VARCHAR[])))"
+            " AND v.note_id NOT IN (SELECT xn.id FROM postings x "
+            "JOIN notes xn ON xn.note_key = x.note_key "
+            "WHERE x.term IN (SELECT unnest($excluded::VARCHAR[])))"
         )
         bound["excluded"] = list(excluded)
     top = f"ORDER BY score DESC, v.note_id, v.ord LIMIT {limit * CANDIDATES_PER_NOTE}"
