@@ -241,6 +241,33 @@ def secret_named_note(config: Config, note_id: str) -> str | None:
     return next((path for path in paths if default_note_id(path) == note_id), None)
 
 
+_STAT_IN_FOLDER = os.lstat in os.supports_dir_fd and hasattr(os, "O_DIRECTORY")
+
+
+def _fingerprints(abs_dir: str, prefix: str, names: Iterable[str]) -> list[Fingerprint]:
+    """The notes `names` of a folder as listed before, statted by name in the open folder:
+    the kernel then looks up one name, not every folder of the path (`lstat` alone ~13% faster
+    at 100,000 notes; the whole walk 0.401 -> 0.387 s, medians of 8: benchmarks/HISTORY.md)."""
+    new_tuple = tuple.__new__  # a named tuple's own `__new__` is Python code: half the cost
+    lstat = os.lstat
+    if not _STAT_IN_FOLDER:
+        base = abs_dir + os.sep
+        return [
+            new_tuple(Fingerprint, (prefix + name, st.st_size, st.st_mtime_ns))
+            for name in names
+            for st in (lstat(base + name),)
+        ]
+    fd = os.open(abs_dir, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        return [
+            new_tuple(Fingerprint, (prefix + name, st.st_size, st.st_mtime_ns))
+            for name in names
+            for st in (lstat(name, dir_fd=fd),)
+        ]
+    finally:
+        os.close(fd)
+
+
 def _walk(
     config: Config, patterns: tuple[SecretPattern, ...], folders: FolderCache | None
 ) -> tuple[list[Fingerprint], list[str], list[Problem], dict[str, str]]:
@@ -252,9 +279,6 @@ def _walk(
     notes: list[Fingerprint] = []
     files: list[str] = []
     problems: list[Problem] = []
-    # A named tuple's own `__new__` is Python code: `tuple.__new__` builds it at half the cost.
-    new_tuple = tuple.__new__
-    lstat = os.lstat
     stack: list[tuple[str, str, bool]] = [(root, "", config.mapping_for("") is not None)]
     while stack:
         abs_dir, prefix, mapped = stack.pop()
@@ -262,13 +286,8 @@ def _walk(
             key = folder_key(os.stat(abs_dir))
             listing = None if folders is None else folders.listing(prefix, key)
             if listing is not None:
-                base = abs_dir + os.sep
                 try:
-                    found = [
-                        new_tuple(Fingerprint, (prefix + name, st.st_size, st.st_mtime_ns))
-                        for name in listing.notes
-                        for st in (lstat(base + name),)
-                    ]
+                    found = _fingerprints(abs_dir, prefix, listing.notes)
                 except FileNotFoundError:  # changed under the walk: list it after all
                     assert folders is not None
                     folders.forget(prefix)
