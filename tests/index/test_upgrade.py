@@ -140,6 +140,25 @@ def test_a_tokenizer_change_remakes_the_search_tables_as_a_build_would(vault: Co
     assert reconcile(vault).warnings == ()  # the meta is current now
 
 
+def test_a_new_search_schema_is_seen_by_a_run_that_finds_nothing_changed(
+    vault: Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A release that bumps the search schema meets an index whose records (the last survey,
+    the state record) say nothing changed: it must still remake the search tables, not
+    trust them (the records compare `index_versions`, which must hold the layout's too)."""
+    from vaultmem.index import steps
+
+    reconcile(vault)
+    assert reconcile(vault).warnings == ()  # settled: the next run takes the no-op path
+    newer = str(int(store.SCHEMA_VERSIONS["search_schema_version"]) + 1)
+    monkeypatch.setitem(store.SCHEMA_VERSIONS, "search_schema_version", newer)
+    monkeypatch.setattr(steps, "SEARCH_SCHEMA_VERSION", int(newer))
+    report = reconcile(vault)
+    assert any("no note was read" in w for w in report.warnings)
+    with store.reading(vault.index_path) as con:
+        assert store.read_meta(con)["search_schema_version"] == newer
+
+
 def test_a_search_language_change_remakes_the_search_tables(vault: Config) -> None:
     reconcile(vault)
     english = answers(vault)

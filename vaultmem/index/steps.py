@@ -33,6 +33,7 @@ from vaultmem.index.plan import (
     pair_renames,
 )
 from vaultmem.storage.last_survey import IndexToken, LastSurvey
+from vaultmem.storage.schema import SCHEMA_VERSION, SEARCH_SCHEMA_VERSION
 
 if TYPE_CHECKING:  # the workers' side loads only when a note must be parsed: not on a no-op
     from vaultmem.index.parallel import Chunk, Prepared
@@ -53,8 +54,12 @@ def index_versions(config: Config) -> dict[str, str]:
 
     Besides the code's versions this holds a digest of what shapes rows (`rows_digest`): a
     changed mapping moves unchanged notes to another scope, which only a rebuild gets right.
+    The layout's versions are here too: the records a no-op trusts without opening the index
+    (`last_survey`, the state record) compare these, so a new schema must show in them.
     """
     return {
+        "schema_version": str(SCHEMA_VERSION),
+        "search_schema_version": str(SEARCH_SCHEMA_VERSION),
         "parser_version": str(PARSER_VERSION),
         "tokenizer_version": f"{TOKENIZER_VERSION}-{config.search_language}",
         "vaultmem_version": __version__,
