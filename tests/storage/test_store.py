@@ -11,6 +11,7 @@ import textwrap
 import time
 from pathlib import Path
 
+import duckdb
 import pytest
 
 from tests.helpers import index_of, run_cli
@@ -158,6 +159,38 @@ def test_delete_where_in_deletes_one_value_or_many(tmp_path: Path) -> None:
         left = con.execute("SELECT DISTINCT k FROM t ORDER BY k").fetchall()
         assert left == [("k0",), ("k2",)]
         assert con.execute("SELECT count(*) FROM t").fetchone() == (8,)
+    finally:
+        con.close()
+
+
+def test_a_scan_once_runs_under_its_cap_and_gives_the_limit_back(tmp_path: Path) -> None:
+    """A whole-column scan twice the cap's size (a one-note edit's delete) runs under
+    `scanning_once` with the cap in force; the connection's own limit is back after it, and
+    after a statement that failed. (What the cap saves, page faults, is measured in
+    `benchmarks/bench_steady.py`.)"""
+    path = tmp_path / "t.duckdb"
+    con = store.connect(path, read_only=False)
+    con.execute("CREATE TABLE t AS SELECT hash(i) // 2 AS k FROM range(8_000_000) r(i)")
+    con.close()
+
+    con = store.connect(path, read_only=False)
+
+    def limit() -> str:
+        row = con.execute("SELECT current_setting('memory_limit')").fetchone()
+        assert row is not None
+        return str(row[0])
+
+    try:
+        con.execute("SET memory_limit = '512MiB'")  # as `bound_memory` sets it
+        with store.scanning_once(con):
+            assert limit() == "32.0 MiB"
+            total = con.execute("SELECT count(*), sum(k) FROM t").fetchone()
+        assert limit() == "512.0 MiB"
+        assert total == con.execute("SELECT count(*), sum(k) FROM t").fetchone()
+
+        with pytest.raises(duckdb.Error), store.scanning_once(con):
+            con.execute("SELECT k FROM no_such_table")
+        assert limit() == "512.0 MiB"
     finally:
         con.close()
 

@@ -24,7 +24,14 @@ from typing import Any, NamedTuple
 from vaultmem.core.documents import note_key
 from vaultmem.core.models import Block, Heading, Problem
 from vaultmem.storage.rows import COLUMNS, NOTE_KEY, NOTE_TABLES, STAGED_COLUMNS, STAGED_TABLES
-from vaultmem.storage.store import Batch, Connection, delete_where_in, load, new_batch
+from vaultmem.storage.store import (
+    Batch,
+    Connection,
+    delete_where_in,
+    load,
+    new_batch,
+    scanning_once,
+)
 
 
 class IndexState(NamedTuple):
@@ -79,7 +86,8 @@ def bound_memory(con: Connection, limit_mb: int, spill_dir: Path) -> None:
     GB in the loads (the postings sort above all). Insertion order is irrelevant to the index.
     """
     spill_dir.mkdir(parents=True, exist_ok=True)
-    con.execute(f"SET memory_limit = '{int(limit_mb)}MB'")
+    # In MiB: DuckDB prints the setting back exactly then, so `scanning_once` restores it.
+    con.execute(f"SET memory_limit = '{int(limit_mb)}MiB'")
     con.execute("SET temp_directory = $1", [str(spill_dir)])
     con.execute("SET preserve_insertion_order = false")
 
@@ -285,13 +293,14 @@ def links_to_reresolve(
 
     The links are filtered first and their notes' paths looked up after: joining every link
     to `notes` before the filter cost twice as much at 650,000 links."""
-    rows = con.execute(
-        "SELECT source_id, ord, target, subpath, target_path, target_id, subpath_found "
-        "FROM links WHERE (list_contains($1::VARCHAR[], name_key) "
-        "OR list_contains($2::VARCHAR[], target_path)) "
-        "AND NOT list_contains($3::VARCHAR[], source_id)",
-        [sorted(name_keys), sorted(target_paths), sorted(skip)],
-    ).fetchall()
+    with scanning_once(con):
+        rows = con.execute(
+            "SELECT source_id, ord, target, subpath, target_path, target_id, subpath_found "
+            "FROM links WHERE (list_contains($1::VARCHAR[], name_key) "
+            "OR list_contains($2::VARCHAR[], target_path)) "
+            "AND NOT list_contains($3::VARCHAR[], source_id)",
+            [sorted(name_keys), sorted(target_paths), sorted(skip)],
+        ).fetchall()
     if not rows:
         return []
     paths = dict(

@@ -43,7 +43,7 @@ from vaultmem.core.documents import (
     section_postings,
 )
 from vaultmem.core.tokenizer import DEFAULT_LANGUAGE
-from vaultmem.storage.store import Connection
+from vaultmem.storage.store import Connection, scanning_once
 
 
 def document_frequencies(con: Connection, note_ids: Iterable[str]) -> Counter[str]:
@@ -74,11 +74,12 @@ def delete_postings(con: Connection, note_ids: Iterable[str]) -> Counter[str]:
     # One key (a one-note edit) is compared in the scan: cheaper than joining a list.
     one = len(keys) == 1
     match = "= $1" if one else "IN (SELECT unnest($1::BIGINT[]))"
-    con.execute(
-        "CREATE OR REPLACE TEMP TABLE gone_postings AS SELECT rowid AS r, term FROM postings "
-        f"WHERE note_key {match}",
-        [keys[0] if one else keys],
-    )
+    with scanning_once(con):
+        con.execute(
+            "CREATE OR REPLACE TEMP TABLE gone_postings AS SELECT rowid AS r, term FROM postings "
+            f"WHERE note_key {match}",
+            [keys[0] if one else keys],
+        )
     if one:  # one note's few hundred rows: counted here, a GROUP BY costs more to set up
         counts = Counter(t for (t,) in con.execute("SELECT term FROM gone_postings").fetchall())
     else:
@@ -349,12 +350,13 @@ def _drop_boilerplate(
         "UNION ALL SELECT unnest($1::BIGINT[]))",
         [list(gone_lines)],
     )
-    counts = con.execute(
-        "SELECT x.k, count(DISTINCT note_id) FROM (SELECT note_id, unnest(line_keys) AS k "
-        "FROM documents) x SEMI JOIN touched_lines t ON t.k = x.k GROUP BY x.k "
-        "HAVING count(DISTINCT note_id) >= $1",
-        [BOILERPLATE_NOTES],
-    ).fetchall()
+    with scanning_once(con):
+        counts = con.execute(
+            "SELECT x.k, count(DISTINCT note_id) FROM (SELECT note_id, unnest(line_keys) AS k "
+            "FROM documents) x SEMI JOIN touched_lines t ON t.k = x.k GROUP BY x.k "
+            "HAVING count(DISTINCT note_id) >= $1",
+            [BOILERPLATE_NOTES],
+        ).fetchall()
     was = {
         int(k)
         for (k,) in con.execute(

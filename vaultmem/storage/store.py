@@ -415,6 +415,34 @@ def delete_where_in(con: Connection, table: str, column: str, values: Sequence[s
         )
 
 
+SCAN_MEMORY = "32MiB"
+"""DuckDB's memory while one statement reads a whole column once (`scanning_once`)."""
+
+
+@contextmanager
+def scanning_once(con: Connection) -> Iterator[None]:
+    """Run a statement that reads a whole column it will not read again (a one-note edit's
+    scan of `postings.note_key`, 22M rows at 100,000 notes) with DuckDB's memory capped low.
+
+    Under the connection's usual cap the buffer manager keeps every block it loads, each in
+    memory the process touches for the first time: ~50,000 page faults, most of the scan's
+    cost. Capped, it evicts the blocks it is done with and reuses their memory (the scan
+    0.13 -> 0.05 s wall at 100,000 notes: benchmarks/HISTORY.md). The cap is a setting, not
+    part of the transaction: it is put back however the statement ends, as DuckDB prints it
+    (exact for a whole number of MiB, which `index_writes.bound_memory` sets). A cap the
+    connection cannot take (more memory pinned than it allows) leaves the statement uncapped."""
+    before = con.execute("SELECT current_setting('memory_limit')").fetchone()
+    try:
+        con.execute(f"SET memory_limit = '{SCAN_MEMORY}'")
+    except duckdb.Error:
+        yield
+        return
+    try:
+        yield
+    finally:
+        con.execute("SET memory_limit = $1", [before[0] if before else "1GB"])
+
+
 @contextmanager
 def transaction(con: Connection) -> Iterator[None]:
     """One write transaction: committed when the block ends, rolled back on any exception
