@@ -88,8 +88,10 @@ class FolderCache:
                 self.changed = True
 
     def forget(self, prefix: str) -> None:
-        """A recorded listing that did not hold (a note vanished under the walk)."""
+        """A recorded listing that did not hold (a note vanished under the walk): the walk
+        lists the folder again."""
         self.found.pop(prefix, None)
+        self.kept.pop(prefix, None)
 
 
 def folder_key(st: os.stat_result) -> FolderKey:
