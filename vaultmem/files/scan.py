@@ -4,7 +4,8 @@
 the fingerprint (path, size, mtime) of every Markdown note inside a mapped folder plus the path
 of every other visible file, because link resolution needs attachments and unmapped notes too.
 It never writes. The notes of folders whose listing stands (`files.folder_cache`) are statted
-after the folders are walked, all at once: on two cores for a large vault (`files.stat_pair`). What it skips, and why:
+after the folders are walked, all at once: on two cores for a large vault (`files.stat_pair`).
+What it skips, and why:
 
 - hidden names (starting with `.`) at any depth: `.obsidian/`, `.trash/`, `.git/`, `.vaultmem/`,
   the managed folder's `.trash/`, editor locks (`.~lock.*`, `.#*`), swap files. Obsidian itself
