@@ -82,14 +82,18 @@ def set_meta(config: Config, key: str, value: str) -> None:
         con.close()
 
 
-def scramble_search_tables(config: Config) -> None:
+def scramble_search_tables(config: Config, *, line_keys: list[int] | None = None) -> None:
     """What an older tokenizer might have left: other terms, lengths and statistics, and a
-    section that had no term then (it sits in `termless_sections`, not in `documents`)."""
+    section that had no term then (it sits in `termless_sections`, not in `documents`).
+    `line_keys`: every document's stored line keys set to these too (an older line-key
+    count's, `LINE_KEY_VERSION`; the tokenizer's own change leaves them as they are)."""
     con = duckdb.connect(str(config.index_path))
     try:
         con.execute("UPDATE postings SET term = term || '_old', tf = tf + 1")
         con.execute("DELETE FROM terms WHERE df > 1")
-        con.execute("UPDATE documents SET length = length + 3, line_keys = []")
+        con.execute("UPDATE documents SET length = length + 3")
+        if line_keys is not None:
+            con.execute("UPDATE documents SET line_keys = $1", [line_keys])
         con.execute("UPDATE search_stats SET documents = 1, total_length = 2")
         con.execute("DELETE FROM boilerplate_lines")
         moved = "note_id = (SELECT id FROM notes WHERE path = 'Running.md') AND ord = 2"
@@ -138,6 +142,37 @@ def test_a_tokenizer_change_remakes_the_search_tables_as_a_build_would(vault: Co
     assert_same(dump_index(vault.index_path), want)
     assert answers(vault) == want_answers
     assert reconcile(vault).warnings == ()  # the meta is current now
+
+
+def test_a_line_key_change_counts_the_keys_again(vault: Config) -> None:
+    """Stored line keys of another `line_key_version` are not taken: the upgrade counts them
+    from the text, as a build does (and with them the boilerplate)."""
+    want, want_answers = fresh_build(vault)
+    scramble_search_tables(vault, line_keys=[])
+    set_meta(vault, "line_key_version", "0")
+    report = reconcile(vault)
+    assert any("no note was read" in w for w in report.warnings)
+    assert_same(dump_index(vault.index_path), want)
+    assert answers(vault) == want_answers
+
+
+def test_a_tokenizer_change_takes_the_stored_line_keys(vault: Config) -> None:
+    """Of the same `line_key_version` the stored keys are what the text gives: the upgrade
+    takes them and does not count them (a marker key set in every document stays)."""
+    reconcile(vault)
+    scramble_search_tables(vault, line_keys=[42])
+    set_meta(vault, "tokenizer_version", "0-english")
+    report = reconcile(vault)
+    assert any("no note was read" in w for w in report.warnings)
+    with store.reading(vault.index_path) as con:
+        kept = con.execute("SELECT DISTINCT line_keys FROM documents WHERE ord > 0").fetchall()
+        # The section the old tokenizer found no term in stored no keys: those are counted.
+        counted = con.execute(
+            "SELECT line_keys FROM documents d JOIN notes n ON n.id = d.note_id "
+            "WHERE n.path = 'Running.md' AND d.ord = 2"
+        ).fetchall()
+    assert ([42],) in kept
+    assert counted and counted[0][0] not in ([42], [])
 
 
 def test_a_new_search_schema_is_seen_by_a_run_that_finds_nothing_changed(

@@ -115,11 +115,14 @@ def documents_of(
     sections: Sequence[SectionText],
     lang: object,
     language: str = DEFAULT_LANGUAGE,
+    line_keys: Sequence[tuple[int, ...] | None] = (),
 ) -> list[SearchDocument]:
     """`note_documents` of the parts of a note it reads: its title, aliases, tags, every
     section in order (a section's ord is its 1-based position) and its `lang` property.
     The index holds each of them (`storage.search_upgrade`), so its search tables can be
-    made again from it, without the Markdown, when only the tokenizer changed."""
+    made again from it, without the Markdown, when only the tokenizer changed. `line_keys`:
+    the sections' `section_line_keys` when known (the index's, kept by an upgrade; None
+    for one not known), taken instead of counted."""
     # A run of Han alone is segmented in the note's language: its `lang` property, else
     # Japanese when the note holds kana anywhere (`segment.note_cjk`), else Chinese.
     texts = [title, *(section.text for section in sections)]
@@ -143,7 +146,8 @@ def documents_of(
         fields = [("body", body)]
         if heading_terms:
             fields.append(("heading", heading_terms))
-        docs.append(_document(i, heading, section.line, section.text, fields))
+        keys = line_keys[i - 1] if line_keys else None
+        docs.append(_document(i, heading, section.line, section.text, fields, keys))
     return docs
 
 
@@ -316,7 +320,12 @@ def without_boilerplate(
 
 
 def _document(
-    ord_: int, heading: str | None, line: int, text: str, fields: list[tuple[Field, Counter[str]]]
+    ord_: int,
+    heading: str | None,
+    line: int,
+    text: str,
+    fields: list[tuple[Field, Counter[str]]],
+    keys: tuple[int, ...] | None = None,
 ) -> SearchDocument:
     weights: dict[str, float] = {}
     length = 0
@@ -336,7 +345,8 @@ def _document(
             get = weights.get
             for term, count in counts.items():
                 weights[term] = get(term, 0) + weight * count
-    keys = section_line_keys(heading, text) if ord_ > 0 else ()
+    if keys is None:
+        keys = section_line_keys(heading, text) if ord_ > 0 else ()
     return SearchDocument(ord_, heading, line, text, length, weights, keys)
 
 

@@ -200,6 +200,11 @@ TOKENIZER_VERSION = 3
 """Bump whenever `search.tokenizer`'s output changes (it re-exports this): the index records it
 and rebuilds on a mismatch. Kept here so that a no-op reconcile need not import the tokenizer."""
 
+LINE_KEY_VERSION = 1
+"""Bump whenever `core.documents.section_line_keys`' output changes (the boilerplate keys of a
+section's lines, `documents.line_keys`): the index records it, and an upgrade of its search
+tables takes the stored keys as they are only when it is this one."""
+
 
 @dataclass(frozen=True, slots=True)
 class Published:

@@ -45,7 +45,13 @@ if TYPE_CHECKING:  # reconcile imports this module on every run, a no-op include
 Progress = Callable[[int, int], None]
 
 SEARCH_KEYS = frozenset(
-    {"search_schema_version", "tokenizer_version", "embedding_model", "vaultmem_version"}
+    {
+        "search_schema_version",
+        "tokenizer_version",
+        "line_key_version",
+        "embedding_model",
+        "vaultmem_version",
+    }
 )
 """`meta` keys whose change leaves every note's rows valid: only the search tables are stale.
 (vaultmem's own version too: a release that changes how notes parse bumps PARSER_VERSION or
@@ -148,10 +154,13 @@ def _build(
         bound_memory(con, _DUCKDB_MEMORY_MB, staging / "spill")
         search_upgrade.attach_old(con, index)
         with store.transaction(con):
+            old_meta = search_upgrade.old_meta(con)
             total = search_upgrade.copy_tables(con, wanted)
+            # The stored line keys stand while the code counts them as the old index did.
+            keep_keys = old_meta.get("line_key_version") == wanted.get("line_key_version")
 
             def sources() -> Iterator[NoteSource]:
-                return search_upgrade.note_sources(con)
+                return search_upgrade.note_sources(con, stored_keys=keep_keys)
 
             lines = search_upgrade.old_boilerplate_lines(con)
             cut = _cut_all(sources, total, config, staging, progress, lines)
@@ -333,7 +342,13 @@ def _cut_chunk(index: int, notes: Sequence[NoteSource], context: _Context) -> _C
         if any(s.ord != i for i, s in enumerate(sections, start=1)):
             raise _CannotUpgrade(f"note number {source.number} misses a section")
         documents = documents_of(
-            source.title, source.aliases, source.tags, sections, source.lang, context.language
+            source.title,
+            source.aliases,
+            source.tags,
+            sections,
+            source.lang,
+            context.language,
+            [s.line_keys for s in sections],
         )
         for doc in documents:
             columns["number"].append(source.number)
