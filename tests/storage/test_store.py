@@ -183,7 +183,7 @@ def test_a_scan_once_runs_under_its_cap_and_gives_the_limit_back(tmp_path: Path)
     try:
         con.execute("SET memory_limit = '512MiB'")  # as `bound_memory` sets it
         with store.scanning_once(con):
-            assert limit() == "32.0 MiB"
+            assert limit().endswith(" MiB") and limit() != "512.0 MiB"
             total = con.execute("SELECT count(*), sum(k) FROM t").fetchone()
         assert limit() == "512.0 MiB"
         assert total == con.execute("SELECT count(*), sum(k) FROM t").fetchone()
@@ -191,6 +191,38 @@ def test_a_scan_once_runs_under_its_cap_and_gives_the_limit_back(tmp_path: Path)
         with pytest.raises(duckdb.Error), store.scanning_once(con):
             con.execute("SELECT k FROM no_such_table")
         assert limit() == "512.0 MiB"
+    finally:
+        con.close()
+
+
+def test_a_scan_once_inside_a_transaction_holding_much_still_runs(tmp_path: Path) -> None:
+    """The cap leaves room above what the connection holds already (a transaction's rows, its
+    temp tables): a fixed 32 MiB cap failed once a one-note edit at 100,000 notes held ~30 MiB
+    at its links scan (out of memory, which aborted the whole transaction)."""
+    path = tmp_path / "t.duckdb"
+    con = store.connect(path, read_only=False)
+    con.execute("CREATE TABLE t AS SELECT hash(i) // 2 AS k FROM range(8_000_000) r(i)")
+    con.execute("CREATE TABLE held (k BIGINT, s VARCHAR)")
+    con.close()
+
+    con = store.connect(path, read_only=False)
+    try:
+        con.execute("SET memory_limit = '512MiB'")
+        with store.transaction(con):
+            con.execute(
+                "INSERT INTO held SELECT i, repeat('x', 40) || i FROM range(1_000_000) r(i)"
+            )
+            con.execute("CREATE TEMP TABLE kept AS SELECT * FROM held")
+            row = con.execute("SELECT sum(memory_usage_bytes) FROM duckdb_memory()").fetchone()
+            assert row is not None and row[0] > store.SCAN_HEADROOM_MIB * 2**20, row
+            with store.scanning_once(con):
+                cap = con.execute("SELECT current_setting('memory_limit')").fetchone()
+                assert cap is not None and cap[0].endswith(" MiB"), cap
+                assert float(cap[0].split()[0]) >= row[0] / 2**20 - 1 + store.SCAN_HEADROOM_MIB
+                total = con.execute("SELECT count(*) FROM t WHERE k % 1009 = 2000").fetchone()
+                links = con.execute("SELECT count(*), sum(k) FROM t").fetchone()
+        assert total == (0,) and links is not None and links[0] == 8_000_000
+        assert con.execute("SELECT count(*) FROM held").fetchone() == (1_000_000,)
     finally:
         con.close()
 

@@ -415,8 +415,9 @@ def delete_where_in(con: Connection, table: str, column: str, values: Sequence[s
         )
 
 
-SCAN_MEMORY = "32MiB"
-"""DuckDB's memory while one statement reads a whole column once (`scanning_once`)."""
+SCAN_HEADROOM_MIB = 32
+"""DuckDB's memory for a statement that reads a whole column once (`scanning_once`), above what
+the connection holds already."""
 
 
 @contextmanager
@@ -427,20 +428,29 @@ def scanning_once(con: Connection) -> Iterator[None]:
     Under the connection's usual cap the buffer manager keeps every block it loads, each in
     memory the process touches for the first time: ~50,000 page faults, most of the scan's
     cost. Capped, it evicts the blocks it is done with and reuses their memory (the scan
-    0.13 -> 0.05 s wall at 100,000 notes: benchmarks/HISTORY.md). The cap is a setting, not
-    part of the transaction: it is put back however the statement ends, as DuckDB prints it
-    (exact for a whole number of MiB, which `index_writes.bound_memory` sets). A cap the
-    connection cannot take (more memory pinned than it allows) leaves the statement uncapped."""
+    0.13 -> 0.05 s wall at 100,000 notes: benchmarks/HISTORY.md). The cap is what the
+    connection holds already (a transaction's own rows, temp tables) plus SCAN_HEADROOM_MIB:
+    a fixed cap failed once a transaction held that much, and a failed statement aborts the
+    transaction. It is a setting, not part of the transaction: it is put back however the
+    statement ends, as DuckDB prints it (exact for a whole number of MiB, which
+    `index_writes.bound_memory` sets). A cap the connection cannot take leaves the statement
+    uncapped."""
     before = con.execute("SELECT current_setting('memory_limit')").fetchone()
+    held = con.execute("SELECT coalesce(sum(memory_usage_bytes), 0) FROM duckdb_memory()")
+    held_mib = int((held.fetchone() or (0,))[0]) // 2**20
     try:
-        con.execute(f"SET memory_limit = '{SCAN_MEMORY}'")
+        con.execute(f"SET memory_limit = '{held_mib + SCAN_HEADROOM_MIB}MiB'")
     except duckdb.Error:
         yield
         return
+    restore = "SET memory_limit = $1", [before[0] if before else "1GB"]
     try:
         yield
-    finally:
-        con.execute("SET memory_limit = $1", [before[0] if before else "1GB"])
+    except BaseException:
+        with suppress(duckdb.Error):  # a failed statement may have aborted the transaction
+            con.execute(*restore)
+        raise
+    con.execute(*restore)
 
 
 @contextmanager
