@@ -26,10 +26,8 @@ needs_fork = pytest.mark.skipif(
     reason="the fork is taken on Linux with two processors or more",
 )
 
-_RUN = """
-import json, os, sys
-from vaultmem.files import stat_pair
-folders = json.loads(sys.argv[1])
+_COUNT_FORKS = """
+import os
 forks = []
 fork = os.fork
 def counted_fork():
@@ -38,6 +36,15 @@ def counted_fork():
         forks.append(pid)
     return pid
 os.fork = counted_fork
+"""
+"""The scripts' prelude: `forks` lists the children this process forked."""
+
+_RUN = (
+    _COUNT_FORKS
+    + """
+import json, sys
+from vaultmem.files import stat_pair
+folders = json.loads(sys.argv[1])
 def plain(answers):
     return [None if a is None else [a[0].tolist(), a[1].tolist()] for a in answers]
 alone = plain([stat_pair.stat_names(path, names) for path, names in folders])
@@ -46,6 +53,7 @@ stat_pair.PARALLEL_MIN = 2
 together = plain(stat_pair.stat_folders(folders))
 print(json.dumps({{"forks": len(forks), "alone": alone, "together": together}}))
 """
+)
 
 
 def _tree(root: Path, sizes: dict[str, int]) -> list[tuple[str, list[str]]]:
@@ -113,8 +121,10 @@ def test_no_fork_in_a_process_with_another_thread() -> None:
         thread.join()
 
 
-_WALK = """
-import json, os, sys, time
+_WALK = (
+    _COUNT_FORKS
+    + """
+import json, sys, time
 from pathlib import Path
 from vaultmem.core.config import Config, FolderMapping
 from vaultmem.files import folder_cache, stat_pair
@@ -123,14 +133,6 @@ root = Path(sys.argv[1])
 config = Config(root=root, mappings=(FolderMapping("Notes", "project", "v"),))
 config.state_dir.mkdir(parents=True, exist_ok=True)
 stat_pair.PARALLEL_MIN = 2
-forks = []
-fork = os.fork
-def counted_fork():
-    pid = fork()
-    if pid:
-        forks.append(pid)
-    return pid
-os.fork = counted_fork
 def walk():
     cache = folder_cache.load(config, time.time_ns() + 3600 * 10**9)
     result = scan_vault(config, cache)
@@ -145,6 +147,7 @@ second = walk()
 truth = [list(fp) for fp in scan_vault(config).notes]
 print(json.dumps({"first": first[1], "second": second[1], "truth": truth, "forks": len(forks)}))
 """
+)
 
 
 @needs_fork
