@@ -345,6 +345,38 @@ def test_a_note_still_being_written_is_read_again(
     assert [e.kind for e in events] == ["batch", "batch"]
 
 
+def test_a_burst_written_for_longer_than_the_debounce_is_one_batch(example_vault: Path) -> None:
+    """watchfiles hands over what gathered within the debounce: a burst still being written
+    comes in two or more parts. The first part, a burst by its size, waits for the writes to
+    pause, and the rest joins it: one reconcile of every path, equal to a rebuild."""
+    from vaultmem.index import watch as watch_module
+
+    config = load_config(example_vault)
+    reconcile(config)
+    events: list[WatchEvent] = []
+    follower = _Follower(config, 300, events.append)
+    follower.next_sweep = float("inf")
+    folder = example_vault / "Knowledge/Burst"
+    folder.mkdir()
+    names = [f"Knowledge/Burst/Note {i}.md" for i in range(watch_module.BURST_PATHS + 30)]
+    first, rest = names[: watch_module.BURST_PATHS], names[watch_module.BURST_PATHS :]
+    stop = threading.Event()
+    for part in (first, rest):  # as watchfiles yields a burst outlasting its debounce
+        for name in part:
+            write(example_vault / name, f"# {name}\n\nburst word{len(name)}\n")
+        follower.note_changes(str(example_vault / name) for name in part)
+        follower.run_due(stop)
+        assert events == [], "a burst ran before its writes paused"
+    wait_for(lambda: (follower.run_due(stop), bool(events))[1], "the burst's batch")
+    assert [(e.kind, e.paths, e.added) for e in events] == [("batch", len(names), len(names))]
+    assert dump(config.index_path) == rebuilt(example_vault, example_vault.parent / "rebuilt")
+
+    follower.note_changes([str(example_vault / first[0])])  # a single save is not held
+    write(example_vault / first[0], "# Saved once\n")
+    follower.run_due(stop)
+    assert [e.paths for e in events] == [len(names), 1]
+
+
 @pytest.mark.slow
 def test_a_config_change_waits_out_a_locked_index(
     example_vault: Path, monkeypatch: pytest.MonkeyPatch

@@ -17,6 +17,8 @@ and deletes need nothing special here. What it does around that, and why:
   seconds, catching events the operating system dropped.
 - A note that changed while it was read (`file_unstable`) is queued again for a short while
   later, so a file still being written is indexed once it settles.
+- A burst (`BURST_PATHS` paths in one batch) waits until no change came for `BURST_QUIET_S`,
+  so a burst written for longer than the debounce is still one reconcile.
 - Trouble never stops the watcher. Any failure of a run (a locked index or writer lock, any
   other `VaultmemError`, an I/O error, interrupted parse workers) is reported as one `error`
   event and retried with exponential backoff (1 s doubling to 30 s, reset by a success): a
@@ -64,6 +66,13 @@ LOCK_WAIT_S = 2.0
 MAX_BACKOFF_S = 30.0
 TICK_MS = 250
 """How often an idle watcher wakes to run due retries and sweeps."""
+
+BURST_PATHS = 50
+"""A batch of at least this many paths is a burst (a sync, a checkout, a script's writes)."""
+BURST_QUIET_S = 0.2
+"""How long a burst waits for no new change before it runs: `debounce_ms` is the longest one
+batch gathers, so a burst written over a longer span came as two or more; held until the writes
+pause, it runs as one (a single save is never held)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,6 +170,7 @@ class _Follower:
         self.config_due: float | None = None
         self.next_sweep = 0.0  # a full reconcile at start-up
         self.backoff = 0.0
+        self.burst_until = 0.0  # a burst's paths wait until then (monotonic seconds)
 
     # -- events -----------------------------------------------------------------------------
 
@@ -186,6 +196,7 @@ class _Follower:
 
     def note_changes(self, paths: Iterable[str]) -> None:
         now = time.monotonic()
+        noted = 0
         for path in paths:
             rel = self.relative(path)
             if not rel:
@@ -194,6 +205,9 @@ class _Follower:
                 self.config_due = now
             else:
                 self.pending[rel] = now
+                noted += 1
+        if noted >= BURST_PATHS or (noted and self.burst_until > now):
+            self.burst_until = now + BURST_QUIET_S  # a burst, or more of one: wait on
 
     # -- running what is due ------------------------------------------------------------------
 
@@ -203,7 +217,9 @@ class _Follower:
             self.reload_config()
         if stop.is_set():
             return
-        due = sorted(p for p, at in self.pending.items() if at <= now)
+        due = (
+            [] if now < self.burst_until else sorted(p for p, t in self.pending.items() if t <= now)
+        )
         if due:
             for path in due:
                 del self.pending[path]
