@@ -377,6 +377,36 @@ def test_a_burst_written_for_longer_than_the_debounce_is_one_batch(example_vault
     assert [e.paths for e in events] == [len(names), 1]
 
 
+def test_a_burst_that_goes_on_is_held_no_longer_than_its_bound(
+    example_vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sync writing for minutes never pauses for `BURST_QUIET_S`: its paths still run once
+    `BURST_MAX_S` has passed since the burst began, while the writes go on."""
+    from vaultmem.index import watch as watch_module
+
+    monkeypatch.setattr(watch_module, "BURST_PATHS", 2)
+    monkeypatch.setattr(watch_module, "BURST_MAX_S", 0.3)
+    config = load_config(example_vault)
+    reconcile(config)
+    events: list[WatchEvent] = []
+    follower = _Follower(config, 300, events.append)
+    follower.next_sweep = float("inf")
+    (example_vault / "Knowledge/Stream").mkdir()
+    stop = threading.Event()
+    started = time.monotonic()
+    i = 0
+    while not events:
+        assert time.monotonic() - started < TIMEOUT_S, "the held burst never ran"
+        names = [f"Knowledge/Stream/Note {i}.md", f"Knowledge/Stream/Note {i + 1}.md"]
+        for name in names:
+            write(example_vault / name, f"# {name}\n")
+        follower.note_changes(str(example_vault / name) for name in names)
+        follower.run_due(stop)
+        i += 2
+        time.sleep(0.05)  # closer together than BURST_QUIET_S: the writes never pause
+    assert events[0].kind == "batch" and events[0].paths >= 4
+
+
 @pytest.mark.slow
 def test_a_config_change_waits_out_a_locked_index(
     example_vault: Path, monkeypatch: pytest.MonkeyPatch

@@ -17,8 +17,9 @@ and deletes need nothing special here. What it does around that, and why:
   seconds, catching events the operating system dropped.
 - A note that changed while it was read (`file_unstable`) is queued again for a short while
   later, so a file still being written is indexed once it settles.
-- A burst (`BURST_PATHS` paths in one batch) waits until no change came for `BURST_QUIET_S`,
-  so a burst written for longer than the debounce is still one reconcile.
+- A burst (`BURST_PATHS` paths in one batch) waits until no change came for `BURST_QUIET_S`
+  (at most `BURST_MAX_S`), so a burst written for longer than the debounce is still one
+  reconcile, and one that goes on for minutes is indexed as it goes.
 - Trouble never stops the watcher. Any failure of a run (a locked index or writer lock, any
   other `VaultmemError`, an I/O error, interrupted parse workers) is reported as one `error`
   event and retried with exponential backoff (1 s doubling to 30 s, reset by a success): a
@@ -73,6 +74,8 @@ BURST_QUIET_S = 0.2
 """How long a burst waits for no new change before it runs: `debounce_ms` is the longest one
 batch gathers, so a burst written over a longer span came as two or more; held until the writes
 pause, it runs as one (a single save is never held)."""
+BURST_MAX_S = 2.0
+"""The longest a burst is held: a sync that writes for minutes is indexed as it goes."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,6 +174,7 @@ class _Follower:
         self.next_sweep = 0.0  # a full reconcile at start-up
         self.backoff = 0.0
         self.burst_until = 0.0  # a burst's paths wait until then (monotonic seconds)
+        self.burst_limit = 0.0  # and no longer than this (0: no burst held)
 
     # -- events -----------------------------------------------------------------------------
 
@@ -206,8 +210,13 @@ class _Follower:
             else:
                 self.pending[rel] = now
                 noted += 1
-        if noted >= BURST_PATHS or (noted and self.burst_until > now):
-            self.burst_until = now + BURST_QUIET_S  # a burst, or more of one: wait on
+        if self.burst_limit and now >= self.burst_limit:
+            return  # a burst held to its bound: it runs now, these paths with it
+        held = self.burst_until > now
+        if noted >= BURST_PATHS or (noted and held):  # a burst, or more of one: wait on
+            if not held:
+                self.burst_limit = now + BURST_MAX_S
+            self.burst_until = min(now + BURST_QUIET_S, self.burst_limit)
 
     # -- running what is due ------------------------------------------------------------------
 
@@ -217,9 +226,11 @@ class _Follower:
             self.reload_config()
         if stop.is_set():
             return
-        due = (
-            [] if now < self.burst_until else sorted(p for p, t in self.pending.items() if t <= now)
-        )
+        if now < self.burst_until:
+            due = []  # a burst still being written
+        else:
+            self.burst_limit = 0.0
+            due = sorted(p for p, t in self.pending.items() if t <= now)
         if due:
             for path in due:
                 del self.pending[path]
