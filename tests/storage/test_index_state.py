@@ -4,6 +4,7 @@ whole, and anything short of a whole record is no record."""
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 from typing import Any
 
@@ -222,3 +223,45 @@ def test_a_change_file_that_is_not_this_bases_leaves_the_base_alone(
         path.write_bytes(change)
     got = read_state_record(tmp_path)
     assert got is not None and got.token == expected
+
+
+@pytest.mark.parametrize("ordered", [True, False], ids=["base in path order", "base unordered"])
+@pytest.mark.parametrize("seed", range(4))
+def test_a_change_applies_to_the_base_in_path_order(
+    tmp_path: Path, ordered: bool, seed: int
+) -> None:
+    """A few changed notes (edited, gone, new, gone though never recorded) read back as the
+    base with exactly those rows changed, in path order: bisected into a base written in path
+    order, sorted in otherwise."""
+    rng = random.Random(seed)
+    paths = sorted({f"{rng.choice('abc')}/{rng.randrange(10_000)}.md" for _ in range(300)})
+    rows = {p: (f"n-{i}", i, i * 7, f"{i:032x}", None) for i, p in enumerate(paths)}
+    listed = paths if ordered else list(reversed(paths))
+    base = _record()._replace(
+        paths=listed,
+        ids=[rows[p][0] for p in listed],
+        sizes=[rows[p][1] for p in listed],
+        mtimes=[rows[p][2] for p in listed],
+        hashes=[rows[p][3] for p in listed],
+        claims=[rows[p][4] for p in listed],
+        files=[*listed, "pic.png"],
+        scan_problems=[],
+    )
+    write(tmp_path, base)
+    forget_before_write(tmp_path)
+    changed: dict[str, Any] = {p: ("n-x", 1, 2, "e" * 32, "t-x") for p in rng.sample(paths, 5)}
+    changed |= dict.fromkeys(rng.sample(sorted(set(paths) - set(changed)), 5))
+    changed |= {"a/new.md": ("n-new", 3, 4, "f" * 32, None), "zz/never.md": None}
+    changed |= {"0-first.md": ("n-0", 5, 6, "0" * 32, None)}
+    changed |= {"zzz-last.md": ("n-z", 7, 8, "9" * 32, None)}
+    expected = {**rows, **changed}
+    expected = {p: r for p, r in sorted(expected.items()) if r is not None}
+    token: IndexToken = ((9, 9, 9), None)
+    change = StateChange(base.token, token, base.versions, changed, {"pic.png": False}, {}, 0, None)
+    record_state(tmp_path, token, lambda: base, change)
+    assert (tmp_path / CHANGE_NAME).exists()
+    got = read_state_record(tmp_path)
+    assert got is not None
+    assert list(got.paths) == list(expected)
+    assert list(zip(*got[3:8], strict=True)) == list(expected.values())
+    assert set(got.files) == set(paths)

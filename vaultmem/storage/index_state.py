@@ -36,9 +36,9 @@ from bisect import bisect_left
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from contextlib import suppress
 from itertools import compress
-from operator import le
+from operator import le, lt
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from vaultmem.storage.last_survey import IndexToken, forget_last_survey, publish
 
@@ -47,6 +47,9 @@ RECORD_NAME = "index-state.bin"
 _MAGIC = b"vaultmem-index-state 1\n"
 CHANGE_NAME = "index-state.change.json"
 _CHANGE_FORMAT = 1
+FEW_IN_PLACE = 64
+"""Up to this many changed notes, a change file is applied to a base in path order in place
+(`_patched`); more take one pass over every row (`_applied`)."""
 CHANGE_LIMIT = 2_000
 """Most notes and files a change file holds before the next write records a whole base: at
 2,000 it is ~0.4 MB of JSON, read in a few ms; rewriting the base costs ~0.5 µs a note."""
@@ -253,6 +256,7 @@ def write_state_record(state_dir: Path, record: StateRecord) -> None:
         "scan_problems": [list(p) for p in record.scan_problems],
         "problem_count": record.problem_count,
         "journal": record.journal,
+        "in_path_order": all(map(lt, record.paths, record.paths[1:])),
         "lengths": {name: len(data) for name, data in columns.items()},
     }
     tmp = state_dir / f".{RECORD_NAME}.{os.getpid()}.tmp"
@@ -271,13 +275,16 @@ def write_state_record(state_dir: Path, record: StateRecord) -> None:
 def read_state_record(state_dir: Path) -> StateRecord | None:
     """The state the last writer recorded: the base record with its change file applied, or
     None when there is none, it cannot be read whole, or its change is pending."""
-    base = _read_base(state_dir)
-    if base is None:
+    read = _read_base(state_dir)
+    if read is None:
         return None
+    base, in_path_order = read
     change = _read_change(state_dir)
     if change is None or change["base"] != _listed(base.token):
         return base  # no change file of this base: the base alone (its token decides)
     try:
+        if in_path_order and len(change["notes"]) <= FEW_IN_PLACE:
+            return _patched(base, change)
         return _applied(base, change)
     except (ValueError, TypeError, KeyError, IndexError, AttributeError):
         return None
@@ -309,6 +316,54 @@ def _applied(base: StateRecord, change: dict[str, Any]) -> StateRecord | None:
         paths, ids, sizes, mtimes, hashes, claims = ([c[i] for i in order] for c in columns)
     listed = [f for f in base.files if f not in files]
     listed += [f for f, present in files.items() if present]
+    return _changed(base, change, (paths, ids, sizes, mtimes, hashes, claims), listed)
+
+
+def _patched(base: StateRecord, change: dict[str, Any]) -> StateRecord | None:
+    """`_applied` for a few changed notes of a base in path order (a one-note edit): each row
+    is bisected to and replaced, inserted or deleted, instead of a pass over every note's six
+    columns (~0.07 s at 100,000 notes, paid by every cold run). `base`'s columns, fresh
+    lists from `_read_base`, are changed in place."""
+    if change["token"] is None:
+        return None
+    notes: dict[str, list[Any] | None] = change["notes"]
+    columns = tuple(
+        cast(list[Any], c)
+        for c in (base.paths, base.ids, base.sizes, base.mtimes, base.hashes, base.claims)
+    )
+    paths = columns[0]
+    for path, row in sorted(notes.items()):
+        at = bisect_left(paths, path)
+        here = at < len(paths) and paths[at] == path
+        if row is None:
+            if here:
+                for column in columns:
+                    del column[at]
+            continue
+        note_id, size, mtime_ns, content_hash, claim = row
+        claimed = None if claim is None else str(claim)
+        values = (path, str(note_id), int(size), int(mtime_ns), str(content_hash), claimed)
+        for column, value in zip(columns, values, strict=True):
+            if here:
+                column[at] = value
+            else:
+                column.insert(at, value)
+    files: dict[str, bool] = change["files"]
+    listed = base.files
+    if files:  # else (a note edited) the list stands as read: no pass over every file
+        listed = [f for f in base.files if f not in files]
+        listed += [f for f, present in files.items() if present]
+    return _changed(base, change, columns, listed)
+
+
+def _changed(
+    base: StateRecord,
+    change: dict[str, Any],
+    columns: Sequence[list[Any]],
+    files: Collection[str],
+) -> StateRecord:
+    """The record of `base`'s notes changed into `columns` and its files into `files`, with
+    the change file's scan problems, token, versions, problem count and journal."""
     problems = {
         (str(p), str(c), str(m)): bool(present) for p, c, m, present in change["scan_problems"]
     }
@@ -316,6 +371,7 @@ def _applied(base: StateRecord, change: dict[str, Any]) -> StateRecord | None:
     scan_problems += [p for p, present in problems.items() if present]
     token = tuple(None if t is None else (int(t[0]), int(t[1]), int(t[2])) for t in change["token"])
     journal = change["journal"]
+    paths, ids, sizes, mtimes, hashes, claims = columns
     return StateRecord(
         token,
         {str(k): str(v) for k, v in change["versions"].items()},
@@ -325,15 +381,16 @@ def _applied(base: StateRecord, change: dict[str, Any]) -> StateRecord | None:
         mtimes,
         hashes,
         claims,
-        listed,
+        files,
         scan_problems,
         int(change["problem_count"]),
         None if journal is None else str(journal),
     )
 
 
-def _read_base(state_dir: Path) -> StateRecord | None:
-    """The base record, or None when there is none or it cannot be read as a whole one."""
+def _read_base(state_dir: Path) -> tuple[StateRecord, bool] | None:
+    """The base record and whether its writer found its notes in path order, or None when
+    there is none or it cannot be read as a whole one."""
     try:
         data = (state_dir / RECORD_NAME).read_bytes()
         if not data.startswith(_MAGIC):
@@ -364,7 +421,7 @@ def _read_base(state_dir: Path) -> StateRecord | None:
             None if t is None else (int(t[0]), int(t[1]), int(t[2])) for t in header["token"]
         )
         journal = header["journal"]
-        return StateRecord(
+        record = StateRecord(
             token,
             {str(k): str(v) for k, v in header["versions"].items()},
             _split(raw["paths"], n),
@@ -378,5 +435,6 @@ def _read_base(state_dir: Path) -> StateRecord | None:
             int(header["problem_count"]),
             None if journal is None else str(journal),
         )
+        return record, header.get("in_path_order") is True
     except (OSError, ValueError, TypeError, KeyError, IndexError, AttributeError):
         return None
