@@ -12,10 +12,19 @@ which no collection (the one at exit included) walks again. Measured with callgr
 edit at 10,000 notes: ~60M instructions fewer, ~3.5% (benchmarks/HISTORY.md). The long-lived
 commands (`watch`, `mcp`) keep the default thresholds: a server's garbage should not wait.
 Worker processes come from a forkserver, a fresh interpreter with the default collector.
+
+The installed script is `script`: a short-lived command then leaves without the interpreter's
+teardown, which frees every object one by one (at 100,000 notes the index state kept for a warm
+run is 600,000 of them: ~0.05 s of a one-note edit). Other threads are waited for, exit handlers
+still run and both streams are flushed; only the freeing is left to the operating system.
 """
 
+import atexit
 import gc
+import os
 import sys
+import threading
+from typing import NoReturn
 
 SHORT_LIVED_THRESHOLD = 100_000
 """Net container allocations between young collections in a short-lived command (default 700)."""
@@ -36,5 +45,24 @@ def main() -> int:
     return run()
 
 
+def script() -> NoReturn:
+    """The `vaultmem` command: `main`, then an exit without the teardown for a short-lived
+    command (`main` itself returns, for callers in process)."""
+    code = main()
+    if not LONG_LIVED_COMMANDS.isdisjoint(sys.argv[1:]):
+        sys.exit(code)
+    for thread in threading.enumerate():  # as the interpreter's exit does, wait for them
+        if thread is not threading.current_thread() and not thread.daemon:
+            thread.join()
+    atexit._run_exitfuncs()  # then the exit handlers and finalizers
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:  # None: started with that descriptor closed
+                stream.flush()
+        except (OSError, ValueError):  # a reader that left: the exit the teardown gives
+            code = code or 1
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    script()

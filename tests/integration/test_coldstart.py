@@ -7,6 +7,7 @@ on the CLI's import path (or the facade's) fails here rather than slowing every 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -355,6 +356,55 @@ def test_a_long_lived_command_keeps_the_default_collector(
     threshold, _ = _run_main([command, "--help"])
     assert threshold == default
     assert command in capsys.readouterr().out
+
+
+def _script(argv: list[str], before: str = "", cwd: Path | None = None) -> Any:
+    """Run the installed command's entry (`__main__.script`) in a fresh interpreter, after
+    `before` (Python run first)."""
+    code = (
+        "import sys\n"
+        f"{before}\n"
+        f"sys.argv = ['vaultmem', *{argv!r}]\n"
+        "from vaultmem.__main__ import script\n"
+        "script()\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # buffered, as usual
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=cwd, env=env
+    )
+
+
+def test_the_command_leaves_with_its_output_its_handlers_and_its_threads_done(
+    tmp_path: Path,
+) -> None:
+    """A short command skips only the interpreter's teardown: the output arrives whole, the
+    exit handlers run, a thread still working is waited for, and the exit code is the
+    command's."""
+    marks = tmp_path / "marks"
+    before = (
+        "import atexit, threading, time\n"
+        f"marks = open({str(marks)!r}, 'a')\n"
+        "atexit.register(lambda: (marks.write('handler\\n'), marks.flush()))\n"
+        "def late():\n"
+        "    time.sleep(0.3)\n"
+        "    marks.write('thread\\n'); marks.flush()\n"
+        "threading.Thread(target=late).start()\n"
+        "atexit.register(lambda: sys.stdout.write('bye'))  # flushed by no one but the exit\n"
+    )
+    done = _script(["version"], before)
+    assert done.returncode == 0
+    assert done.stdout.startswith("vaultmem ") and done.stdout.endswith("bye")
+    assert marks.read_text().split() == ["thread", "handler"]
+
+    failed = _script(["reconcile", "--vault", str(tmp_path / "no-vault"), "--json"])
+    assert failed.returncode != 0
+    assert json.loads(failed.stdout)["ok"] is False
+
+
+def test_a_long_lived_command_leaves_through_the_interpreters_own_exit() -> None:
+    done = _script(["watch", "--help"], "import os\nos._exit = None  # must not be called")
+    assert done.returncode == 0, done.stderr
+    assert "watch" in done.stdout
 
 
 # Not needed by an agent's hook (`vaultmem hook session-start`): it skips typer for its own path.
