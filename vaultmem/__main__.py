@@ -51,6 +51,8 @@ def script() -> NoReturn:
     code = main()
     if not LONG_LIVED_COMMANDS.isdisjoint(sys.argv[1:]):
         sys.exit(code)
+    if sys.getprofile() is not None or sys.gettrace() is not None:
+        sys.exit(code)  # a profiler or debugger running the command reports after it
     for thread in threading.enumerate():  # as the interpreter's exit does, wait for them
         if thread is not threading.current_thread() and not thread.daemon:
             thread.join()

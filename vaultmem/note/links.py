@@ -266,12 +266,13 @@ class LazyLinkResolver(LinkResolver):
     a resolver holding just those files answers it exactly as the full one does. Building the
     full one costs a fold and two dict updates per vault file (~0.3 s at 100,000 files), which
     a one-note edit would pay for a handful of links. Here the folded paths are one string,
-    searched per key (`str.find`, C speed: ~2 ms a key at 100,000 files); past `eager_after`
+    searched per key (`str.find`, C speed: ~2 ms a key at 100,000 files), a match's path cut
+    from the unfolded string at the same place when folding kept every length; past `eager_after`
     keys (where the full build gets cheaper), or when a path holds a line break (the string
     could not be split back), every file is indexed as usual.
     """
 
-    __slots__ = ("_blob", "_eager_after", "_keys", "_paths", "_starts")
+    __slots__ = ("_blob", "_eager_after", "_joined", "_keys", "_paths", "_starts")
 
     def __init__(self, paths: Sequence[str], eager_after: int = 32) -> None:
         super().__init__()
@@ -279,6 +280,7 @@ class LazyLinkResolver(LinkResolver):
         self._keys: set[str] | None = set()
         self._eager_after = eager_after
         self._blob: str | None = None
+        self._joined: str | None = None  # the paths as `_blob` holds them, before the fold
         self._starts: list[int] = []
 
     def resolve(self, target: str, source_path: str) -> str | None:
@@ -301,21 +303,30 @@ class LazyLinkResolver(LinkResolver):
         if not key:
             return True  # `Folder/`: no file has an empty name
         if self._blob is None:
-            folded = _fold("\n" + "\n".join(self._paths) + "\n")
+            whole = "\n" + "\n".join(self._paths) + "\n"
+            lowered = whole.lower()  # lower-casing never shortens a character, NFC may
+            in_place = len(lowered) == len(whole) and unicodedata.is_normalized("NFC", lowered)
+            folded = lowered if in_place else _fold(whole)
             if folded.count("\n") != len(self._paths) + 1:
                 return False  # a path with a line break (or a fold that made one)
             self._blob = folded
-            # Where each line break is: the one before path i is at starts[i].
-            lengths = [len(line) + 1 for line in folded[1:-1].split("\n")]
-            self._starts = list(accumulate(lengths, initial=0))
-        blob, starts, paths = self._blob, self._starts, self._paths
+            if in_place:  # each character folded to one: a match's line is its path's
+                self._joined = whole
+            else:  # where each line break is, to find the path
+                lengths = [len(line) + 1 for line in folded[1:-1].split("\n")]
+                self._starts = list(accumulate(lengths, initial=0))
+        blob, joined = self._blob, self._joined
+        assert blob is not None
         for name in (key, key + _MD):
             needle = name + "\n"
             at = blob.find(needle, 1)
             while at >= 0:
                 if blob[at - 1] in "\n/":  # the whole file name, not the end of a longer one
-                    # The line holding the match: the path whose folded form ends in `name`.
-                    path = paths[bisect_left(starts, at + len(name)) - 1]
+                    end = at + len(name)  # the path's folded form ends in `name` here
+                    if joined is not None:
+                        path = joined[blob.rfind("\n", 0, at) + 1 : end]
+                    else:
+                        path = self._paths[bisect_left(self._starts, end) - 1]
                     if file_name_key(path) == key:
                         self.add(path)
                 at = blob.find(needle, at + 1)
