@@ -205,6 +205,48 @@ def test_reconcile_changes_no_file_outside_the_state_folder(example_vault: Path)
     assert middle == before
 
 
+# -- links into an edited note ----------------------------------------------------------------
+
+
+def test_links_into_a_note_move_with_its_outline_and_only_then(
+    vault: Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An edit of a note's text keeps its outline: the links into it are not looked up again
+    (a scan of every link). An edit of a heading, a heading's level or a block id moves them
+    as a rebuild would."""
+    from vaultmem.index import transaction
+
+    steady: list[frozenset[str]] = []
+    real = transaction.steady_targets
+
+    def recorded(*args: Any) -> frozenset[str]:
+        steady.append(real(*args))
+        return steady[-1]
+
+    monkeypatch.setattr(transaction, "steady_targets", recorded)
+    root = vault.root
+    write(root, "A.md", "[[B#Sec]] [[B#^blk]] [[B#Sec#Deep]] [[B]]\n")
+    write(root, "B.md", "## Sec\n\ntext ^blk\n")
+    reconcile(vault)
+    sql = "SELECT subpath, subpath_found FROM links WHERE target_path = 'B.md' ORDER BY ord"
+    found = {"#Sec": True, "#^blk": True, "#Sec#Deep": False, "": None}
+    assert dict(query(vault, sql)) == found
+    for text, steadily, moved in [
+        ("## Sec\n\nother text ^blk\n", True, {}),  # the text alone
+        ("## Sec\n\ntext ^blk\n\n### Deep\n", False, {"#Sec#Deep": True}),
+        ("## Sec\n\ntext ^other\n\n### Deep\n", False, {"#^blk": False}),
+        ("## Sec\n\ntext ^other\n\n# Deep\n", False, {"#Sec#Deep": False}),  # not deeper
+        ("## Sec\n\nmore text ^OTHER\n\n# Deep\n", True, {}),  # ids fold their case
+    ]:
+        write(root, "B.md", text)
+        steady.clear()
+        reconcile(vault)
+        assert steady == [frozenset({"B.md"} if steadily else ())], text
+        found |= moved
+        assert dict(query(vault, sql)) == found, text
+        assert_equals_rebuild(vault)
+
+
 # -- incremental ≡ rebuild under random edits ------------------------------------------------------
 
 NAMES = ("Alpha", "Beta", "Gamma", "Delta")

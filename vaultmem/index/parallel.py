@@ -48,7 +48,7 @@ from vaultmem.core.models import ParsedNote, Problem, Resolution
 from vaultmem.core.secrets import compile_patterns, redact_value
 from vaultmem.files.scan import content_hash, read_note_fingerprinted
 from vaultmem.index.conflicts import marker_problem
-from vaultmem.note.links import LinkResolver, SubpathIndex, resolve_link
+from vaultmem.note.links import LinkResolver, SubpathIndex, outline_digest, resolve_link
 from vaultmem.note.parse import parse_note, redacted_note
 from vaultmem.storage.rows import NoteRecord, StagedRows
 
@@ -120,6 +120,8 @@ class Prepared(NamedTuple):
     claimed_id: str | None = None
     problems: tuple[Problem, ...] = ()
     subpaths: tuple[tuple[int, str, str], ...] = ()
+    outline: str = ""
+    """`links.outline_digest` of the parsed note's (redacted) headings and blocks."""
 
 
 class Chunk(NamedTuple):
@@ -287,6 +289,7 @@ class _Worker:
             claimed,
             problems,
             tuple(subpaths),
+            outline_digest(note.headings, note.blocks),
         )
 
 

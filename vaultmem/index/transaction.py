@@ -38,6 +38,9 @@ if TYPE_CHECKING:
 HEADINGS_BATCH = 20_000
 """Target notes whose headings and blocks the subpath check reads per query (each query scans
 `headings` and `blocks` whole: at 100,000 notes, 53,000 targets take 3 queries, not 19)."""
+FEW_OUTLINES = 64
+"""Up to this many parsed notes, the deletes return their old headings and blocks, so that a
+note whose outline an edit kept is no target to re-resolve links into (`steady_targets`)."""
 DUCKDB_MEMORY_MB = 512
 """DuckDB's share of a reconcile's memory; loads beyond it spill to the staging folder."""
 
@@ -69,7 +72,9 @@ def transaction(
             removed_df = search_rows.delete_postings(con, ident.removed_ids)
             removed_stats = search_rows.document_stats(con, ident.removed_ids)
             gone_lines = [] if create else search_rows.line_keys_of(con, ident.removed_ids)
-            writes.delete_notes(con, ident.removed_ids, postings=False)
+            was = writes.delete_notes(
+                con, ident.removed_ids, postings=False, outlines=len(out.parsed) <= FEW_OUTLINES
+            )
             writes.replace_problems(con, **problem_changes(survey, out))
             writes.change_ids(con, ident.id_changes)
             if ident.journal != state.journal:  # else `meta` holds this digest already
@@ -80,7 +85,7 @@ def transaction(
             writes.load_staged(con, prep.staged)
             check_subpaths(con, out, ident)
             if not create:
-                reresolve(con, write, resolver)
+                reresolve(con, write, resolver, steady_targets(write, was))
             if create:  # read once, straight into `postings`
                 from vaultmem.index.parallel import cut_boilerplate
 
@@ -192,16 +197,45 @@ def subpath_updates(
     ]
 
 
-def reresolve(con: Connection, write: Write, resolver: Callable[[], LinkResolver]) -> None:
-    """Re-resolve exactly the stored links whose answer can have changed."""
+def steady_targets(
+    write: Write, was: Mapping[str, tuple[Sequence[Heading], Sequence[Block]]]
+) -> frozenset[str]:
+    """The parsed notes no stored link into can answer differently: indexed at that path
+    before, under the same id, with the outline they had (`was`: old headings and blocks by
+    old id). A link resolves by path, and its subpath by the outline; an edit of the text
+    alone (the usual save) keeps both."""
+    from vaultmem.note.links import outline_digest
+
+    indexed = write.survey.indexed
+    steady = []
+    for path, prepared in write.out.parsed.items():
+        if path not in indexed:
+            continue
+        old_id = indexed[path].id
+        if write.ident.ids[path] != old_id or (old := was.get(old_id)) is None:
+            continue
+        if outline_digest(*old) == prepared.outline:
+            steady.append(path)
+    return frozenset(steady)
+
+
+def reresolve(
+    con: Connection,
+    write: Write,
+    resolver: Callable[[], LinkResolver],
+    steady: frozenset[str] = frozenset(),
+) -> None:
+    """Re-resolve exactly the stored links whose answer can have changed: by the name keys
+    of files that came or went, and into the changed and gone notes but the `steady` ones."""
     from vaultmem.note.links import SubpathIndex
     from vaultmem.storage import index_writes as writes
 
     links, ident = write.links, write.ident
-    if not (links.affected_keys or links.changed_targets):
+    targets = links.changed_targets - steady
+    if not (links.affected_keys or targets):
         return
     fresh = {ident.ids[p] for p in write.out.parsed}
-    rows = writes.links_to_reresolve(con, links.affected_keys, links.changed_targets, fresh)
+    rows = writes.links_to_reresolve(con, links.affected_keys, targets, fresh)
     if not rows:
         return
     resolved = resolve_stored(rows, resolver())

@@ -10,6 +10,7 @@ documented step by step in `docs/links.md`.
 
 from __future__ import annotations
 
+import hashlib
 import re
 import sys
 import unicodedata
@@ -351,6 +352,16 @@ def _lookup_key(target: str, source_path: str) -> str | None:
 _HEADING_PUNCT = re.compile(r"[!\"#$%&()*+,.:;<=>?@^`{|}~/\[\]\\\r\n]")
 _SPACES = re.compile(r"\s+")
 _PDF_PAGE = re.compile(r"#page=\d+")
+
+
+def outline_digest(headings: Iterable[Heading], blocks: Iterable[Block]) -> str:
+    """A digest of all `SubpathIndex.matches` reads of a note: its heading keys and levels in
+    line order, its folded block ids. An edit that keeps it changes no stored link's answer
+    about a subpath into the note, so reconcile need not look those links up (a scan of every
+    link). Computed from the stored (redacted) headings on both sides."""
+    keys = [(_heading_key(h.text), h.level) for h in sorted(headings, key=lambda h: h.line)]
+    ids = sorted({block.id.lower() for block in blocks})
+    return hashlib.blake2b(repr((keys, ids)).encode(), digest_size=8).hexdigest()
 
 
 def _heading_key(text: str) -> str:

@@ -95,9 +95,14 @@ def bound_memory(con: Connection, limit_mb: int, spill_dir: Path) -> None:
 # -- note rows ------------------------------------------------------------------------------
 
 
-def delete_notes(con: Connection, note_ids: Iterable[str], *, postings: bool = True) -> None:
+def delete_notes(
+    con: Connection, note_ids: Iterable[str], *, postings: bool = True, outlines: bool = False
+) -> dict[str, tuple[list[Heading], list[Block]]]:
     """Delete every row of these notes from every note table (but `postings` when False:
-    reconcile deletes those with `search_rows.delete_postings`, which counts them too).
+    reconcile deletes those with `search_rows.delete_postings`, which counts them too); with
+    `outlines`, return each note's headings and blocks as they were, by id (from the deletes
+    themselves, `RETURNING`: no other read; levels, texts and lines, block ids: what a subpath
+    is checked against).
 
     Postings go by their integer `note_key`: the table is sorted by term, so every one of its
     ~22M rows (100,000 notes) is looked at, and comparing a BIGINT costs a fifth of comparing
@@ -105,6 +110,7 @@ def delete_notes(con: Connection, note_ids: Iterable[str], *, postings: bool = T
     (search groups on it).
     """
     ids = sorted(note_ids)
+    was: dict[str, tuple[list[Heading], list[Block]]] = {i: ([], []) for i in ids}
     for table in NOTE_TABLES:
         if table == "postings":
             if ids and postings:
@@ -112,8 +118,23 @@ def delete_notes(con: Connection, note_ids: Iterable[str], *, postings: bool = T
                     "DELETE FROM postings WHERE note_key IN (SELECT unnest($1::BIGINT[]))",
                     [[note_key(i) for i in ids]],
                 )
+        elif outlines and table in _OUTLINE_RETURNING and ids:
+            con.execute(
+                f"DELETE FROM {table} WHERE note_id IN (SELECT unnest($1::VARCHAR[])) "
+                f"RETURNING {_OUTLINE_RETURNING[table]}",
+                [ids],
+            )
+            for row in con.fetchall():
+                if table == "headings":
+                    was[row[0]][0].append(Heading(row[1], row[2], row[3], ""))
+                else:
+                    was[row[0]][1].append(Block(row[1], 0))
         else:
             delete_where_in(con, table, NOTE_KEY[table], ids)
+    return was if outlines else {}
+
+
+_OUTLINE_RETURNING = {"headings": "note_id, level, text, line", "blocks": "note_id, block_id"}
 
 
 def replace_problems(
