@@ -18,7 +18,7 @@ SCHEMA_VERSION = 7
 """The note tables' layout (every table but `SEARCH_TABLES`, and `documents`' note_id, ord,
 heading, line and text): a change re-parses every note."""
 
-SEARCH_SCHEMA_VERSION = 2
+SEARCH_SCHEMA_VERSION = 3
 """The search tables' layout (`SEARCH_TABLES`, and `documents`' length and line_keys): a
 change rebuilds them from the index, without reading a note (`index.upgrade`)."""
 
@@ -158,6 +158,12 @@ CREATE TABLE boilerplate_lines (
     notes INTEGER NOT NULL -- number of notes holding the line
 );
 
+-- Every candidate boilerplate line with the number of notes holding it, kept by delta: a one-note edit recounts its own lines here, not by unnesting every note's `documents.line_keys`. `boilerplate_lines` is its rows at or above the threshold.
+CREATE TABLE line_counts (
+    line_key BIGINT NOT NULL, -- documents.line_keys element
+    notes INTEGER NOT NULL -- number of notes holding the line (at least 1)
+);
+
 -- Document frequency per term: in how many documents the term occurs (any field).
 CREATE TABLE terms (
     term VARCHAR NOT NULL, -- postings.term
@@ -208,6 +214,7 @@ DERIVED_TABLES: tuple[str, ...] = (
     "terms",
     "search_stats",
     "boilerplate_lines",
+    "line_counts",
     "vectors",
     "problems",
 )
@@ -218,6 +225,7 @@ SEARCH_TABLES: tuple[str, ...] = (
     "terms",
     "search_stats",
     "boilerplate_lines",
+    "line_counts",
     "vectors",
 )
 """Tables made from `documents` and `termless_sections` alone: what a tokenizer change (or

@@ -14,18 +14,19 @@ Layout, chosen so a query reads only its terms' postings and nothing else:
 `terms.df` and `search_stats` stay exactly what a rebuild computes: a fresh build counts them,
 an incremental run applies per-term deltas (documents added minus documents removed).
 
-Boilerplate (`search.documents.BOILERPLATE_NOTES`): the workers cannot know which lines the
-rest of the vault repeats, so they write every section's full postings and its candidate line
-keys (`documents.line_keys`). Between staging and inserting the postings, `load_postings`
-recounts, in how many notes, the lines of the notes loaded now and of the notes gone
-(`line_keys_of`, read before their rows go); `boilerplate_lines` keeps the lines at or above the
-threshold. Then it takes out of the staged sections holding one what those lines add
-(`boilerplate_weights`: what is left is `section_postings`, the section without them) and
-re-tokenises, when a line crossed the threshold either way, every stored section holding that
-line. A line crosses one note at a time, so that costs about `BOILERPLATE_NOTES` sections; a
-vault without boilerplate pays one scan of `documents.line_keys` per run. A build from nothing
-(`build_postings`) has no stored sections and nothing to recount: it subtracts the boilerplate
-weights while it reads the workers' files into `postings`, with no staged table.
+Boilerplate (`search.documents.BOILERPLATE_NOTES`): the workers cannot know which lines the rest of
+the vault repeats, so they write every section's full postings and its candidate line keys
+(`documents.line_keys`). Between staging and inserting the postings, `load_postings` recounts, in
+how many notes, the lines of the notes loaded now and of the notes gone (`line_keys_of`, read
+before their rows go), as a delta on `line_counts`, which holds every line's count;
+`boilerplate_lines` keeps the lines at or above the threshold. Then it takes out of the staged
+sections holding one what those lines add (`boilerplate_weights`: what is left is
+`section_postings`, the section without them) and re-tokenises, when a line crossed the threshold
+either way, every stored section holding that line. A line crosses one note at a time, so that
+costs about `BOILERPLATE_NOTES` sections; a vault without boilerplate pays the delta's joins with
+`line_counts` per run. A build from nothing (`build_postings`) has no stored sections and nothing
+to recount: it subtracts the boilerplate weights while it reads the workers' files into `postings`,
+with no staged table.
 """
 
 from __future__ import annotations
@@ -90,17 +91,18 @@ def delete_postings(con: Connection, note_ids: Iterable[str]) -> Counter[str]:
     return counts
 
 
-def line_keys_of(con: Connection, note_ids: Iterable[str]) -> list[int]:
-    """The candidate boilerplate line keys of these notes (read before their rows go)."""
+def line_keys_of(con: Connection, note_ids: Iterable[str]) -> list[tuple[int, int]]:
+    """The candidate boilerplate line keys of these notes, each with how many of them hold it
+    (read before their rows go: what `line_counts` loses with them)."""
     ids = sorted(note_ids)
     if not ids:
         return []
     rows = con.execute(
-        "SELECT DISTINCT unnest(line_keys) FROM documents "
-        "WHERE note_id IN (SELECT unnest($1::VARCHAR[]))",
+        "SELECT k, count(DISTINCT note_id) FROM (SELECT note_id, unnest(line_keys) AS k "
+        "FROM documents WHERE note_id IN (SELECT unnest($1::VARCHAR[]))) GROUP BY k",
         [ids],
     ).fetchall()
-    return sorted(int(k) for (k,) in rows)
+    return sorted((int(k), int(n)) for k, n in rows)
 
 
 def load_postings(
@@ -108,7 +110,7 @@ def load_postings(
     files: Sequence[Path],
     *,
     max_line_bytes: int,
-    gone_lines: Sequence[int] = (),
+    gone_lines: Sequence[tuple[int, int]] = (),
     language: str = DEFAULT_LANGUAGE,
 ) -> Counter[str]:
     """Load the workers' postings files into an index that has notes (a build from nothing
@@ -320,12 +322,16 @@ class _Rescore(NamedTuple):
 
 
 def count_boilerplate_lines(con: Connection) -> list[tuple[Any, Any]]:
-    """(line key, notes) of every line of `documents` found in at least `BOILERPLATE_NOTES`
-    notes: a build from nothing counts them all (what its `boilerplate_lines` holds)."""
+    """Count every line of `documents` into `line_counts` (a build from nothing, an upgrade);
+    return the (line key, notes) of those found in at least `BOILERPLATE_NOTES` notes (what
+    `boilerplate_lines` then holds)."""
+    con.execute("DELETE FROM line_counts")
+    con.execute(
+        "INSERT INTO line_counts SELECT k, count(DISTINCT note_id) FROM (SELECT note_id, "
+        "unnest(line_keys) AS k FROM documents) GROUP BY k ORDER BY k"
+    )
     return con.execute(
-        "SELECT k, count(DISTINCT note_id) FROM (SELECT note_id, unnest(line_keys) AS k "
-        "FROM documents) GROUP BY k HAVING count(DISTINCT note_id) >= $1",
-        [BOILERPLATE_NOTES],
+        "SELECT line_key, notes FROM line_counts WHERE notes >= $1", [BOILERPLATE_NOTES]
     ).fetchall()
 
 
@@ -338,25 +344,46 @@ def _insert_boilerplate_lines(con: Connection, counts: Sequence[tuple[Any, Any]]
 
 
 def _drop_boilerplate(
-    con: Connection, gone_lines: Sequence[int], *, rescore: _Rescore
+    con: Connection, gone_lines: Sequence[tuple[int, int]], *, rescore: _Rescore
 ) -> Counter[str]:
     """Recount the lines this run can move, keep `boilerplate_lines` current, re-score the
     sections holding boilerplate: staged ones in `staged_postings`, stored ones (a line that
-    crossed the threshold) in `postings`. Returns the stored sections' df change per term."""
-    new_notes = "SELECT note_id FROM note_numbers"
+    crossed the threshold) in `postings`. Returns the stored sections' df change per term.
+
+    The recount is a delta on `line_counts`: the loaded notes' lines in, the gone notes'
+    (`gone_lines`, with how many of them held each) out. Counting the touched lines over every
+    note's `documents.line_keys` instead was a scan of them all (~0.045 s at 100,000 notes)."""
+    delta: Counter[int] = Counter()
+    for k, n in con.execute(
+        "SELECT k, count(DISTINCT note_id) FROM (SELECT note_id, unnest(line_keys) AS k "
+        "FROM documents WHERE note_id IN (SELECT note_id FROM note_numbers)) GROUP BY k"
+    ).fetchall():
+        delta[int(k)] += int(n)
+    for k, n in gone_lines:
+        delta[k] -= n
+    keys = sorted(delta)
     con.execute(
-        "CREATE OR REPLACE TEMP TABLE touched_lines AS SELECT DISTINCT k FROM ("
-        f"SELECT unnest(line_keys) AS k FROM documents WHERE note_id IN ({new_notes}) "
-        "UNION ALL SELECT unnest($1::BIGINT[]))",
-        [list(gone_lines)],
+        "CREATE OR REPLACE TEMP TABLE touched_lines AS SELECT unnest($1::BIGINT[]) AS k", [keys]
     )
-    with scanning_once(con):
-        counts = con.execute(
-            "SELECT x.k, count(DISTINCT note_id) FROM (SELECT note_id, unnest(line_keys) AS k "
-            "FROM documents) x SEMI JOIN touched_lines t ON t.k = x.k GROUP BY x.k "
-            "HAVING count(DISTINCT note_id) >= $1",
-            [BOILERPLATE_NOTES],
+    # Joined with the few touched keys, `line_counts` is probed, not built into a hash table.
+    stored = {
+        int(k): int(n)
+        for k, n in con.execute(
+            "SELECT c.line_key, c.notes FROM line_counts c SEMI JOIN touched_lines t "
+            "ON t.k = c.line_key"
         ).fetchall()
+    }
+    now = {k: stored.get(k, 0) + d for k, d in delta.items() if d}
+    if restated := sorted(k for k in now if k in stored):
+        con.execute(
+            "DELETE FROM line_counts WHERE line_key IN (SELECT unnest($1::BIGINT[]))", [restated]
+        )
+    if kept := sorted((k, n) for k, n in now.items() if n > 0):
+        con.execute(
+            "INSERT INTO line_counts SELECT unnest($1::BIGINT[]), unnest($2::INTEGER[])",
+            [[k for k, _ in kept], [n for _, n in kept]],
+        )
+    counts = [(k, n) for k in keys if (n := now.get(k, stored.get(k, 0))) >= BOILERPLATE_NOTES]
     was = {
         int(k)
         for (k,) in con.execute(
