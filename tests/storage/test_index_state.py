@@ -265,3 +265,35 @@ def test_a_change_applies_to_the_base_in_path_order(
     assert list(got.paths) == list(expected)
     assert list(zip(*got[3:8], strict=True)) == list(expected.values())
     assert set(got.files) == set(paths)
+
+
+def test_a_change_past_the_limit_writes_a_whole_base_whatever_the_vaults_size(
+    tmp_path: Path,
+) -> None:
+    """A change file stays short enough for a reader to bisect (`CHANGE_LIMIT` notes), also
+    beside the base of a large vault, where a tenth of the notes would be many more."""
+    from vaultmem.storage.index_state import CHANGE_LIMIT
+
+    paths = [f"n{i:05}.md" for i in range(2_000)]
+    base = _record()._replace(
+        paths=paths,
+        ids=[f"n-{i}" for i in range(2_000)],
+        sizes=[1] * 2_000,
+        mtimes=[2] * 2_000,
+        hashes=["a" * 32] * 2_000,
+        claims=[None] * 2_000,
+        files=paths,
+        scan_problems=[],
+    )
+    write(tmp_path, base)
+    for many in (CHANGE_LIMIT, CHANGE_LIMIT + 1):
+        forget_before_write(tmp_path)
+        token: IndexToken = ((5, 5, many), None)
+        notes = {p: (f"n-{i}", 9, 9, "b" * 32, None) for i, p in enumerate(paths[:many])}
+        change = StateChange(base.token, token, base.versions, notes, {}, {}, 0, None)
+        whole = base._replace(token=token)
+        record_state(tmp_path, token, lambda whole=whole: whole, change)
+        assert (tmp_path / CHANGE_NAME).exists() == (many <= CHANGE_LIMIT)
+        got = read_state_record(tmp_path)
+        assert got is not None and got.token == token
+        base = got
