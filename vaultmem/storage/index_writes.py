@@ -118,19 +118,13 @@ def delete_notes(
                     "DELETE FROM postings WHERE note_key IN (SELECT unnest($1::BIGINT[]))",
                     [[note_key(i) for i in ids]],
                 )
-        elif outlines and table in _OUTLINE_RETURNING and ids:
-            con.execute(
-                f"DELETE FROM {table} WHERE note_id IN (SELECT unnest($1::VARCHAR[])) "
-                f"RETURNING {_OUTLINE_RETURNING[table]}",
-                [ids],
-            )
-            for row in con.fetchall():
+        else:
+            returning = _OUTLINE_RETURNING.get(table, "") if outlines else ""
+            for row in delete_where_in(con, table, NOTE_KEY[table], ids, returning):
                 if table == "headings":
                     was[row[0]][0].append(Heading(row[1], row[2], row[3], ""))
                 else:
                     was[row[0]][1].append(Block(row[1], 0))
-        else:
-            delete_where_in(con, table, NOTE_KEY[table], ids)
     return was if outlines else {}
 
 

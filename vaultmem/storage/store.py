@@ -402,17 +402,25 @@ def load(con: Connection, batch: Batch) -> None:
     )
 
 
-def delete_where_in(con: Connection, table: str, column: str, values: Sequence[str]) -> None:
-    """Delete the rows whose `column` is in `values`, as one statement.
+def delete_where_in(
+    con: Connection, table: str, column: str, values: Sequence[str], returning: str = ""
+) -> list[tuple[Any, ...]]:
+    """Delete the rows whose `column` is in `values`, as one statement; with `returning`
+    (columns), the deleted rows' values of them.
 
     One value (a one-note edit) is compared in the scan itself, a list joins its unnested
     values: the join's set-up cost ~0.3 ms more a table, nine tables an edit."""
+    if not values:
+        return []
+    back = f" RETURNING {returning}" if returning else ""
     if len(values) == 1:
-        con.execute(f"DELETE FROM {table} WHERE {column} = $1", [values[0]])
-    elif values:
+        con.execute(f"DELETE FROM {table} WHERE {column} = $1{back}", [values[0]])
+    else:
         con.execute(
-            f"DELETE FROM {table} WHERE {column} IN (SELECT unnest($1::VARCHAR[]))", [list(values)]
+            f"DELETE FROM {table} WHERE {column} IN (SELECT unnest($1::VARCHAR[])){back}",
+            [list(values)],
         )
+    return con.fetchall() if returning else []
 
 
 SCAN_HEADROOM_MIB = 32
