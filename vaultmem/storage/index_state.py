@@ -36,7 +36,7 @@ from bisect import bisect_left
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from contextlib import suppress
 from itertools import compress
-from operator import le, lt
+from operator import lt
 from pathlib import Path
 from typing import Any, NamedTuple, cast
 
@@ -302,16 +302,14 @@ def _applied(base: StateRecord, change: dict[str, Any]) -> StateRecord | None:
     claims = list(compress(base.claims, kept))
     columns: tuple[list[Any], ...] = (paths, ids, sizes, mtimes, hashes, claims)
     rows = sorted((path, row) for path, row in notes.items() if row is not None)
-    # The base is in path order (a writer's notes are), and reconcile compares a walk with
-    # it in place: a few rows go where they belong, many are sorted in.
-    in_place = len(rows) <= 64 and all(map(le, paths, paths[1:]))
+    # Reconcile compares a walk with the notes in path order: the rows are sorted in (a few
+    # rows of a base in path order take `_patched` instead).
     for path, (note_id, size, mtime_ns, content_hash, claim) in rows:
         claimed = None if claim is None else str(claim)
         values = (path, str(note_id), int(size), int(mtime_ns), str(content_hash), claimed)
-        at = bisect_left(paths, path) if in_place else len(paths)
         for column, value in zip(columns, values, strict=True):
-            column.insert(at, value)
-    if rows and not in_place:
+            column.append(value)
+    if rows:
         order = sorted(range(len(paths)), key=paths.__getitem__)
         paths, ids, sizes, mtimes, hashes, claims = ([c[i] for i in order] for c in columns)
     listed = [f for f in base.files if f not in files]
