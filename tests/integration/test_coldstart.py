@@ -169,6 +169,25 @@ def test_a_one_note_edit_loads_only_what_it_needs(tmp_path: Path) -> None:
     assert Vault(root).search("edit")[0].path == "note 1.md"
 
 
+def test_text_output_to_a_pipe_loads_no_rich(tmp_path: Path) -> None:
+    """An edit and a search printed as plain lines (stdout a pipe, as an agent or a script
+    reads them) never import rich's console; a terminal still gets rich's drawing."""
+    root = tmp_path
+    _edited_vault(root)
+    for argv in (["reconcile"], ["search", "edit"], ["status"]):
+        loaded = _loaded(_run_cli(argv), cwd=root)
+        assert _offenders(loaded, ("rich",)) == [], argv
+    forced = subprocess.run(
+        [sys.executable, "-c", _run_cli(["search", "edit"]) + "print('rich' in sys.modules)"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=root,
+        env={**os.environ, "FORCE_COLOR": "1"},
+    ).stdout
+    assert forced.splitlines()[-1] == "True"  # rich decides when told the pipe is a terminal
+
+
 def test_a_command_builds_only_its_own_click_command(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -48,6 +48,22 @@ def _console(name: str) -> Console:
     return _CONSOLES[name]
 
 
+def stdout_is_terminal() -> bool:
+    """Whether text goes to a terminal (rich draws it) or a pipe (plain lines), answered
+    without importing rich when stdout is plainly not a terminal: rich's console is ~25 ms of a
+    cold command whose whole output is one line for an agent or a script. Where rich would
+    answer otherwise (`TTY_COMPATIBLE`, `FORCE_COLOR`, a console already made) it decides."""
+    if "console" in _CONSOLES or "TTY_COMPATIBLE" in os.environ or "FORCE_COLOR" in os.environ:
+        return _console("console").is_terminal
+    isatty = getattr(sys.stdout, "isatty", None)
+    try:
+        if isatty is None or not isatty():
+            return False
+    except ValueError:  # closed under us: no terminal to draw on
+        return False
+    return _console("console").is_terminal
+
+
 def __getattr__(name: str) -> Any:
     if name in ("console", "err_console"):
         return _console(name)
@@ -184,8 +200,7 @@ def table(
     if not rows and empty is not None:
         line(empty)
         return
-    console = _console("console")
-    if not console.is_terminal:
+    if not stdout_is_terminal():
         line("\t".join(columns))
         for row in rows:
             line("\t".join(_cell(v) for v in row))
@@ -198,7 +213,7 @@ def table(
         grid.add_column(column, overflow="fold")
     for row in rows:
         grid.add_row(*(Text("" if v is None else visible(str(v))) for v in row))
-    console.print(grid)
+    _console("console").print(grid)
 
 
 def _cell(value: Any) -> str:
@@ -219,9 +234,8 @@ def marked(snippet: str) -> str:
 def line(text: str) -> None:
     """One line of plain text (never markup), its control characters shown as escapes."""
     text = visible(text)
-    console = _console("console")
-    if console.is_terminal:
+    if stdout_is_terminal():
         with _writing():
-            console.print(text, markup=False)
+            _console("console").print(text, markup=False)
     else:
         write(text + "\n")

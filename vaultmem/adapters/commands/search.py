@@ -58,7 +58,7 @@ def _search_text(result: Hits, args: dict[str, Any]) -> None:
 def ranked_hit(rank: int, name: str, after: str, where: str, snippet: str) -> None:
     """One search or recall hit: `N. name after  where`, then its snippet indented. Plain text
     when stdout is not a terminal; user text escaped before rich styles the rest."""
-    if not output.console.is_terminal:
+    if not output.stdout_is_terminal():
         output.line(f"{rank}. {name}{after}  {where}")
         output.line("   " + snippet)
         return
