@@ -247,6 +247,34 @@ def test_links_into_a_note_move_with_its_outline_and_only_then(
         assert_equals_rebuild(vault)
 
 
+def test_a_walk_rewrites_only_the_scan_problems_that_changed(vault: Config) -> None:
+    """Every whole-vault walk re-examines the scan problems (here conflict copies): an edit
+    elsewhere leaves their rows as they are, and a copy that comes, goes or changes its
+    message is written as a rebuild would write it."""
+    root = vault.root
+    write(root, "Note.md", "# Note\n\ntext\n")
+    for i in range(3):
+        write(root, f"Note.sync-conflict-2026112{i}-101500-ABCDEFG.md", "copy\n")
+    reconcile(vault)
+    sql = "SELECT rowid, path FROM problems WHERE code = 'conflict_copy' ORDER BY path"
+    before = query(vault, sql)
+    assert len(before) == 3
+    write(root, "Note.md", "# Note\n\nedited text\n")
+    reconcile(vault)
+    assert query(vault, sql) == before  # the same rows, not deleted and written again
+    (root / "Note.sync-conflict-20261120-101500-ABCDEFG.md").unlink()
+    write(root, "Note.sync-conflict-20261125-101500-ABCDEFG.md", "copy\n")
+    write(root, "Note.md", "# Note\n\nedited again\n")
+    reconcile(vault)
+    after = query(vault, sql)
+    assert [p for _, p in after] == [
+        "Note.sync-conflict-20261121-101500-ABCDEFG.md",
+        "Note.sync-conflict-20261122-101500-ABCDEFG.md",
+        "Note.sync-conflict-20261125-101500-ABCDEFG.md",
+    ]
+    assert_equals_rebuild(vault)
+
+
 # -- incremental ≡ rebuild under random edits ------------------------------------------------------
 
 NAMES = ("Alpha", "Beta", "Gamma", "Delta")

@@ -75,7 +75,9 @@ def transaction(
             was = writes.delete_notes(
                 con, ident.removed_ids, postings=False, outlines=len(out.parsed) <= FEW_OUTLINES
             )
-            writes.replace_problems(con, **problem_changes(survey, out))
+            writes.replace_problems(
+                con, **problem_changes(survey, out), stored=None if create else state.scan_problems
+            )
             writes.change_ids(con, ident.id_changes)
             if ident.journal != state.journal:  # else `meta` holds this digest already
                 writes.record_journal(con, ident.journal)
