@@ -275,6 +275,56 @@ def test_a_walk_rewrites_only_the_scan_problems_that_changed(vault: Config) -> N
     assert_equals_rebuild(vault)
 
 
+def test_a_save_that_keeps_its_links_reads_no_other_notes_headings(
+    vault: Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The subpath links of an edited note into notes this run did not change keep their
+    stored answers (no headings read); a target changed in the same run, or a new subpath,
+    is checked against the headings, as a rebuild checks it."""
+    from vaultmem.storage import index_writes
+
+    read: list[list[str]] = []
+    real = index_writes.headings_by_path
+
+    def recorded(con: Any, paths: Any) -> Any:
+        read.append(list(paths))
+        return real(con, paths)
+
+    monkeypatch.setattr(index_writes, "headings_by_path", recorded)
+    root = vault.root
+    write(root, "B.md", "## Sec\n\ntext ^blk\n")
+    write(root, "C.md", "## Other\n")
+    write(root, "A.md", "[[B#Sec]] [[B#^blk]] [[B#Gone]] [[C#Other]]\n")
+    reconcile(vault)
+    sql = "SELECT subpath, subpath_found FROM links WHERE source_id = ? ORDER BY ord"
+    a = note_id(vault, "A.md")
+    found = [("#Sec", True), ("#^blk", True), ("#Gone", False), ("#Other", True)]
+    assert query(vault, sql, [a]) == found
+    for files, texts, answers, checked in [
+        ({"A.md"}, ["words "], found, []),  # the text alone: every answer stored
+        ({"A.md", "C.md"}, ["more ", "## Renamed\n"], [*found[:3], ("#Other", False)], ["C.md"]),
+        ({"A.md"}, ["again "], [*found[:3], ("#Other", False)], []),
+        ({"A.md", "B.md"}, ["and ", "## Sec\n\nedited text ^blk\n"], None, []),  # B steady
+    ]:
+        for path, text in zip(sorted(files), texts, strict=True):
+            if path == "A.md":
+                write(root, path, text + "[[B#Sec]] [[B#^blk]] [[B#Gone]] [[C#Other]]\n")
+            else:
+                write(root, path, text)
+        read.clear()
+        reconcile(vault)
+        expected = answers if answers is not None else query(vault, sql, [a])
+        assert query(vault, sql, [a]) == expected, files
+        assert sorted(p for batch in read for p in batch) == checked, files
+        assert_equals_rebuild(vault)
+    write(root, "A.md", "[[B#Sec]] [[B#New]]\n")  # a subpath not stored before: checked
+    read.clear()
+    reconcile(vault)
+    assert query(vault, sql, [a]) == [("#Sec", True), ("#New", False)]
+    assert sorted(p for batch in read for p in batch) == ["B.md"]
+    assert_equals_rebuild(vault)
+
+
 # -- incremental ≡ rebuild under random edits ------------------------------------------------------
 
 NAMES = ("Alpha", "Beta", "Gamma", "Delta")

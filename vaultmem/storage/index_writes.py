@@ -95,14 +95,23 @@ def bound_memory(con: Connection, limit_mb: int, spill_dir: Path) -> None:
 # -- note rows ------------------------------------------------------------------------------
 
 
+class Deleted(NamedTuple):
+    """What `delete_notes` hands back of the rows it deleted (with `outlines`): each note's
+    headings and blocks by id, and the stored answer of each subpath link they made,
+    {(target path, subpath): found}."""
+
+    outlines: dict[str, tuple[list[Heading], list[Block]]]
+    subpaths: dict[tuple[str, str], bool]
+
+
 def delete_notes(
     con: Connection, note_ids: Iterable[str], *, postings: bool = True, outlines: bool = False
-) -> dict[str, tuple[list[Heading], list[Block]]]:
+) -> Deleted:
     """Delete every row of these notes from every note table (but `postings` when False:
     reconcile deletes those with `search_rows.delete_postings`, which counts them too); with
-    `outlines`, return each note's headings and blocks as they were, by id (from the deletes
-    themselves, `RETURNING`: no other read; levels, texts and lines, block ids: what a subpath
-    is checked against).
+    `outlines`, return each note's headings and blocks as they were, by id, and what their
+    subpath links found (from the deletes themselves, `RETURNING`: no other read; levels,
+    texts and lines, block ids: what a subpath is checked against).
 
     Postings go by their integer `note_key`: the table is sorted by term, so every one of its
     ~22M rows (100,000 notes) is looked at, and comparing a BIGINT costs a fifth of comparing
@@ -110,7 +119,7 @@ def delete_notes(
     (search groups on it).
     """
     ids = sorted(note_ids)
-    was: dict[str, tuple[list[Heading], list[Block]]] = {i: ([], []) for i in ids}
+    was = Deleted({i: ([], []) for i in ids}, {})
     for table in NOTE_TABLES:
         if table == "postings":
             if ids and postings:
@@ -122,13 +131,19 @@ def delete_notes(
             returning = _OUTLINE_RETURNING.get(table, "") if outlines else ""
             for row in delete_where_in(con, table, NOTE_KEY[table], ids, returning):
                 if table == "headings":
-                    was[row[0]][0].append(Heading(row[1], row[2], row[3], ""))
-                else:
-                    was[row[0]][1].append(Block(row[1], 0))
-    return was if outlines else {}
+                    was.outlines[row[0]][0].append(Heading(row[1], row[2], row[3], ""))
+                elif table == "blocks":
+                    was.outlines[row[0]][1].append(Block(row[1], 0))
+                elif row[0] and row[1] and row[2] is not None:  # a checked subpath link
+                    was.subpaths[(row[0], row[1])] = bool(row[2])
+    return was if outlines else Deleted({}, {})
 
 
-_OUTLINE_RETURNING = {"headings": "note_id, level, text, line", "blocks": "note_id, block_id"}
+_OUTLINE_RETURNING = {
+    "headings": "note_id, level, text, line",
+    "blocks": "note_id, block_id",
+    "links": "target_path, subpath, subpath_found",
+}
 
 
 def replace_problems(
