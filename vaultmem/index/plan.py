@@ -53,17 +53,31 @@ class IndexedNotes(Mapping[str, IndexedNote]):
 
     A one-note edit reads all 10,000 notes of a vault but looks at a handful: building an
     `IndexedNote` per fetched row cost ~10 ms there, so the rows stay in C-level structures
-    (column tuples, a path → row dict, a set of fingerprints) and a note's object is built
-    only when it is asked for. It never changes once built.
+    (column tuples, a set of fingerprints) and a note's object is built only when it is
+    asked for. A path is found by bisection while the paths are in order (the walk's and the
+    state record's order): the path → row dict a lookup otherwise builds is ~21 ms at 100,000
+    notes, against ~5 ms for the one check that they are in order. It never changes once
+    built.
     """
 
-    __slots__ = ("_claims", "_fps", "_hashes", "_ids", "_mtimes", "_paths", "_row", "_sizes")
+    __slots__ = (
+        "_claims",
+        "_fps",
+        "_hashes",
+        "_ids",
+        "_in_order",
+        "_mtimes",
+        "_paths",
+        "_row",
+        "_sizes",
+    )
 
     def __init__(self, rows: Sequence[tuple[str, str, int, int, str, str | None]]) -> None:
         """`rows`: (path, id, size, mtime_ns, content_hash, claimed_id) per note."""
         columns: list[tuple[Any, ...]] = list(zip(*rows, strict=True)) or [()] * 6
         self._paths, self._ids, self._sizes, self._mtimes, self._hashes, self._claims = columns
         self._row: dict[str, int] | None = None
+        self._in_order: bool | None = None
         self._fps: frozenset[tuple[str, int, int]] | None = None
 
     @classmethod
@@ -94,6 +108,18 @@ class IndexedNotes(Mapping[str, IndexedNote]):
             self._row = dict(zip(self._paths, range(len(self._paths)), strict=True))
         return self._row
 
+    def _index(self, path: str) -> int | None:
+        """The row of `path`, or None: by bisection while the paths are in order, else by
+        the path → row dict."""
+        if self._row is None:
+            if self._in_order is None:
+                self._in_order = _ascending(self._paths)
+            if self._in_order:
+                paths = self._paths
+                i = bisect_left(paths, path)
+                return i if i < len(paths) and paths[i] == path else None
+        return self._rows.get(path)
+
     def columns(self) -> tuple[tuple[Any, ...], ...]:
         """(paths, ids, sizes, mtimes, hashes, claims), each in the same order."""
         return (self._paths, self._ids, self._sizes, self._mtimes, self._hashes, self._claims)
@@ -111,8 +137,7 @@ class IndexedNotes(Mapping[str, IndexedNote]):
         The same changes reconcile's transaction makes to `notes`, in the same order; the
         result is in path order, as the walk is (`plan_changes` then compares in place)."""
         columns = [list(c) for c in self.columns()]
-        rows = self._rows
-        gone = sorted({rows[p] for p in removed if p in rows}, reverse=True)
+        gone = sorted({i for p in removed if (i := self._index(p)) is not None}, reverse=True)
         if len(gone) > 64:  # many: one pass instead of a shift of every column per row
             keep = set(range(len(self._paths))) - set(gone)
             columns = [[c[i] for i in sorted(keep)] for c in columns]
@@ -146,13 +171,15 @@ class IndexedNotes(Mapping[str, IndexedNote]):
         return IndexedNotes.from_columns(*columns)
 
     def __getitem__(self, path: str) -> IndexedNote:
-        i = self._rows[path]
+        i = self._index(path)
+        if i is None:
+            raise KeyError(path)
         return IndexedNote(
             path, self._ids[i], self._sizes[i], self._mtimes[i], self._hashes[i], self._claims[i]
         )
 
     def __contains__(self, path: object) -> bool:
-        return path in self._rows
+        return isinstance(path, str) and self._index(path) is not None
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._paths)
@@ -169,14 +196,35 @@ class IndexedNotes(Mapping[str, IndexedNote]):
             self._fps = frozenset(zip(self._paths, self._sizes, self._mtimes, strict=True))
         return self._fps
 
-    def ids(self) -> dict[str, str]:
-        """{path: id} of every note."""
-        return dict(zip(self._paths, self._ids, strict=True))
+    def ids(self) -> Mapping[str, str]:
+        """{path: id} of every note, as a view: a run looks up a few (a dict of all of them
+        was ~19 ms of a one-note edit at 100,000 notes)."""
+        return _Ids(self)
 
     def only(self, paths: Iterable[str]) -> IndexedNotes:
         """The notes at these paths (a path not indexed is skipped)."""
-        rows = self._rows
-        return IndexedNotes([self[p] for p in sorted(paths) if p in rows])
+        return IndexedNotes([self[p] for p in sorted(paths) if p in self])
+
+
+class _Ids(Mapping[str, str]):
+    """`IndexedNotes.ids`: each note's id by path, looked up in the columns."""
+
+    __slots__ = ("_notes",)
+
+    def __init__(self, notes: IndexedNotes) -> None:
+        self._notes = notes
+
+    def __getitem__(self, path: str) -> str:
+        return self._notes[path].id
+
+    def __contains__(self, path: object) -> bool:
+        return path in self._notes
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._notes)
+
+    def __len__(self) -> int:
+        return len(self._notes)
 
 
 class ChangeSet(NamedTuple, Generic[F]):

@@ -177,7 +177,7 @@ class Outcomes(NamedTuple):
 
 
 class Identities(NamedTuple):
-    ids: dict[str, str]
+    ids: Mapping[str, str]
     id_changes: dict[str, str]
     """Unchanged notes whose id moved (a clash resolved differently): old id → new id."""
     new_renames: tuple[tuple[str, str, str], ...]
