@@ -249,8 +249,8 @@ def test_links_into_a_note_move_with_its_outline_and_only_then(
 
 def test_a_walk_rewrites_only_the_scan_problems_that_changed(vault: Config) -> None:
     """Every whole-vault walk re-examines the scan problems (here conflict copies): an edit
-    elsewhere leaves their rows as they are, and a copy that comes, goes or changes its
-    message is written as a rebuild would write it."""
+    elsewhere leaves their rows as they are, and copies that come and go are written as a
+    rebuild would write them."""
     root = vault.root
     write(root, "Note.md", "# Note\n\ntext\n")
     for i in range(3):

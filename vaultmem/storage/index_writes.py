@@ -206,10 +206,9 @@ def _problem_delta(
     if stored is None or not codes:
         return None
     wanted = set(codes)
-    found = [(p.path, p.code, p.message) for p in problems if p.code in wanted]
-    if len(set(found)) != len(found) or any(
-        p.line is not None for p in problems if p.code in wanted
-    ):
+    mine = [p for p in problems if p.code in wanted]
+    again = {(p.path, p.code, p.message) for p in mine}
+    if len(again) != len(mine) or any(p.line is not None for p in mine):
         return None
     dropped, read, read_only = set(paths), set(read_paths), set(read_codes)
     left = [
@@ -217,7 +216,6 @@ def _problem_delta(
         for s in stored
         if s[1] in wanted and not (s[0] in dropped or (s[0] in read and s[1] in read_only))
     ]
-    again = set(found)
     kept = frozenset(s for s in left if s in again)
     return kept, sorted(s for s in left if s not in kept)
 
