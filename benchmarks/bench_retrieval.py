@@ -12,10 +12,10 @@ lists the questions vaultmem ranks worse than rank 1.
 A set whose vault is external (`retrieval.EXTERNAL_VAULTS`: `obsidian-help` reads
 `VAULTMEM_OBSIDIAN_HELP`, the `en/` folder of a checkout of obsidian-help; `obsidian-hub` reads
 `VAULTMEM_OBSIDIAN_HUB`, the root of a checkout of obsidian-hub; `obsidian-help-zh`, `-ja`,
-`-ko` read `VAULTMEM_OBSIDIAN_HELP_ZH`, `_JA`, `_KO`, its `zh/`, `ja/`, `ko/` folders) is
-skipped with one line on stderr when its variable is unset or not a folder. Each set reports
-how many notes the index holds and how many `.md` files the baseline read, and says so when
-they differ.
+`-ko`, `-de` read `VAULTMEM_OBSIDIAN_HELP_ZH`, `_JA`, `_KO`, `_DE`, its `zh/`, `ja/`, `ko/`,
+`de/` folders) is skipped with one line on stderr when its variable is unset or not a folder.
+Each set reports how many notes the index holds and how many `.md` files the baseline read,
+and says so when they differ.
 
 A set in `retrieval.VARIANTS` runs on a changed copy (`dwarvesf-brain-boilerplate`: a footer
 and a navigation line appended to 4 notes in 5), which both engines index; the run also ranks
@@ -31,8 +31,9 @@ vectors, hybrid), and applies the rule's quality half (docs/search.md; latency i
 is plain BM25), each row against FTS5; `--title` with a title-share boost, per half.
 
 Usage: `python -m benchmarks.bench_retrieval [--quick] [--json] [--set NAME ...] [--kinds]
-[--misses] [--sweep] [--proximity] [--no-boilerplate] [--modes]`. `--quick` is the same run
-(the sets are small).
+[--misses] [--sweep] [--proximity] [--no-boilerplate] [--modes] [--language LANG]`.
+`--quick` is the same run (the sets are small). `--language` indexes every set with that
+`[search] language` (e.g. `german`): what stemming in a note's own language would gain.
 """
 
 from __future__ import annotations
@@ -68,10 +69,12 @@ from benchmarks.retrieval import (
 NAME = "retrieval"
 
 
-def prepared_vault(name: str, variant: bool = True) -> tuple[Path, int]:
+def prepared_vault(
+    name: str, variant: bool = True, language: str | None = None
+) -> tuple[Path, int]:
     """A fresh copy of the set's vault with an index built by this vaultmem, and the number
     of notes the index holds; `variant` False leaves out the set's change to its vault
-    (`retrieval.VARIANTS`)."""
+    (`retrieval.VARIANTS`); `language` sets its `[search] language` (the stemmer)."""
     from vaultmem.vault import Vault
 
     source = vault_for(name)
@@ -88,6 +91,11 @@ def prepared_vault(name: str, variant: bool = True) -> tuple[Path, int]:
         VARIANTS[name](target)
     if not (target / ".vaultmem" / "config.toml").exists():
         Vault.init(target)
+    if language is not None:
+        config = target / ".vaultmem" / "config.toml"
+        text = config.read_text(encoding="utf-8")
+        text += "" if "[search]\n" in text else "\n[search]\n"
+        config.write_text(text.replace("[search]\n", f'[search]\nlanguage = "{language}"\n'))
     return target, Vault(target).reconcile().notes
 
 
@@ -183,9 +191,10 @@ def run_set(
     modes: bool = False,
     do_proximity: bool = False,
     do_title: bool = False,
+    language: str | None = None,
 ) -> dict[str, Any]:
     questions = load_questions(QUESTIONS_DIR / f"{name}.jsonl")
-    root, indexed = prepared_vault(name)
+    root, indexed = prepared_vault(name, language=language)
     ours = vaultmem_rank(root, questions)
     base = fts5_rank(root, questions)
     trigram = fts5_rank(root, questions, trigram=True)
@@ -315,6 +324,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--modes", action="store_true", help="also rank with semantic recall on, every mode"
     )
+    parser.add_argument(
+        "--language", help="index every set with this [search] language (a Snowball stemmer)"
+    )
     args = parser.parse_args(argv)
     if args.no_boilerplate:  # the rule runs in this process, in the postings load
         from vaultmem.storage import search_rows
@@ -325,7 +337,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if (reason := missing_vault(name)) is not None:
             print(reason, file=sys.stderr)
     results = [
-        run_set(name, args.sweep, args.modes, args.proximity, args.title)
+        run_set(name, args.sweep, args.modes, args.proximity, args.title, args.language)
         for name in names
         if vault_for(name).exists()
     ]

@@ -141,3 +141,22 @@ def test_copy_vault_copies_the_listed_notes_only_and_names_the_missing(tmp_path:
     whole = tmp_path / "whole"
     assert copy_vault(source, whole) == []
     assert (whole / "Folder/Newer note.md").exists()
+
+
+def test_language_option_indexes_the_set_with_that_stemmer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--language` is how a set is measured under another stemmer (docs/search.md, German):
+    the copy's config names it, and the index is built with it."""
+    from vaultmem.storage import search_queries, store
+    from vaultmem.vault import Vault
+
+    monkeypatch.setattr(bench_retrieval, "OUT_DIR", tmp_path)
+    root, notes = bench_retrieval.prepared_vault("example-vault", language="german")
+    assert notes > 0
+    assert 'language = "german"' in (root / ".vaultmem" / "config.toml").read_text()
+    with store.reading(Vault(root).config.index_path) as con:
+        assert search_queries.index_language(con) == "german"
+    default, _ = bench_retrieval.prepared_vault("example-vault-mismatch")
+    with store.reading(Vault(default).config.index_path) as con:
+        assert search_queries.index_language(con) == "english"
