@@ -28,6 +28,7 @@ from vaultmem.search.proximity import WEIGHT as PROXIMITY_WEIGHT
 from vaultmem.search.query import (
     SearchFilters,
     SearchHit,
+    compound_splits,
     expand_terms,
     joined_terms,
     max_edits,
@@ -551,6 +552,29 @@ def test_adjacent_terms_also_match_their_joined_form(
     )
     assert fold(compound) in parse_query(query).joined
     assert vault.search(query)[0].path == "Compound.md"
+
+
+def test_a_long_word_the_index_lacks_is_asked_as_the_two_words_it_holds(tmp_path: Path) -> None:
+    """The reverse of joined terms: `Studentenrabatt` written as one word finds the note that
+    has `Studenten` and `Rabatte` apart (German writes compounds as one word, notes often
+    not), and the split is read before any typo lookup."""
+    vault = make_vault(
+        tmp_path / "vault",
+        {
+            "Discounts.md": "# Rabatte\n\nStudenten bekommen Rabatte auf Sync.\n",
+            "Sync.md": "# Sync\n\nSync hält Notizen gleich. Studentinnen lesen hier.\n",
+            "Plans.md": "# Tarife\n\nRabatt nur im Jahrestarif.\n",
+        },
+    )
+    with store.reading(vault.config.index_path) as con:
+        reads = SqlReads(con, NoteFilter())
+        assert expand_terms(reads, ["studentenrabatt"], fold=fold) == [fold("studenten"), "rabatt"]
+        # the head is folded as a word: a linking `s` goes (`Jahrestarif`: `jahr` + `tarif`)
+        assert ("jahr", "tarif") in compound_splits("jahrestarif", fold)
+        # without the fold the word is a typo as before: no index term is two edits from it
+        assert expand_terms(reads, ["studentenrabatt"]) == ["studentenrabatt"]
+    assert vault.search("Gibt es einen Studentenrabatt?")[0].path == "Discounts.md"
+    assert compound_splits("release", fold) == []  # shorter than a compound
 
 
 def test_joined_terms_join_words_before_stemming() -> None:

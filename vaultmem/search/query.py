@@ -198,20 +198,53 @@ def joined_terms(
     return list(out)
 
 
+COMPOUND_MIN = 8
+"""Letters a query word the index lacks needs before it is read as two words written as one."""
+COMPOUND_PART_MIN = 3
+
+
+def compound_splits(term: str, fold: Callable[[str], str]) -> list[tuple[str, str]]:
+    """The two-word readings of a long word (`studentenrabatt` -> `studenten` + `rabatt`):
+    the head folded as a word of its own (which also drops a linking `s`: `versions` ->
+    `version`), the tail as it is (the compound's stem is its last word's)."""
+    if len(term) < COMPOUND_MIN or not term.isalpha():
+        return []
+    out: list[tuple[str, str]] = []
+    for i in range(COMPOUND_PART_MIN, len(term) - COMPOUND_PART_MIN + 1):
+        head, tail = term[:i], term[i:]
+        out.append((fold(head), tail))
+    return out
+
+
 def expand_terms(
-    reads: SearchReads, terms: list[str], found: frozenset[str] | None = None
+    reads: SearchReads,
+    terms: list[str],
+    found: frozenset[str] | None = None,
+    fold: Callable[[str], str] | None = None,
 ) -> list[str]:
     """The query's terms with those the index lacks replaced by their nearest index terms.
 
     `found` holds terms known to be in the index (a ranking's matched terms): only the others
     are looked up. A term without a near neighbour stays: it matches nothing, harmlessly.
+    With `fold`, a long term the index lacks whose two parts it holds is asked as the parts.
     """
     unsure = [t for t in terms if max_edits(t) and (found is None or t not in found)]
-    known = reads.known_terms(unsure) if unsure else {}
+    splits = {t: compound_splits(t, fold) for t in unsure} if fold is not None else {}
+    parts = {p for pairs in splits.values() for pair in pairs for p in pair}
+    known = reads.known_terms([*unsure, *parts]) if unsure else {}
     out: dict[str, None] = {}
     for term in terms:
         if term not in unsure or term in known:
             out[term] = None
+            continue
+        whole = [
+            (min(len(h), len(t)), min(known[h], known[t]), h, t)
+            for h, t in splits.get(term, ())
+            if h in known and t in known
+        ]
+        if whole:
+            _, _, head, tail = max(whole)
+            out.update(dict.fromkeys((head, tail)))
         else:
             nearest = reads.nearest_terms(term, max_edits(term), FUZZY_LIMIT)
             out.update(dict.fromkeys(nearest or [term]))
@@ -461,7 +494,7 @@ def _ranked(
     # Typos: a query whose every word matched (the usual case) costs no further statement.
     found = ranked[0].matched if ranked else frozenset()
     if any(max_edits(t) and t not in found for t in words):
-        expanded = expand_terms(reads, words, found)
+        expanded = expand_terms(reads, words, found, analyzer(language).fold)
         if expanded != words:
             words, ranked = expanded, rank(expanded)
     return ranked, {*words, *joined}
