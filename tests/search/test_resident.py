@@ -58,6 +58,7 @@ QUERIES = [
     "lock lock retry",
     "stat blocks",
     "databse",  # a typo: fuzzy expansion
+    "lockretry",  # one word the index lacks, asked as the two it holds (`lock` + `retry`)
     '"lock test"',
     '"one writer" duckdb',
     "lock -flaky",
