@@ -350,6 +350,42 @@ def test_semantic_recall_turned_on_then_off_remakes_the_vectors(
     assert_same(upgraded, want)
 
 
+@pytest.mark.slow
+def test_semantic_recall_turned_off_copies_the_search_tables_it_keeps(
+    vault: Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Turning semantic recall off changes nothing but `vectors`: the other search tables
+    are copied as the index holds them, not cut again from every section. A mark left in
+    `terms` survives the upgrade to show it; the vectors go, into a new file all the same."""
+    pytest.importorskip("tokenizers", reason="needs the `semantic` extra")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    on = set_search_key(vault, "semantic = true")
+    reconcile(on)
+    assert dump_index(on.index_path)["vectors"]
+    path = on.root / ".vaultmem" / "config.toml"
+    path.write_text(path.read_text(encoding="utf-8").replace("semantic = true\n", ""), "utf-8")
+    off = Vault(on.root).config
+    con = duckdb.connect(str(off.index_path))
+    try:
+        con.execute("UPDATE terms SET df = df + 1000 WHERE term = 'run'")
+    finally:
+        con.close()
+    before = os.stat(off.index_path).st_ino
+    report = reconcile(off)
+    assert any("no note was read" in w for w in report.warnings)
+    upgraded = dump_index(off.index_path)
+    assert upgraded["vectors"] == []
+    assert os.stat(off.index_path).st_ino != before  # a new file renamed over the old one
+    marked = [row for row in upgraded["terms"] if row[0] == "run"]
+    assert marked and marked[0][1] > 1000  # copied, not counted again
+    # and the same upgrade with any other search key changed too cuts every section again
+    assert not upgrade.drops_vectors_only(
+        {**index_versions(on), "tokenizer_version": "0-english"}, index_versions(off)
+    )
+    assert upgrade.drops_vectors_only(index_versions(on), index_versions(off))
+    assert not upgrade.drops_vectors_only(index_versions(off), index_versions(on))  # turned on
+
+
 def test_an_upgrade_cut_by_term_bucket_equals_a_build(
     vault: Config, monkeypatch: pytest.MonkeyPatch
 ) -> None:

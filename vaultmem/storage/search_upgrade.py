@@ -96,6 +96,14 @@ def copy_tables(con: Connection, versions: Mapping[str, str]) -> int:
     return int(count)
 
 
+def copy_search_tables(con: Connection) -> None:
+    """The old file's documents, termless sections and search tables as they are, but its
+    vectors: what semantic recall turned off leaves (no section is cut again)."""
+    for table in REMADE_TABLES:
+        if table != "vectors":
+            con.execute(f"INSERT INTO {table} SELECT * FROM {_OLD}.{table}")
+
+
 class SectionRow(NamedTuple):
     """A stored section, as `core.documents.documents_of` reads one, with its stored line
     keys when they can be taken as they are (None: count them again)."""
