@@ -1,13 +1,17 @@
 """Where the steady state's time goes: a warm, in-process no-op, one-note edit and one-note
 edit named by path (`reconcile --path`, as the watcher runs it), by phase.
 
-    python -m benchmarks.bench_steady VAULT [--note REL] [--repeat 3] [--statements 25]
+    python -m benchmarks.bench_steady [VAULT] [--note REL] [--repeat 3] [--statements 25]
+                                      [--quick] [--json]
 
 VAULT must already be indexed (run `vaultmem reconcile` on a copy first: this appends a line to
-one note per edit). Each run prints its wall and CPU seconds and the CPU seconds of every
-reconcile step and storage statement group (wrappers around the runner's steps and the storage
-functions, so nested phases overlap: `transaction` includes `delete_postings`). CPU seconds
-count DuckDB's threads too; on a loaded machine they are the steadier figure. Cold-process
+one note per edit). Without VAULT (as `make bench` runs it) a copy of the generated vault
+(10,000 notes; `--quick`: 1,000) is indexed in a temporary folder first. `--json` prints one
+JSON object: each mode's median wall and CPU seconds. Each run prints its wall and CPU
+seconds and the CPU seconds of every reconcile step and storage statement group (wrappers
+around the runner's steps and the storage functions, so nested phases overlap:
+`transaction` includes `delete_postings`). CPU seconds count DuckDB's threads too; on a
+loaded machine they are the steadier figure. Cold-process
 figures (imports included) come from `hyperfine` on the CLI: see benchmarks/HISTORY.md.
 
 `--statements N`: also list the N costliest SQL statements of the last edit, each with its CPU
@@ -19,9 +23,12 @@ time goes: DuckDB touching column data for the first time in the process.
 from __future__ import annotations
 
 import argparse
+import json
 import resource
+import shutil
 import statistics
 import sys
+import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Callable
@@ -121,19 +128,34 @@ def record_statements(log: list[Statement]) -> None:
     store.connect = timed_connect  # type: ignore[assignment]
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("vault", type=Path)
+    parser.add_argument("vault", type=Path, nargs="?", help="an indexed vault (default: generated)")
     parser.add_argument("--note", help="vault-relative note to edit (default: the middle one)")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--statements", type=int, default=0, metavar="N")
+    parser.add_argument("--quick", action="store_true", help="the generated 1,000-note vault")
+    parser.add_argument("--json", action="store_true", help="one JSON object on one line")
     args = parser.parse_args(argv)
-    vault = Vault(args.vault)
-    if args.note:
-        note = args.vault / args.note
-    else:
-        notes = sorted(p for p in args.vault.rglob("*.md") if ".vaultmem" not in p.parts)
-        note = notes[len(notes) // 2]
+    if args.vault is not None:
+        return measure(args, args.vault)
+    from benchmarks.generate_vault import ensure_vault
+
+    source, _, _ = ensure_vault(1_000 if args.quick else 10_000)
+    with tempfile.TemporaryDirectory(prefix="vaultmem-bench-steady-") as tmp:
+        copy = Path(tmp) / "vault"
+        shutil.copytree(source, copy)
+        Vault(copy).reconcile()
+        return measure(args, copy)
+
+
+def measure(args: argparse.Namespace, root: Path) -> int:
+    """The three modes on the indexed vault at `root`, printed (or as JSON with `--json`)."""
+    vault = Vault(root)
+    notes = sorted(p for p in root.rglob("*.md") if ".vaultmem" not in p.parts)
+    note = root / args.note if args.note else notes[len(notes) // 2]
+    result: dict[str, Any] = {"benchmark": "steady", "notes": len(notes), "repeat": args.repeat}
+    say = (lambda _text: None) if args.json else print
     totals: dict[str, float] = defaultdict(float)
     instrument(totals)
     statements: list[Statement] = []
@@ -146,7 +168,7 @@ def main(argv: list[str] | None = None) -> None:
 
     edit()
     vault.reconcile()  # warm: the parser's and DuckDB's imports are loaded from here on
-    rel = note.relative_to(args.vault).as_posix()
+    rel = note.relative_to(root).as_posix()
     for mode in ("no-op", "edit", "path edit"):
         walls, cpus, phases = [], [], defaultdict(list)
         for _ in range(args.repeat):
@@ -163,21 +185,25 @@ def main(argv: list[str] | None = None) -> None:
             assert report.changed == (0 if mode == "no-op" else 1), report
             for label, seconds in totals.items():
                 phases[label].append(seconds)
-        print(
+        result[mode] = {"wall_s": statistics.median(walls), "cpu_s": statistics.median(cpus)}
+        say(
             f"{mode}: wall {statistics.median(walls):.3f} s, CPU {statistics.median(cpus):.3f} s"
             f" (medians of {args.repeat})"
         )
         ranked = sorted(phases.items(), key=lambda kv: -statistics.median(kv[1]))
-        print("  " + ", ".join(f"{k} {statistics.median(v):.3f}" for k, v in ranked))
+        say("  " + ", ".join(f"{k} {statistics.median(v):.3f}" for k, v in ranked))
         if args.statements and statements:
-            print(
+            say(
                 f"  last {mode}: {len(statements)} statements, "
                 f"{sum(s[0] for s in statements):.3f} s CPU, "
                 f"{sum(s[1] for s in statements)} of the run's {faulted} page faults"
             )
             for cpu_s, faults_n, label in sorted(statements, reverse=True)[: args.statements]:
-                print(f"  {cpu_s * 1000:6.1f} ms {faults_n:6d} faults  {label}")
+                say(f"  {cpu_s * 1000:6.1f} ms {faults_n:6d} faults  {label}")
+    if args.json:
+        print(json.dumps(result))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())
