@@ -68,15 +68,20 @@ class _CannotUpgrade(Exception):
     """The index's rows do not make whole notes again (sections missing): parse instead."""
 
 
-def what_changed(
-    meta: Mapping[str, str], wanted: Mapping[str, str]
-) -> Literal["", "search", "all"]:
-    """What `meta` (an index's) lacks against `wanted` (`reconcile.index_versions`, the
-    layout's versions added here): nothing, the search tables only, or everything."""
+def _differing(meta: Mapping[str, str], wanted: Mapping[str, str]) -> set[str]:
+    """The keys whose value in `meta` (an index's) is not `wanted`'s (`reconcile.index_versions`,
+    the layout's versions added here)."""
     from vaultmem.storage import store
 
     expected = {**wanted, **store.SCHEMA_VERSIONS}
-    differ = {key for key, value in expected.items() if meta.get(key) != value}
+    return {key for key, value in expected.items() if meta.get(key) != value}
+
+
+def what_changed(
+    meta: Mapping[str, str], wanted: Mapping[str, str]
+) -> Literal["", "search", "all"]:
+    """What `meta` lacks against `wanted`: nothing, the search tables only, or everything."""
+    differ = _differing(meta, wanted)
     if not differ:
         return ""
     return "search" if differ <= SEARCH_KEYS else "all"
@@ -88,11 +93,7 @@ def drops_vectors_only(meta: Mapping[str, str], wanted: Mapping[str, str]) -> bo
     (a cold `reconcile` at 10,000 generated notes: 1.5 s against 3.8-4.1 s). Still into a new
     file: deleted in place, the vectors stay as free space in the file (130 MB of a 58 MB
     index at 10,000 notes), and a search meanwhile reads the old file whole."""
-    from vaultmem.storage import store
-
-    expected = {**wanted, **store.SCHEMA_VERSIONS}
-    differ = {key for key, value in expected.items() if meta.get(key) != value}
-    return differ == {"embedding_model"} and expected["embedding_model"] == "none"
+    return _differing(meta, wanted) == {"embedding_model"} and wanted["embedding_model"] == "none"
 
 
 def search_only(con: Connection, wanted: Mapping[str, str]) -> bool:
