@@ -378,12 +378,39 @@ def test_semantic_recall_turned_off_copies_the_search_tables_it_keeps(
     assert os.stat(off.index_path).st_ino != before  # a new file renamed over the old one
     marked = [row for row in upgraded["terms"] if row[0] == "run"]
     assert marked and marked[0][1] > 1000  # copied, not counted again
-    # and the same upgrade with any other search key changed too cuts every section again
-    assert not upgrade.drops_vectors_only(
+    # turned on too (the documents embedded as copied); with any other search key changed as
+    # well, every section is cut again
+    assert upgrade.vectors_only(index_versions(on), index_versions(off))
+    assert upgrade.vectors_only(index_versions(off), index_versions(on))
+    assert not upgrade.vectors_only(
         {**index_versions(on), "tokenizer_version": "0-english"}, index_versions(off)
     )
-    assert upgrade.drops_vectors_only(index_versions(on), index_versions(off))
-    assert not upgrade.drops_vectors_only(index_versions(off), index_versions(on))  # turned on
+
+
+@pytest.mark.slow
+def test_semantic_recall_turned_on_embeds_the_copied_documents_in_workers(
+    vault: Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Turned on, the copied documents are embedded in chunks by the pool's workers (forced
+    here on a small vault) and the vectors equal a build from nothing's."""
+    from vaultmem.index import parallel
+
+    pytest.importorskip("tokenizers", reason="needs the `semantic` extra")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    reconcile(vault)
+    on = set_search_key(vault, "semantic = true")
+    monkeypatch.setattr(parallel, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(parallel, "CHUNK_BYTES", 300)  # several chunks, both workers
+    seen: list[int] = []
+    report = reconcile(on, progress=lambda phase, done, total: seen.append(done))
+    assert any("no note was read" in w for w in report.warnings)
+    assert len(seen) > 2 and seen == sorted(seen)  # one step per chunk, as they came back
+    upgraded = dump_index(on.index_path)
+    assert upgraded["vectors"]
+    monkeypatch.undo()
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    want, _ = fresh_build(on)
+    assert_same(upgraded, want)
 
 
 def test_an_upgrade_cut_by_term_bucket_equals_a_build(

@@ -32,17 +32,19 @@ import os
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeVar
 
 from vaultmem.core.config import Config
 
 if TYPE_CHECKING:  # reconcile imports this module on every run, a no-op included: DuckDB,
     # the pool and the tokenizer load only when an index is read or upgraded
+    from vaultmem.core.documents import SearchDocument
     from vaultmem.index.parallel import Embed
     from vaultmem.storage.search_upgrade import NoteSource
     from vaultmem.storage.store import Connection
 
 Progress = Callable[[int, int], None]
+_R = TypeVar("_R")
 
 SEARCH_KEYS = frozenset(
     {
@@ -87,13 +89,15 @@ def what_changed(
     return "search" if differ <= SEARCH_KEYS else "all"
 
 
-def drops_vectors_only(meta: Mapping[str, str], wanted: Mapping[str, str]) -> bool:
-    """Whether semantic recall was turned off and nothing else changed: every search table
-    but `vectors` stands, so the upgrade copies them instead of cutting every section again
-    (a cold `reconcile` at 10,000 generated notes: 1.5 s against 3.8-4.1 s). Still into a new
+def vectors_only(meta: Mapping[str, str], wanted: Mapping[str, str]) -> bool:
+    """Whether semantic recall was turned on or off (or its model changed) and nothing else:
+    every search table but `vectors` stands, so the upgrade copies them and, recall on,
+    embeds the copied documents, instead of cutting every section again. A cold `reconcile`
+    at 10,000 generated notes: off 1.5 s against 3.8-4.1 s, on 9.2-10.8 s against 11.0-11.5 s
+    (the embedding is most of it). Still into a new
     file: deleted in place, the vectors stay as free space in the file (130 MB of a 58 MB
     index at 10,000 notes), and a search meanwhile reads the old file whole."""
-    return _differing(meta, wanted) == {"embedding_model"} and wanted["embedding_model"] == "none"
+    return _differing(meta, wanted) == {"embedding_model"}
 
 
 def search_only(con: Connection, wanted: Mapping[str, str]) -> bool:
@@ -170,9 +174,11 @@ def _build(
         with store.transaction(con):
             old_meta = search_upgrade.old_meta(con)
             total = search_upgrade.copy_tables(con, wanted)
-            if drops_vectors_only(old_meta, wanted):
+            if vectors_only(old_meta, wanted):
                 search_upgrade.copy_search_tables(con)
-                if progress:
+                if config.semantic:
+                    _embed_all(con, total, staging, progress)
+                elif progress:
                     progress(total, total)
             else:
                 _remake(con, config, old_meta, wanted, total, staging, progress)
@@ -302,7 +308,8 @@ def _cut_all(
         from concurrent.futures.process import BrokenProcessPool
 
         try:
-            _cut_in_pool(enumerate(_chain(first, chunks)), context, workers, record)
+            calls = ((i, notes, context) for i, notes in enumerate(_chain(first, chunks)))
+            _in_pool(_cut_chunk, calls, workers, record)
             return out
         except BrokenProcessPool:  # workers could not start (`__main__` is stdin, say)
             out = _AllCut([], [], [])
@@ -335,14 +342,15 @@ def _chain(
     yield from rest
 
 
-def _cut_in_pool(
-    chunks: Iterable[tuple[int, list[NoteSource]]],
-    context: _Context,
+def _in_pool(
+    fn: Callable[..., _R],
+    calls: Iterable[tuple[Any, ...]],
     workers: int,
-    record: Callable[[_Cut], None],
+    record: Callable[[_R], None],
 ) -> None:
-    """The chunks in a forkserver pool (no DuckDB state is forked), at most two per worker
-    in flight: the main process reads the next chunks' text while the workers tokenise."""
+    """`fn(*call)` for each call in a forkserver pool (no DuckDB state is forked), at most two
+    per worker in flight: the main process reads the next chunks' text while the workers
+    tokenise or embed."""
     from concurrent.futures import ProcessPoolExecutor
 
     from vaultmem.index.parallel import _exit_with_owner, in_flight, worker_context
@@ -351,9 +359,65 @@ def _cut_in_pool(
     with ProcessPoolExecutor(
         max_workers=workers, mp_context=mp, initializer=_exit_with_owner, initargs=(os.getpid(),)
     ) as pool:
-        calls = ((index, notes, context) for index, notes in chunks)
-        for cut in in_flight(pool, _cut_chunk, calls, 2 * workers):
-            record(cut)
+        for result in in_flight(pool, fn, calls, 2 * workers):
+            record(result)
+
+
+_Embedded = tuple[int, str, list["SearchDocument"]]
+
+
+def _embed_all(con: Connection, total: int, staging: Path, progress: Progress | None) -> None:
+    """Vectors for every copied document (semantic recall turned on, or another model), in
+    a pool when the index holds enough text: the documents' text is the index's, so no
+    section is cut again."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    from vaultmem.index.parallel import CHUNK_BYTES, PARALLEL_MIN_BYTES, worker_count
+    from vaultmem.search import embedding
+    from vaultmem.storage import search_upgrade, vector_queries
+
+    embedding.embedder()  # a missing extra fails before any work
+    text_bytes = search_upgrade.documents_text_length(con)
+    paths: list[Path] = []
+    done = [0]
+
+    def record(cut: tuple[int, Path]) -> None:
+        paths.append(cut[1])
+        done[0] += cut[0]
+        if progress:
+            progress(done[0], total)
+
+    def calls() -> Iterator[tuple[int, list[_Embedded], str]]:
+        chunk: list[_Embedded] = []
+        size = index = 0
+        for note in search_upgrade.embedded_documents(con):
+            chunk.append(note)
+            size += sum(len(d.text) for d in note[2])
+            if size >= CHUNK_BYTES:
+                yield index, chunk, str(staging)
+                chunk, size, index = [], 0, index + 1
+        if chunk:
+            yield index, chunk, str(staging)
+
+    workers = worker_count()
+    if workers >= 2 and text_bytes >= PARALLEL_MIN_BYTES:
+        try:
+            _in_pool(_embed_chunk, calls(), workers, record)
+            vector_queries.load_staged_vectors(con, paths)
+            return
+        except BrokenProcessPool:  # workers could not start (`__main__` is stdin, say)
+            paths.clear()
+            done[0] = 0
+    for call in calls():
+        record(_embed_chunk(*call))
+    vector_queries.load_staged_vectors(con, paths)
+
+
+def _embed_chunk(index: int, notes: Sequence[_Embedded], out_dir: str) -> tuple[int, Path]:
+    """A chunk's documents embedded into a staged Parquet file (`stage_vectors`)."""
+    from vaultmem.search.embedding import stage_vectors
+
+    return len(notes), stage_vectors(Path(out_dir) / f"embed-{index:06d}.vectors.parquet", notes)
 
 
 def _cut_chunk(index: int, notes: Sequence[NoteSource], context: _Context) -> _Cut:

@@ -24,6 +24,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from vaultmem.core.documents import SearchDocument
 from vaultmem.storage import store
 from vaultmem.storage.schema import DERIVED_TABLES, SEARCH_TABLES, table_docs
 from vaultmem.storage.store import Connection
@@ -102,6 +103,35 @@ def copy_search_tables(con: Connection) -> None:
     for table in REMADE_TABLES:
         if table != "vectors":
             con.execute(f"INSERT INTO {table} SELECT * FROM {_OLD}.{table}")
+
+
+def documents_text_length(con: Connection) -> int:
+    """The characters of every document's text: whether embedding them pays a pool."""
+    row = con.execute("SELECT coalesce(sum(length(text)), 0) FROM documents").fetchone()
+    return int(row[0]) if row else 0
+
+
+def embedded_documents(
+    con: Connection, batch_rows: int = 20_000
+) -> Iterator[tuple[int, str, list[SearchDocument]]]:
+    """Every note's (number, title, documents) as the copied `documents` hold them, in number
+    order: what `search.embedding.stage_vectors` embeds (it reads a document's ord, heading
+    and text), so semantic recall turned on needs no section cut again."""
+    con.execute(
+        "SELECT m.number, n.title, d.ord, d.heading, d.line, d.text, d.length FROM documents d "
+        "JOIN note_numbers m ON m.note_id = d.note_id JOIN notes n ON n.id = d.note_id "
+        "ORDER BY m.number, d.ord"
+    )
+    number, title = -1, ""
+    docs: list[SearchDocument] = []
+    for row in _fetched(con, batch_rows):
+        if row[0] != number:
+            if docs:
+                yield number, title, docs
+            number, title, docs = int(row[0]), row[1], []
+        docs.append(SearchDocument(row[2], row[3], row[4], row[5], row[6], {}))
+    if docs:
+        yield number, title, docs
 
 
 class SectionRow(NamedTuple):
