@@ -94,9 +94,9 @@ def vectors_only(meta: Mapping[str, str], wanted: Mapping[str, str]) -> bool:
     every search table but `vectors` stands, so the upgrade copies them and, recall on,
     embeds the copied documents, instead of cutting every section again. A cold `reconcile`
     at 10,000 generated notes: off 1.5 s against 3.8-4.1 s, on 9.2-10.8 s against 11.0-11.5 s
-    (the embedding is most of it). Still into a new
-    file: deleted in place, the vectors stay as free space in the file (130 MB of a 58 MB
-    index at 10,000 notes), and a search meanwhile reads the old file whole."""
+    (the embedding is most of it). Still into a new file: deleted in place, the vectors stay
+    as free space in the file (130 MB of a 58 MB index at 10,000 notes), and a search
+    meanwhile reads the old file whole."""
     return _differing(meta, wanted) == {"embedding_model"}
 
 
