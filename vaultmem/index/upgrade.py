@@ -9,7 +9,10 @@ what differs in `meta` (`what_changed`):
   note's rows, and the search documents are a function of rows it holds
   (`core.documents.documents_of` of the title, aliases, tags, `lang` property and sections;
   `storage.search_upgrade`). `upgrade_search_tables` re-cuts them, with no Markdown read:
-  `documents`, `termless_sections`, postings, terms, statistics, boilerplate and vectors;
+  `documents`, `termless_sections`, postings, terms, statistics, boilerplate and vectors.
+  When `embedding_model` alone differs (`vectors_only`), nothing is re-cut: the search
+  tables are copied, and the vectors left out (recall off) or embedded from the copied
+  `documents` (on);
 - anything else (`parser_version`, `schema_version`: the note model or the note tables;
   `config_digest`: mappings, exclusions, secret patterns): every note is parsed again, as
   before.
