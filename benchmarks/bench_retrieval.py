@@ -92,11 +92,22 @@ def prepared_vault(
     if not (target / ".vaultmem" / "config.toml").exists():
         Vault.init(target)
     if language is not None:
-        config = target / ".vaultmem" / "config.toml"
-        text = config.read_text(encoding="utf-8")
-        text += "" if "[search]\n" in text else "\n[search]\n"
-        config.write_text(text.replace("[search]\n", f'[search]\nlanguage = "{language}"\n'))
+        _set_search_language(target / ".vaultmem" / "config.toml", language)
     return target, Vault(target).reconcile().notes
+
+
+def _set_search_language(config: Path, language: str) -> None:
+    """Set `[search] language` in the copy's config, replacing one the set's config already
+    has (a second `language =` line would be a TOML error) and keeping the rest as written."""
+    import tomlkit
+
+    document = tomlkit.parse(config.read_text(encoding="utf-8"))
+    search = document.get("search")
+    if search is None:
+        search = tomlkit.table()
+        document["search"] = search
+    search["language"] = language
+    config.write_text(tomlkit.dumps(document), encoding="utf-8")
 
 
 def vaultmem_rank(root: Path, questions: Sequence[Question], k: int = 10) -> list[list[str]]:

@@ -160,3 +160,29 @@ def test_language_option_indexes_the_set_with_that_stemmer(
     default, _ = bench_retrieval.prepared_vault("example-vault-mismatch")
     with store.reading(Vault(default).config.index_path) as con:
         assert search_queries.index_language(con) == "english"
+
+
+def test_language_option_replaces_the_language_a_set_config_names(tmp_path: Path) -> None:
+    """A set whose own config already names a `[search] language` is measured under the one
+    asked for: the line is replaced (two would make the config unreadable), the rest kept."""
+    import tomllib
+
+    from vaultmem.core.config import load_config
+
+    vault = tmp_path / "vault"
+    (vault / ".vaultmem").mkdir(parents=True)
+    config = vault / ".vaultmem" / "config.toml"
+    config.write_text(
+        '# the set\'s own settings\n[search]\nlanguage = "english"  # its stemmer\nk1 = 1.4\n',
+        encoding="utf-8",
+    )
+    bench_retrieval._set_search_language(config, "german")
+    text = config.read_text(encoding="utf-8")
+    assert tomllib.loads(text)["search"] == {"language": "german", "k1": 1.4}
+    assert text.startswith("# the set's own settings\n")
+    assert load_config(vault).search_language == "german"
+
+    bare = tmp_path / "bare.toml"
+    bare.write_text('[vault]\nmanaged_folder = "Memory"\n', encoding="utf-8")
+    bench_retrieval._set_search_language(bare, "german")
+    assert tomllib.loads(bare.read_text(encoding="utf-8"))["search"] == {"language": "german"}
