@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from vaultmem.core import secrets as secrets_module
 from vaultmem.core.errors import ConfigError
 from vaultmem.core.secrets import (
     BUILTIN_PATTERNS,
@@ -802,3 +803,21 @@ def test_many_names_are_judged_as_each_alone(names: list[str], padding: int) -> 
     paths = [*(f"Folder {i}/Plain note {i}.md" for i in range(256 + padding)), *names]
     expected = {p: redact(p).text for p in paths if redact(p).found}
     assert secret_names(paths) == expected
+
+
+@given(
+    st.lists(
+        st.sampled_from([*secrets_module._ANY_LITERAL, "_", "x", " ", "gh", "sk", "\n"]),
+        max_size=12,
+    ).map("".join)
+)
+def test_the_triggers_present_are_every_literal_the_text_holds(text: str) -> None:
+    """The look for `_` that stands for the literals holding one never hides one."""
+    _, literals = secrets_module._present(text, text.lower())
+    assert literals == {lit for lit in secrets_module._ANY_LITERAL if lit in text}
+
+
+@pytest.mark.parametrize("literal", [lit for lit in secrets_module._ANY_LITERAL if "_" in lit])
+def test_a_literal_holding_an_underscore_is_found_in_text_without_another(literal: str) -> None:
+    _, literals = secrets_module._present(f"see {literal}abc", f"see {literal}abc".lower())
+    assert literal in literals
