@@ -98,6 +98,37 @@ def test_the_pool_and_the_calling_process_stage_the_same_rows(
     assert query(vault, "SELECT count(*) FROM links WHERE subpath_found") == [(799,)]
 
 
+def test_a_pool_that_breaks_after_some_chunks_leaves_no_row_twice(
+    vault: Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker's chunks append to its postings files, so chunks it finished are in them
+    whether or not the pool reported them before it broke: every chunk is prepared again in
+    this process, and the build equals one from nothing."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    body = "Some words about storage, latency and [[Other]] notes. " * 40
+    for i in range(900):  # ~2 MB: the batch's end in quarter chunks, many per worker
+        write(vault.root, f"F{i % 5}/N{i}.md", f"# N{i}\n\n## Part\n\n{body}\n")
+    monkeypatch.setattr(parallel, "worker_count", lambda: 2)
+    real = parallel._prepare_in_pool
+    broke: list[int] = []
+
+    def breaking(chunks: Any, context: Any, workers: int, record: Any) -> None:
+        def record_then_break(index: int, chunk: Any) -> None:
+            record(index, chunk)
+            if index == 2:
+                broke.append(len(chunks))
+                raise BrokenProcessPool("a worker died")
+
+        real(chunks, context, workers, record_then_break)
+
+    monkeypatch.setattr(parallel, "_prepare_in_pool", breaking)
+    reconcile(vault)
+    assert broke and broke[0] > 6, broke
+    monkeypatch.setattr(parallel, "_prepare_in_pool", real)
+    assert_equals_rebuild(vault)
+
+
 def test_staged_rows_keep_their_types(vault: Config) -> None:
     """Rows travel as JSON column lists: frontmatter must land as a JSON object, not a JSON string,
     and NULL, booleans and text with tabs, quotes and newlines must survive the trip."""

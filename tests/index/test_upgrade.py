@@ -430,3 +430,34 @@ def test_an_upgrade_cut_by_term_bucket_equals_a_build(
     assert runs and runs[-1] > 1, runs
     assert_same(dump_index(vault.index_path), want)
     assert answers(vault) == want_answers
+
+
+@pytest.mark.parametrize("pooled", [False, True], ids=["one-process", "pool"])
+def test_an_upgrade_in_many_chunks_appends_each_process_postings_to_one_file(
+    vault: Config, monkeypatch: pytest.MonkeyPatch, pooled: bool
+) -> None:
+    """The chunks a process cuts append to that process's postings file, which the load
+    reads once: many chunks, at most one file per process, and the tables a build's."""
+    from vaultmem.index import parallel
+    from vaultmem.storage import search_rows
+
+    want, want_answers = fresh_build(vault)
+    scramble_search_tables(vault)
+    set_meta(vault, "tokenizer_version", "0-english")
+    monkeypatch.setattr(parallel, "CHUNK_BYTES", 300)
+    monkeypatch.setattr(parallel, "PARALLEL_MIN_BYTES", 0 if pooled else 10**9)
+    loaded: list[int] = []
+    real = search_rows.build_postings
+
+    def counted(con: Any, files: Any, **kwargs: Any) -> None:
+        loaded.append(len(files))
+        real(con, files, **kwargs)
+
+    monkeypatch.setattr(search_rows, "build_postings", counted)
+    chunks: list[int] = []
+    report = reconcile(vault, progress=lambda phase, done, total: chunks.append(done))
+    assert any("no note was read" in w for w in report.warnings)
+    assert len(chunks) > 3, chunks
+    assert loaded and 1 <= loaded[-1] <= (parallel.worker_count() if pooled else 1), loaded
+    assert_same(dump_index(vault.index_path), want)
+    assert answers(vault) == want_answers

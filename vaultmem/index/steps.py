@@ -262,7 +262,7 @@ def merged(prep: Preparation, more: Preparation) -> Preparation:
     return Preparation(
         {**prep.by_path, **more.by_path},
         staged,
-        [*prep.postings, *more.postings],
+        list(dict.fromkeys([*prep.postings, *more.postings])),
         [*prep.vectors, *more.vectors],
         more.next_number,
         prep.spill_dir,
@@ -283,6 +283,8 @@ def collect(chunks: Sequence[Chunk], next_number: int, spill_dir: Path) -> Prepa
         postings.extend(chunk.postings)
         if chunk.vectors is not None:
             vectors.append(chunk.vectors)
+    # a worker's chunks share its postings files: each file once, or its rows load twice
+    postings = list(dict.fromkeys(postings))
     return Preparation(by_path, staged, postings, vectors, next_number, spill_dir)
 
 

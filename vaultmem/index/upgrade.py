@@ -242,6 +242,8 @@ class _Context(NamedTuple):
     stem: str
     bucket_postings: bool = False
     """Write the postings by term bucket, as a large build does (`parallel.Context`)."""
+    run: str = ""
+    """This cut's token in the names of the postings files (`parallel.postings_stem`)."""
 
 
 class _Cut(NamedTuple):
@@ -290,13 +292,17 @@ def _cut_all(
         embed = embedding.stage_vectors
     stem = "again" if again else "upgrade"
     bucketed = total >= BUCKET_POSTINGS_NOTES
-    context = _Context(config.search_language, str(staging), embed, boilerplate, stem, bucketed)
+    run = os.urandom(4).hex()  # the `again` cut appends to files of its own
+    context = _Context(
+        config.search_language, str(staging), embed, boilerplate, stem, bucketed, run
+    )
     done = [0]
     out = _AllCut([], [], [])
 
     def record(cut: _Cut) -> None:
         out.documents.append(cut.documents)
-        out.postings.extend(cut.postings)
+        # a worker's chunks append to the same postings files: each is listed once
+        out.postings.extend(p for p in cut.postings if p not in out.postings)
         if cut.vectors is not None:
             out.vectors.append(cut.vectors)
         done[0] += cut.notes
@@ -427,7 +433,7 @@ def _cut_chunk(index: int, notes: Sequence[NoteSource], context: _Context) -> _C
     """A chunk's notes cut into search documents, as a parse worker cuts them: the documents'
     lengths and line keys, postings TSV and (semantic recall) vectors, in files."""
     from vaultmem.core.documents import documents_of, without_boilerplate
-    from vaultmem.index.parallel import PostingsWriter
+    from vaultmem.index.parallel import PostingsWriter, postings_stem
 
     columns: dict[str, list[object]] = {
         "number": [],
@@ -467,7 +473,7 @@ def _cut_chunk(index: int, notes: Sequence[NoteSource], context: _Context) -> _C
     documents_path = out / f"{stem}.documents.json"
     with open(documents_path, "w", encoding="utf-8", newline="\n") as handle:
         handle.write(json.dumps(columns))
-    written = postings.write(out, stem)
+    written = postings.write(out, postings_stem(context.stem, context.run))
     embed = context.embed
     vectors = embed(out / f"{stem}.vectors.parquet", embedded) if embed and embedded else None
     return _Cut(len(notes), documents_path, written, vectors)
