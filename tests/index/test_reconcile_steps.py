@@ -176,15 +176,30 @@ def test_merged_adds_the_redone_results_and_prefers_them() -> None:
 
 def test_collect_joins_the_chunks_in_order() -> None:
     chunks = [
-        Chunk((Prepared(0, "A.md", "parsed"),), {"notes": Path("0/notes")}, (Path("0/p"),)),
-        Chunk((Prepared(1, "B.md", "failed"),), {"notes": Path("1/notes")}),
+        Chunk((Prepared(0, "A.md", "parsed"),), {"notes": (Path("0/notes"), 9)}, (Path("0/p"),)),
+        Chunk((Prepared(1, "B.md", "failed"),), {"notes": (Path("1/notes"), 4)}),
         Chunk((Prepared(2, "C.md", "parsed"),), {}, (Path("2/p.00"), Path("2/p.03"))),
     ]
     prep = rc.collect(chunks, 3, Path("spill"))
     assert list(prep.by_path) == ["A.md", "B.md", "C.md"]
     assert prep.staged == {"notes": [Path("0/notes"), Path("1/notes")]}
+    assert prep.largest == {"notes": 9}
     postings = [Path("0/p"), Path("2/p.00"), Path("2/p.03")]
     assert (prep.postings, prep.vectors, prep.next_number) == (postings, [], 3)
+
+
+def test_collect_lists_a_file_that_chunks_share_once() -> None:
+    """A worker appends every chunk it prepares to the same files: each is loaded once, and
+    the reader's buffer is sized for the largest object any chunk appended."""
+    chunks = [
+        Chunk((Prepared(0, "A.md", "parsed"),), {"notes": (Path("w1.notes"), 7)}, (Path("w1.p"),)),
+        Chunk((Prepared(1, "B.md", "parsed"),), {"notes": (Path("w2.notes"), 3)}, (Path("w2.p"),)),
+        Chunk((Prepared(2, "C.md", "parsed"),), {"notes": (Path("w1.notes"), 12)}, (Path("w1.p"),)),
+    ]
+    prep = rc.collect(chunks, 3, Path("spill"))
+    assert prep.staged == {"notes": [Path("w1.notes"), Path("w2.notes")]}
+    assert prep.postings == [Path("w1.p"), Path("w2.p")]
+    assert prep.largest == {"notes": 12}
 
 
 def test_the_walk_agrees_with_the_index_only_when_every_note_read_as_walked() -> None:

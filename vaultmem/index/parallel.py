@@ -10,8 +10,9 @@ use (`os.process_cpu_count()`, else the affinity mask).
 The main process sends *paths*, never bytes: a worker reads each note of its chunk itself,
 hashes it, and, unless the bytes are the ones the index already holds (a touched file), parses
 it, resolves its links against the vault's file list, cuts it into search documents and formats
-every row. Rows go to files in the run's staging folder (one JSON file of column lists per table per
-chunk, `storage.rows.StagedRows`; postings as TSV lines from `postings_lines`) and the main
+every row. Rows go to files in the run's staging folder (one JSON object of column lists per table
+per chunk, `storage.rows.StagedRows`; postings as TSV lines from `postings_lines`; each worker
+appends its chunks to one file per table and postings bucket, `process_stem`) and the main
 process gets back one small `Prepared` record per note: outcome, fingerprint, hash, claimed id,
 problems. So the main process holds neither the notes' bytes nor their models, and a worker
 holds one chunk (~400 KB of Markdown) at a time: peak memory is bounded by a chunk, not by the
@@ -128,7 +129,9 @@ class Chunk(NamedTuple):
     """A chunk's results: the notes' records and the files holding their rows."""
 
     notes: tuple[Prepared, ...]
-    staged: dict[str, Path]
+    staged: dict[str, tuple[Path, int]]
+    """{table: (the file its rows were appended to, the bytes of the chunk's object)}: the
+    worker's file, shared by its chunks as the postings files are."""
     postings: tuple[Path, ...] = ()
     """The TSV files the chunk's postings were appended to: one, or with
     `Context.bucket_postings` one per bucket that has lines (`<stem>.postings.<bucket>.tsv`).
@@ -151,14 +154,15 @@ class Context(NamedTuple):
     memory at once."""
     run: str = ""
     """A token of this `prepare_all` call, in the names of the files its processes append to
-    (`postings_stem`): no two calls of a run share one."""
+    (`process_stem`): no two calls of a run share one."""
 
 
-def postings_stem(kind: str, run: str) -> str:
-    """The stem of the postings files this process appends to in the call `run`: one set of
-    files per process, not per chunk. A new file's first write costs the file system a block
-    reservation (~0.5 ms of CPU on the machines we measure on, against ~0.05 ms to append to
-    one): at 100,000 notes the workers made ~8,500 bucket files, one per bucket per chunk."""
+def process_stem(kind: str, run: str) -> str:
+    """The stem of the files this process appends its chunks' rows and postings to in the call
+    `run`: one set of files per process, not per chunk. At 100,000 notes the workers made
+    ~12,000 files (7 tables and 15 postings buckets a chunk), each created, opened by the load
+    and removed; a new file's first write alone cost ~0.5 ms of CPU on the machines we
+    measure on, against ~0.05 ms to append to one."""
     return f"{kind}-{run}-{os.getpid()}"
 
 
@@ -212,8 +216,9 @@ class _Worker:
         notes = [self.note(job, rows, postings, embedded, folders) for job in jobs]
         out = Path(self.context.out_dir)
         stem = f"chunk-{index:06d}"
-        staged = rows.write(out, stem)
-        written = postings.write(out, postings_stem("chunk", self.context.run))
+        shared = process_stem("chunk", self.context.run)
+        staged = rows.write(out, shared)
+        written = postings.write(out, shared)
         embed = self.context.embed
         vectors = embed(out / f"{stem}.vectors.parquet", embedded) if embed and embedded else None
         return Chunk(tuple(notes), staged, written, vectors)

@@ -161,6 +161,9 @@ class Preparation(NamedTuple):
     next_number: int
     spill_dir: Path
     """Where DuckDB may spill during the load: inside the run's staging folder."""
+    largest: Mapping[str, int] = {}
+    """{table: the bytes of its largest staged object}: what DuckDB's JSON reader must hold
+    at once (a file holds many: a worker appends each chunk's)."""
 
 
 class Outcomes(NamedTuple):
@@ -256,8 +259,9 @@ def to_redo(
 
 def merged(prep: Preparation, more: Preparation) -> Preparation:
     """`prep` with `more`'s results added (and preferred for a note both hold)."""
+    tables = {*prep.staged, *more.staged}
     staged = {
-        t: [*prep.staged.get(t, []), *more.staged.get(t, [])] for t in {*prep.staged, *more.staged}
+        t: list(dict.fromkeys([*prep.staged.get(t, []), *more.staged.get(t, [])])) for t in tables
     }
     return Preparation(
         {**prep.by_path, **more.by_path},
@@ -266,26 +270,30 @@ def merged(prep: Preparation, more: Preparation) -> Preparation:
         [*prep.vectors, *more.vectors],
         more.next_number,
         prep.spill_dir,
+        {t: max(prep.largest.get(t, 0), more.largest.get(t, 0)) for t in tables},
     )
 
 
 def collect(chunks: Sequence[Chunk], next_number: int, spill_dir: Path) -> Preparation:
     """The workers' chunks as one preparation."""
     by_path: dict[str, Prepared] = {}
-    staged: dict[str, list[Path]] = {}
+    staged: dict[str, dict[Path, None]] = {}
+    largest: dict[str, int] = {}
     postings: list[Path] = []
     vectors: list[Path] = []
     for chunk in chunks:
         for prepared in chunk.notes:
             by_path[prepared.path] = prepared
-        for table, path in chunk.staged.items():
-            staged.setdefault(table, []).append(path)
+        for table, (path, size) in chunk.staged.items():
+            staged.setdefault(table, {})[path] = None
+            largest[table] = max(largest.get(table, 0), size)
         postings.extend(chunk.postings)
         if chunk.vectors is not None:
             vectors.append(chunk.vectors)
-    # a worker's chunks share its postings files: each file once, or its rows load twice
+    # a worker's chunks share its files: each file once, or its rows load twice
     postings = list(dict.fromkeys(postings))
-    return Preparation(by_path, staged, postings, vectors, next_number, spill_dir)
+    files = {table: list(paths) for table, paths in staged.items()}
+    return Preparation(by_path, files, postings, vectors, next_number, spill_dir, largest)
 
 
 def outcomes(changes: ChangeSet[Fingerprint], prep: Preparation, survey: Survey) -> Outcomes:

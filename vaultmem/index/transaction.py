@@ -84,7 +84,7 @@ def transaction(
             writes.number_notes(
                 con, [(p.number, ident.ids[path]) for path, p in out.parsed.items()]
             )
-            writes.load_staged(con, prep.staged)
+            writes.load_staged(con, prep.staged, prep.largest)
             steady = frozenset() if create else steady_targets(write, was.outlines)
             check_subpaths(con, out, ident, known_subpaths(out, was.subpaths, steady))
             if not create:

@@ -243,7 +243,7 @@ class _Context(NamedTuple):
     bucket_postings: bool = False
     """Write the postings by term bucket, as a large build does (`parallel.Context`)."""
     run: str = ""
-    """This cut's token in the names of the postings files (`parallel.postings_stem`)."""
+    """This cut's token in the names of the postings files (`parallel.process_stem`)."""
 
 
 class _Cut(NamedTuple):
@@ -433,7 +433,7 @@ def _cut_chunk(index: int, notes: Sequence[NoteSource], context: _Context) -> _C
     """A chunk's notes cut into search documents, as a parse worker cuts them: the documents'
     lengths and line keys, postings TSV and (semantic recall) vectors, in files."""
     from vaultmem.core.documents import documents_of, without_boilerplate
-    from vaultmem.index.parallel import PostingsWriter, postings_stem
+    from vaultmem.index.parallel import PostingsWriter, process_stem
 
     columns: dict[str, list[object]] = {
         "number": [],
@@ -473,7 +473,7 @@ def _cut_chunk(index: int, notes: Sequence[NoteSource], context: _Context) -> _C
     documents_path = out / f"{stem}.documents.json"
     with open(documents_path, "w", encoding="utf-8", newline="\n") as handle:
         handle.write(json.dumps(columns))
-    written = postings.write(out, postings_stem(context.stem, context.run))
+    written = postings.write(out, process_stem(context.stem, context.run))
     embed = context.embed
     vectors = embed(out / f"{stem}.vectors.parquet", embedded) if embed and embedded else None
     return _Cut(len(notes), documents_path, written, vectors)

@@ -284,21 +284,26 @@ def number_notes(con: Connection, numbers: Sequence[tuple[int, str]]) -> None:
     )
 
 
-def load_staged(con: Connection, files: Mapping[str, Sequence[Path]]) -> None:
+def load_staged(
+    con: Connection, files: Mapping[str, Sequence[Path]], largest: Mapping[str, int] | None = None
+) -> None:
     """Load the staged files table by table, numbers joined to ids.
 
-    Each file holds one JSON object of column lists (`storage.rows.StagedRows.write`): read as
-    one row of lists, then unnested, the lists zipped position by position. Notes load first:
-    a link's `target_id` is the id of the note at its target path, so the links' load joins
-    `notes` once every note, new or kept, is there.
+    Each file holds JSON objects of column lists (`storage.rows.StagedRows.write`), one per
+    chunk: each read as one row of lists, then unnested, the lists zipped position by
+    position. `largest`: each table's largest object in bytes (else the largest file's size
+    stands for it). Notes load first: a link's `target_id` is the id of the note at its
+    target path, so the links' load joins `notes` once every note, new or kept, is there.
     """
     con.execute("SET enable_progress_bar = false")
     for table in STAGED_TABLES:
         paths = [str(p) for p in files.get(table, ())]
         if not paths:
             continue
-        # DuckDB reads a JSON object whole: its buffer must hold the largest file
-        size = max(max(os.path.getsize(p) for p in paths) + 1, _JSON_OBJECT_BYTES)
+        # DuckDB reads a JSON object whole: its buffer must hold the largest one
+        known = None if largest is None else largest.get(table)
+        biggest = known if known is not None else max(os.path.getsize(p) for p in paths)
+        size = max(biggest + 1, _JSON_OBJECT_BYTES)
         columns = COLUMNS[table]
         staged = STAGED_COLUMNS[table]
         key = NOTE_KEY[table]

@@ -3,10 +3,11 @@
 Pure formatting, no DuckDB: the parse workers call it, and they never import the database.
 A note's rows are *staged* before ids exist (ids are assigned once every note's claim is
 known): each row names its note by the note's *number* in the run instead of its id. A chunk
-of notes is written as one JSON file per table (`StagedRows.write`): one object mapping each
-column name to the list of its values, so a chunk costs one `json.dumps` per table rather than
-one per row (half the formatting time); `storage.index_writes.load_staged` bulk-loads every
-file with DuckDB's JSON reader, unnests the lists and swaps numbers for ids with one join. JSON
+of notes is written as one JSON object per table (`StagedRows.write`), mapping each column
+name to the list of its values, so a chunk costs one `json.dumps` per table rather than one
+per row (half the formatting time); a process appends its chunks' objects to one file per
+table. `storage.index_writes.load_staged` bulk-loads every file with DuckDB's JSON reader,
+unnests the lists and swaps numbers for ids with one join. JSON
 escapes every character, so no text a note holds (tabs, newlines, quotes) can break a row.
 
 Two columns are left for the load to fill: `links.target_id` (a join on the target's path,
@@ -167,17 +168,21 @@ class StagedRows:
                 if ord_ not in ords
             ]
 
-    def write(self, folder: Path, stem: str) -> dict[str, Path]:
-        """Write one file per table that has rows, `{column: [values]}`: {table: file}."""
-        out: dict[str, Path] = {}
+    def write(self, folder: Path, stem: str) -> dict[str, tuple[Path, int]]:
+        """Append one object per table that has rows, `{column: [values]}`, to
+        `<stem>.<table>.json` (created on first use): {table: (file, the object's bytes)}.
+        A worker appends every chunk of a run to the same files (`parallel.process_stem`);
+        DuckDB reads the objects one after the other, and its buffer must hold the largest."""
+        out: dict[str, tuple[Path, int]] = {}
         for table, rows in self.rows.items():
             if rows:
                 path = folder / f"{stem}.{table}.json"
                 names = [name for name, _ in STAGED_COLUMNS[table]]
                 columns = zip(*rows, strict=True)
-                with open(path, "w", encoding="utf-8", newline="\n") as handle:
-                    handle.write(json.dumps(dict(zip(names, columns, strict=True))))
-                out[table] = path
+                text = json.dumps(dict(zip(names, columns, strict=True)))  # ASCII: a char a byte
+                with open(path, "a", encoding="utf-8", newline="\n") as handle:
+                    handle.write(text)
+                out[table] = (path, len(text))
         return out
 
 
