@@ -82,11 +82,6 @@ BUCKET_POSTINGS_NOTES = 20_000
 """The same line for an upgrade of the search tables, which counts notes, not bytes: 48 MB is
 ~23,000 notes of the generated vaults."""
 
-ROWS_FILE_CHUNKS = 8
-"""Chunks a worker appends to one set of staged-row files before it starts the next: at
-100,000 notes ~70 files a table, which DuckDB's JSON reader loads on every core, where one
-file per worker left the documents' load on one (`process_stem`)."""
-
 CHUNK_BYTES = 400_000
 """Markdown per task: big enough to amortise a task's overhead, small enough to bound memory."""
 
@@ -212,7 +207,6 @@ class _Worker:
         self.config = context.config
         self.resolver = resolver if resolver is not None else LinkResolver(context.files)
         self.patterns = compile_patterns(self.config.secret_patterns)
-        self.chunks_done = 0
 
     def chunk(self, index: int, jobs: Sequence[Job]) -> Chunk:
         rows = StagedRows()
@@ -223,10 +217,7 @@ class _Worker:
         out = Path(self.context.out_dir)
         stem = f"chunk-{index:06d}"
         shared = process_stem("chunk", self.context.run)
-        # DuckDB loads a table's JSON files side by side, not one file's objects: a new set of
-        # row files every ROWS_FILE_CHUNKS chunks keeps both cores on the load
-        staged = rows.write(out, f"{shared}-{self.chunks_done // ROWS_FILE_CHUNKS}")
-        self.chunks_done += 1
+        staged = rows.write(out, shared)
         written = postings.write(out, shared)
         embed = self.context.embed
         vectors = embed(out / f"{stem}.vectors.parquet", embedded) if embed and embedded else None
