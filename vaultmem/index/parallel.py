@@ -455,8 +455,8 @@ def prepare_all(
 
         # Workers may fail to start (e.g. `__main__` is stdin, which forkserver cannot
         # re-import) or die: every chunk is then prepared here, slower but the same. Not
-        # only the chunks left: a worker's postings files are shared by its chunks, and one
-        # that died mid-write left part of a chunk in them.
+        # only the chunks left: a worker's files are shared by its chunks, and one that died
+        # mid-write left part of a chunk in them.
         try:
             _prepare_in_pool(chunks, context, workers, record)
         except BrokenProcessPool:
