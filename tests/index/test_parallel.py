@@ -101,9 +101,9 @@ def test_the_pool_and_the_calling_process_stage_the_same_rows(
 def test_a_pool_that_breaks_after_some_chunks_leaves_no_row_twice(
     vault: Config, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A worker's chunks append to its postings files, so chunks it finished are in them
-    whether or not the pool reported them before it broke: every chunk is prepared again in
-    this process, and the build equals one from nothing."""
+    """A worker's chunks append to its files (staged rows and postings), so chunks it
+    finished are in them whether or not the pool reported them before it broke: every chunk is
+    prepared again in this process, and the build equals one from nothing."""
     from concurrent.futures.process import BrokenProcessPool
 
     body = "Some words about storage, latency and [[Other]] notes. " * 40
