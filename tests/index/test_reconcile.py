@@ -284,13 +284,13 @@ def test_a_save_that_keeps_its_links_reads_no_other_notes_headings(
     from vaultmem.storage import index_writes
 
     read: list[list[str]] = []
-    real = index_writes.headings_by_path
+    real = index_writes.outlines_by_path
 
     def recorded(con: Any, paths: Any) -> Any:
         read.append(list(paths))
         return real(con, paths)
 
-    monkeypatch.setattr(index_writes, "headings_by_path", recorded)
+    monkeypatch.setattr(index_writes, "outlines_by_path", recorded)
     root = vault.root
     write(root, "B.md", "## Sec\n\ntext ^blk\n")
     write(root, "C.md", "## Other\n")

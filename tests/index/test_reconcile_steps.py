@@ -10,13 +10,14 @@ from pathlib import Path
 import duckdb
 
 from vaultmem.core.config import Config
-from vaultmem.core.models import Block, Heading, Problem, Resolution
+from vaultmem.core.models import Heading, Problem, Resolution
 from vaultmem.files.scan import Fingerprint
 from vaultmem.index import reconcile, survey, transaction
 from vaultmem.index import steps as rc
 from vaultmem.index.parallel import Chunk, Prepared
 from vaultmem.index.plan import ChangeSet, IndexedNotes, assign_ids, plan_changes
 from vaultmem.note.links import LinkResolver, SubpathIndex
+from vaultmem.storage.index_writes import StoredOutline
 from vaultmem.storage.last_survey import LastSurvey
 from vaultmem.vault import Vault
 
@@ -233,8 +234,8 @@ def test_an_outdated_state_warns_and_a_damaged_one_waits_for_its_move() -> None:
 
 def test_subpath_updates_check_each_link_against_its_target_headings() -> None:
     by_target = {"T.md": [("id-s", 0, "#Intro"), ("id-s", 1, "#^blk"), ("id-s", 2, "#Nope")]}
-    headings = {"T.md": ([Heading(1, "Intro", 1, "Intro")], [Block("blk", 3)])}
-    assert transaction.subpath_updates(["T.md", "Gone.md"], by_target, headings) == [
+    outlines = {"T.md": StoredOutline(["intro"], [1], ["blk"])}
+    assert transaction.subpath_updates(["T.md", "Gone.md"], by_target, outlines) == [
         ("id-s", 0, True),
         ("id-s", 1, True),
         ("id-s", 2, False),

@@ -25,6 +25,7 @@ from vaultmem.note.links import (
     resolve_link,
     subpath_matches,
 )
+from vaultmem.note.markdown import heading_anchor
 
 VAULT = [
     "Duplicate.md",
@@ -319,6 +320,34 @@ BLOCKS = [Block(id="Ref-1", line=2), Block(id="abc", line=4)]
 )
 def test_subpath_matches(subpath: str, found: bool) -> None:
     assert subpath_matches(subpath, HEADINGS, BLOCKS) is found
+    # the same outline as the index stores it: anchors and levels in line order, block ids
+    ordered = sorted(HEADINGS, key=lambda h: h.line)
+    stored = SubpathIndex.of_anchors(
+        [heading_anchor(h.text) for h in ordered], [h.level for h in ordered], ["Ref-1", "abc"]
+    )
+    assert stored.matches(subpath) is found
+
+
+_HEADING_TEXT = st.text(
+    st.sampled_from("aAzZéÉ\u0301\u0130ßΣς İ&:#.\t\n-_/[]?!日本"), max_size=12
+) | st.text(max_size=12)
+
+
+@given(text=_HEADING_TEXT, asked=_HEADING_TEXT, level=st.integers(1, 6))
+@example(text="Cafe\u0301", asked="CAFÉ", level=1)
+@example(text="İstanbul", asked="i̇stanbul", level=2)
+@example(text="ΣΑΣ", asked="σας", level=1)
+def test_a_stored_anchor_matches_as_the_heading_text_does(
+    text: str, asked: str, level: int
+) -> None:
+    """A build checks subpaths against the stored anchors (`heading_anchor`), an edit's
+    preview against parsed headings: both give the same answer for any text."""
+    parsed = SubpathIndex([Heading(level, text, 1, "")], [])
+    stored = SubpathIndex.of_anchors([heading_anchor(text)], [level], [])
+    for subpath in (f"#{asked}", f"#{text}", f"#{text}#{asked}", f"#{asked}#{text}"):
+        assert stored.matches(subpath) is parsed.matches(subpath)
+    if "#" not in text and not text.startswith("^"):  # else a path of parts, or a block
+        assert stored.matches(f"#{text}")
 
 
 def test_heading_key() -> None:

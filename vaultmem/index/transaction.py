@@ -32,7 +32,7 @@ from vaultmem.index.steps import (
 if TYPE_CHECKING:
     from vaultmem.core.models import Block, Heading, Resolution
     from vaultmem.note.links import LinkResolver, SubpathIndex
-    from vaultmem.storage.index_writes import StoredLink
+    from vaultmem.storage.index_writes import StoredLink, StoredOutline
     from vaultmem.storage.store import Connection
 
 HEADINGS_BATCH = 20_000
@@ -182,8 +182,8 @@ def check_subpaths(
     # (1.4 against 0.36 s of CPU for the 92,000 subpath links of 100,000 notes).
     for start in range(0, len(targets), HEADINGS_BATCH):
         batch = targets[start : start + HEADINGS_BATCH]
-        headings = writes.headings_by_path(con, batch)
-        writes.set_subpaths_found(con, subpath_updates(batch, by_target, headings))
+        outlines = writes.outlines_by_path(con, batch)
+        writes.set_subpaths_found(con, subpath_updates(batch, by_target, outlines))
 
 
 def known_subpaths(
@@ -211,17 +211,17 @@ def subpath_targets(out: Outcomes, ident: Identities) -> dict[str, list[tuple[st
 def subpath_updates(
     batch: Sequence[str],
     by_target: Mapping[str, list[tuple[str, int, str]]],
-    headings: Mapping[str, tuple[list[Heading], list[Block]]],
+    outlines: Mapping[str, StoredOutline],
 ) -> list[tuple[str, int, bool | None]]:
     """(source id, ord, found) for each subpath link into `batch`'s targets that the index
-    holds (`headings`: `index_writes.headings_by_path`'s answer)."""
+    holds (`outlines`: `index_writes.outlines_by_path`'s answer)."""
     from vaultmem.note.links import SubpathIndex
 
     return [
         (source, ord_, index.matches(subpath))
         for target in batch
-        if (found := headings.get(target)) is not None
-        for index in (SubpathIndex(*found),)
+        if (found := outlines.get(target)) is not None
+        for index in (SubpathIndex.of_anchors(*found),)
         for source, ord_, subpath in by_target[target]
     ]
 
@@ -272,7 +272,8 @@ def reresolve(
         {r.path for row, r in resolved if row[3] and r.path and r.subpath_found is None}
     )
     indexes = {
-        path: SubpathIndex(*found) for path, found in writes.headings_by_path(con, wanted).items()
+        path: SubpathIndex.of_anchors(*found)
+        for path, found in writes.outlines_by_path(con, wanted).items()
     }
     writes.update_links(con, link_updates(resolved, indexes, ident.ids))
 

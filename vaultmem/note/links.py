@@ -378,20 +378,39 @@ def _heading_key(text: str) -> str:
 class SubpathIndex:
     """One note's headings and blocks, arranged so each subpath is checked without a scan.
 
-    `#^id` is a set lookup; `#H1#H2` looks each part up among the headings of that key in line
-    order. Checking every link by scanning every heading made a note of 20,000 `[[#hN]]` links
-    over 20,000 `## hN` headings quadratic (255 s). Build one per target note, then ask it.
+    `#^id` is a set lookup, and so is a one-part `#H` (the usual subpath); `#H1#H2` looks each
+    part up among the headings of that key in line order. Checking every link by scanning every
+    heading made a note of 20,000 `[[#hN]]` links over 20,000 `## hN` headings quadratic
+    (255 s). Build one per target note, then ask it.
     """
 
-    __slots__ = ("_blocks", "_by_key")
+    __slots__ = ("_blocks", "_by_key", "_key_set", "_keys", "_levels")
 
     def __init__(self, headings: Sequence[Heading], blocks: Sequence[Block]) -> None:
-        self._blocks = frozenset(block.id.lower() for block in blocks)
-        self._by_key: dict[str, list[tuple[int, int]]] = {}
         ordered = sorted(headings, key=lambda heading: heading.line)
-        for position, heading in enumerate(ordered):
-            key = _heading_key(heading.text)
-            self._by_key.setdefault(key, []).append((position, heading.level))
+        self._keys = [_heading_key(heading.text) for heading in ordered]
+        self._levels = [heading.level for heading in ordered]
+        self._key_set = frozenset(self._keys)
+        self._blocks = frozenset(block.id.lower() for block in blocks)
+        self._by_key: dict[str, list[tuple[int, int]]] | None = None
+
+    @classmethod
+    def of_anchors(
+        cls, anchors: Sequence[str], levels: Sequence[int], block_ids: Iterable[str]
+    ) -> SubpathIndex:
+        """The index of a stored outline (`index_writes.StoredOutline`): its headings'
+        anchors and levels in line order, its block ids as written.
+
+        A stored anchor is `markdown.heading_anchor(text)`: the same punctuation and white
+        space rules as `_heading_key`, lower-cased, so folding it gives the key without the
+        regexes, which were most of a build's subpath check."""
+        index = cls.__new__(cls)
+        index._keys = list(anchors) if "".join(anchors).isascii() else list(map(_fold, anchors))
+        index._levels = list(levels)
+        index._key_set = frozenset(index._keys)
+        index._blocks = frozenset(block_id.lower() for block_id in block_ids)
+        index._by_key = None
+        return index
 
     def matches(self, subpath: str) -> bool:
         """Whether a subpath (`#H1#H2`, `#^id`, with its leading `#`) exists in the note.
@@ -405,17 +424,26 @@ class SubpathIndex:
         if body.startswith("^"):
             wanted = body[1:].lower()
             return bool(wanted) and wanted in self._blocks
+        keys = [key for key in map(_heading_key, body.split("#")) if key]
+        if len(keys) <= 1:  # any heading of the key: every level is deeper than none
+            return not keys or keys[0] in self._key_set
         position, level = -1, 0
-        for key in (_heading_key(part) for part in body.split("#")):
-            if not key:
-                continue
-            candidates = self._by_key.get(key, ())
+        for key in keys:
+            candidates = self._keys_by_line().get(key, ())
             at = bisect_right(candidates, (position, sys.maxsize))
             found = next(((p, lv) for p, lv in candidates[at:] if lv > level), None)
             if found is None:
                 return False
             position, level = found
         return True
+
+    def _keys_by_line(self) -> dict[str, list[tuple[int, int]]]:
+        """Each heading key's (position, level) pairs in line order, made on the first ask."""
+        if self._by_key is None:
+            self._by_key = {}
+            for position, (key, level) in enumerate(zip(self._keys, self._levels, strict=True)):
+                self._by_key.setdefault(key, []).append((position, level))
+        return self._by_key
 
 
 def subpath_matches(subpath: str, headings: Sequence[Heading], blocks: Sequence[Block]) -> bool:
