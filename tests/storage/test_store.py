@@ -10,6 +10,7 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pytest
@@ -191,6 +192,50 @@ def test_a_scan_once_runs_under_its_cap_and_gives_the_limit_back(tmp_path: Path)
         with pytest.raises(duckdb.Error), store.scanning_once(con):
             con.execute("SELECT k FROM no_such_table")
         assert limit() == "512.0 MiB"
+    finally:
+        con.close()
+
+
+def _probe_side(con: duckdb.DuckDBPyConnection, sql: str, params: list[object]) -> str:
+    """What the plan's hash join probes with (its first child): the JSON file or the table."""
+    plan = json.loads(con.execute(f"EXPLAIN (FORMAT json) {sql}", params).fetchall()[0][1])
+
+    def join(node: dict[str, Any]) -> dict[str, Any] | None:
+        if node["name"] == "HASH_JOIN":
+            return node
+        return next(filter(None, map(join, node["children"])), None)
+
+    found = next(filter(None, map(join, plan)))
+    return "json" if "READ_JSON" in json.dumps(found["children"][0]) else "table"
+
+
+def test_a_large_staged_load_is_probed_by_its_files(tmp_path: Path) -> None:
+    """DuckDB estimates a JSON file at a few rows and builds its hash join on it, probing with
+    the number table (one row group: one thread for the whole insert); inside
+    `build_side_as_written` the files probe. The setting is given back after, and after a
+    statement that failed."""
+    staged = tmp_path / "rows.json"
+    staged.write_text(json.dumps({"n": list(range(50_000)), "v": ["x"] * 50_000}))
+    con = store.connect(tmp_path / "t.duckdb", read_only=False)
+    try:
+        con.execute("CREATE TABLE numbers AS SELECT range AS number FROM range(100000)")
+        sql = (
+            "SELECT s.v FROM (SELECT unnest(n) AS n, unnest(v) AS v FROM read_json($1, "
+            "format='unstructured', columns={'n': 'INTEGER[]', 'v': 'VARCHAR[]'})) s "
+            "JOIN numbers m ON m.number = s.n"
+        )
+        assert _probe_side(con, sql, [str(staged)]) == "table"  # why the wrapper exists
+        con.execute("SET disabled_optimizers = 'top_n'")  # one the caller had set
+        with store.build_side_as_written(con):
+            assert _probe_side(con, sql, [str(staged)]) == "json"
+            assert con.execute(f"SELECT count(*) FROM ({sql})", [str(staged)]).fetchone() == (
+                50_000,
+            )
+        setting = "SELECT current_setting('disabled_optimizers')"
+        assert con.execute(setting).fetchone() == ("top_n",)
+        with pytest.raises(duckdb.Error), store.build_side_as_written(con):
+            con.execute("SELECT * FROM no_such_table")
+        assert con.execute(setting).fetchone() == ("top_n",)
     finally:
         con.close()
 

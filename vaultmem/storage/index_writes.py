@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Collection, Iterable, Mapping, Sequence
+from contextlib import nullcontext
 from datetime import datetime
 from operator import itemgetter
 from pathlib import Path
@@ -27,6 +28,7 @@ from vaultmem.storage.rows import COLUMNS, NOTE_KEY, NOTE_TABLES, STAGED_COLUMNS
 from vaultmem.storage.store import (
     Batch,
     Connection,
+    build_side_as_written,
     delete_where_in,
     load,
     new_batch,
@@ -321,15 +323,22 @@ def load_staged(
             for c, _ in columns
         )
         target = " LEFT JOIN notes t ON t.path = s.target_path" if table == "links" else ""
-        con.execute(
-            f"INSERT INTO {table} SELECT {select} FROM (SELECT {unnested} FROM read_json($1, "
-            f"format='unstructured', columns={spec}, maximum_object_size={size})) s "
-            f"JOIN note_numbers m ON m.number = s.{key}{target}",
-            [paths],
-        )
+        # A large load is probed by its files, as many threads as files (`build_side_as_written`);
+        # not the documents: their insert is one thread's work either way (one thread writing
+        # compressed rows, or the commit merging two threads' row groups: benchmarks/HISTORY.md).
+        parallel = table != "documents" and sum(map(os.path.getsize, paths)) > _PARALLEL_LOAD_BYTES
+        with build_side_as_written(con) if parallel else nullcontext():
+            con.execute(
+                f"INSERT INTO {table} SELECT {select} FROM (SELECT {unnested} FROM "
+                f"read_json($1, format='unstructured', columns={spec}, "
+                f"maximum_object_size={size})) s "
+                f"JOIN note_numbers m ON m.number = s.{key}{target}",
+                [paths],
+            )
 
 
 _JSON_OBJECT_BYTES = 16 * 1024 * 1024
+_PARALLEL_LOAD_BYTES = 1024 * 1024  # below, the plan hardly matters: an edit keeps its statements
 """DuckDB's default `maximum_object_size`, kept as the least buffer."""
 
 
