@@ -157,3 +157,21 @@ def test_boilerplate_weights_cut_in_a_pool_equal_those_cut_here(
     for table in ("postings", "terms", "search_stats", "boilerplate_lines", "documents"):
         assert dumps[0][table] == dumps[1][table], table
     assert dumps[0]["boilerplate_lines"], "the notes' footer is boilerplate"
+
+
+def test_staged_rows_probed_by_their_files_load_as_under_duckdbs_plan(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A large table's staged files are the join's probe side (`store.build_side_as_written`);
+    a small one keeps DuckDB's plan. Every table loaded either way gives the same rows, the
+    links' `target_id` (a LEFT JOIN to the notes) included."""
+    from vaultmem.storage import index_writes
+
+    more = {"Other.md": "# Other\n\n[[Topic 3#Links]] [[Nowhere]] [[Editing]]\n"}
+    monkeypatch.setattr(index_writes, "_PARALLEL_LOAD_BYTES", 0)  # every table probed so
+    vault = rebuilt(tmp_path / "vault", more)
+    probed = dump_index(vault.config.index_path)
+    monkeypatch.setattr(index_writes, "_PARALLEL_LOAD_BYTES", 2**62)  # none
+    vault.reconcile(rebuild=True)
+    assert probed == dump_index(vault.config.index_path)
+    assert any(row[-2] is not None for row in probed["links"])  # resolved links carry their id
