@@ -338,8 +338,11 @@ def load_staged(
 
 
 _JSON_OBJECT_BYTES = 16 * 1024 * 1024
-_PARALLEL_LOAD_BYTES = 1024 * 1024  # below, the plan hardly matters: an edit keeps its statements
 """DuckDB's default `maximum_object_size`, kept as the least buffer."""
+
+_PARALLEL_LOAD_BYTES = 1024 * 1024
+"""A table's staged files from this size on are the load's probe side; below it the plan hardly
+matters, and an edit's load keeps its few statements."""
 
 
 def _staged_type(sql_type: str) -> str:
