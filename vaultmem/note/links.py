@@ -388,11 +388,11 @@ class SubpathIndex:
 
     def __init__(self, headings: Sequence[Heading], blocks: Sequence[Block]) -> None:
         ordered = sorted(headings, key=lambda heading: heading.line)
-        self._keys = [_heading_key(heading.text) for heading in ordered]
-        self._levels = [heading.level for heading in ordered]
-        self._key_set = frozenset(self._keys)
-        self._blocks = frozenset(block.id.lower() for block in blocks)
-        self._by_key: dict[str, list[tuple[int, int]]] | None = None
+        self._fill(
+            [_heading_key(heading.text) for heading in ordered],
+            [heading.level for heading in ordered],
+            (block.id for block in blocks),
+        )
 
     @classmethod
     def of_anchors(
@@ -405,12 +405,17 @@ class SubpathIndex:
         space rules as `_heading_key`, lower-cased, so folding it gives the key without the
         regexes, which were most of a build's subpath check."""
         index = cls.__new__(cls)
-        index._keys = list(anchors) if "".join(anchors).isascii() else list(map(_fold, anchors))
-        index._levels = list(levels)
-        index._key_set = frozenset(index._keys)
-        index._blocks = frozenset(block_id.lower() for block_id in block_ids)
-        index._by_key = None
+        keys = list(anchors) if "".join(anchors).isascii() else list(map(_fold, anchors))
+        index._fill(keys, list(levels), block_ids)
         return index
+
+    def _fill(self, keys: list[str], levels: list[int], block_ids: Iterable[str]) -> None:
+        """Both constructors' state: heading keys and levels in line order, block ids."""
+        self._keys = keys
+        self._levels = levels
+        self._key_set = frozenset(keys)
+        self._blocks = frozenset(block_id.lower() for block_id in block_ids)
+        self._by_key: dict[str, list[tuple[int, int]]] | None = None
 
     def matches(self, subpath: str) -> bool:
         """Whether a subpath (`#H1#H2`, `#^id`, with its leading `#`) exists in the note.
