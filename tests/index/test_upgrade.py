@@ -194,6 +194,39 @@ def test_a_new_search_schema_is_seen_by_a_run_that_finds_nothing_changed(
         assert store.read_meta(con)["search_schema_version"] == newer
 
 
+def test_an_upgrade_carries_the_notes_state_to_the_new_file(
+    vault: Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The upgrade copies every note table as it is, so the state recorded for the old file
+    (notes, files, scan problems, journal) is the new file's too: it is recorded for the
+    upgraded file, and the reconcile that follows the upgrade reads no rows back to plan."""
+    from vaultmem.index import steps
+    from vaultmem.index.plan import IndexedNotes
+    from vaultmem.index.reconcile import READ_CODES, SCAN_CODES, recorded_state
+    from vaultmem.storage.index_writes import read_state
+    from vaultmem.storage.last_survey import index_token
+
+    (vault.root / "Broken.md").write_text("---\ntitle: [unclosed\n---\nBody.\n", "utf-8")
+    reconcile(vault)
+    assert reconcile(vault).warnings == ()  # the state is recorded for this file
+    newer = str(int(store.SCHEMA_VERSIONS["search_schema_version"]) + 1)
+    monkeypatch.setitem(store.SCHEMA_VERSIONS, "search_schema_version", newer)
+    monkeypatch.setattr(steps, "SEARCH_SCHEMA_VERSION", int(newer))
+    warnings: list[str] = []
+    assert upgrade.upgrade_search_tables(vault, index_versions(vault), warnings)
+    assert any("no note was read" in w for w in warnings)
+
+    carried = recorded_state(vault, index_token(vault.index_path))
+    assert carried is not None, "the upgraded file has no recorded state"
+    with store.reading(vault.index_path) as con:
+        rows = read_state(con, (*SCAN_CODES, *READ_CODES))
+    assert carried.notes.columns() == IndexedNotes(rows.notes).columns()
+    assert carried.files == rows.files
+    assert carried.scan_problems == frozenset(rows.scan_problems)
+    assert (carried.problem_count, carried.journal) == (rows.problem_count, rows.journal)
+    assert rows.problem_count >= 1  # the broken note's problem came along
+
+
 def test_a_search_language_change_remakes_the_search_tables(vault: Config) -> None:
     reconcile(vault)
     english = answers(vault)

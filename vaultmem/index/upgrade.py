@@ -43,6 +43,7 @@ if TYPE_CHECKING:  # reconcile imports this module on every run, a no-op include
     # the pool and the tokenizer load only when an index is read or upgraded
     from vaultmem.core.documents import SearchDocument
     from vaultmem.index.parallel import Embed
+    from vaultmem.storage.index_state import StateRecord
     from vaultmem.storage.search_upgrade import NoteSource
     from vaultmem.storage.store import Connection
 
@@ -138,6 +139,7 @@ def upgrade_search_tables(
                 return True  # another writer upgraded it, or it needs a build: reconcile sees
         finally:
             con.close()
+        notes_state = _recorded_notes_state(config.state_dir, index)
         forget_before_write(config.state_dir)
         tmp = store.rebuild_path(index)
         store.remove_index(tmp)
@@ -152,11 +154,39 @@ def upgrade_search_tables(
             return False
         index.with_name(index.name + ".wal").unlink(missing_ok=True)
         tmp.replace(index)
+        if notes_state is not None:
+            _carry_notes_state(config.state_dir, index, notes_state, wanted)
     warnings.append(
         "The index's search tables were made by another version or configuration; made them "
         "again from the index (no note was read)."
     )
     return True
+
+
+def _recorded_notes_state(state_dir: Path, index: Path) -> StateRecord | None:
+    """The state record of the index about to be upgraded, when it stands for that very file
+    (its versions are the old ones: that is why the upgrade runs)."""
+    from vaultmem.storage.index_state import read_state_record
+    from vaultmem.storage.last_survey import index_token
+
+    record = read_state_record(state_dir)
+    if record is None or record.token != index_token(index):
+        return None
+    return record
+
+
+def _carry_notes_state(
+    state_dir: Path, index: Path, record: StateRecord, wanted: Mapping[str, str]
+) -> None:
+    """Record the old index's notes state for the upgraded file. An upgrade copies every note
+    table as it is, so the notes, files, scan problems and journal the record holds are the new
+    file's too; only its identity and versions are new. Without it the reconcile that follows
+    the upgrade, and the next run after it, read the rows back from DuckDB (~0.4 s at 100,000
+    notes in a cold process)."""
+    from vaultmem.storage.index_state import write_state_record
+    from vaultmem.storage.last_survey import index_token
+
+    write_state_record(state_dir, record._replace(token=index_token(index), versions=dict(wanted)))
 
 
 def _build(
