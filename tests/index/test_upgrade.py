@@ -194,6 +194,66 @@ def test_a_new_search_schema_is_seen_by_a_run_that_finds_nothing_changed(
         assert store.read_meta(con)["search_schema_version"] == newer
 
 
+def english_vault(root: Path) -> Config:
+    """The fixture vault without its Chinese and Japanese notes: no text of an unspaced
+    script or Hangul anywhere (titles, aliases, tags, headings, sections)."""
+    config = make_vault(root)
+    for name in ("Japanese.md", "Chinese.md"):
+        (root / name).unlink()
+    return config
+
+
+def drop_meta(config: Config, key: str) -> None:
+    con = duckdb.connect(str(config.index_path))
+    try:
+        con.execute("DELETE FROM meta WHERE key = ?", [key])
+    finally:
+        con.close()
+
+
+def test_a_segment_change_keeps_the_search_tables_of_a_vault_without_such_text(
+    tmp_path: Path,
+) -> None:
+    """Only the analysis of unspaced scripts and Hangul changed (here: an index from before
+    `segment_version` was recorded) and no note holds such text: no term can differ, so the
+    index file is updated in place (same inode: no new file was written) with every table
+    as it was, and its meta is current."""
+    vault = english_vault(tmp_path / "vault")
+    want, want_answers = fresh_build(vault)
+    drop_meta(vault, "segment_version")
+    inode = vault.index_path.stat().st_ino
+    report = reconcile(vault)
+    assert any("which no note holds" in w for w in report.warnings)
+    assert (report.added, report.changed, report.removed) == (0, 0, 0)
+    assert vault.index_path.stat().st_ino == inode
+    assert_same(dump_index(vault.index_path), want)
+    assert answers(vault) == want_answers
+    with store.reading(vault.index_path) as con:
+        assert store.read_meta(con)["segment_version"] == index_versions(vault)["segment_version"]
+    assert reconcile(vault).warnings == ()
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["# 中文\n\n同步笔记。\n", "# Sync\n\n## 同期\n\nBody.\n", "---\ntags: [노트]\n---\nBody.\n"],
+    ids=["han-section", "kana-heading", "hangul-tag"],
+)
+def test_a_segment_change_re_cuts_a_vault_that_holds_such_text(tmp_path: Path, text: str) -> None:
+    """One note with Han, kana or Hangul anywhere its documents come from is enough: the
+    search tables are made again (a new file), equal to a build from nothing."""
+    vault = english_vault(tmp_path / "vault")
+    (vault.root / "Mixed.md").write_text(text, encoding="utf-8")
+    want, want_answers = fresh_build(vault)
+    scramble_search_tables(vault)
+    drop_meta(vault, "segment_version")
+    inode = vault.index_path.stat().st_ino
+    report = reconcile(vault)
+    assert any("no note was read" in w for w in report.warnings)
+    assert vault.index_path.stat().st_ino != inode
+    assert_same(dump_index(vault.index_path), want)
+    assert answers(vault) == want_answers
+
+
 def test_an_upgrade_carries_the_notes_state_to_the_new_file(
     vault: Config, monkeypatch: pytest.MonkeyPatch
 ) -> None:

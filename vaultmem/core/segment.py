@@ -18,6 +18,10 @@ languages, so a snippet marks whole words (`**设备**`, not `**在多****个设
 
 Korean (Hangul) is spaced: its words stay words (`tokenizer`), and a word of three or more
 syllables also gives its syllable bigrams, so `노트를` (note + object particle) meets `노트`.
+
+A change to what this module gives (a stop word, a segmenter's mode) bumps `SEGMENT_VERSION`
+(`core/models.py`), not `TOKENIZER_VERSION`: indexes of vaults holding no such text then keep
+their search tables (`index.upgrade.segment_only`).
 """
 
 from __future__ import annotations

@@ -35,7 +35,9 @@ words) CPython does 4-7 MB/s cold and 9-17 MB/s warm on one shared core, so 20 M
 ~2-4 s. Importing the module costs ~2 ms: the word pattern with the mark table (~10 ms to build)
 is compiled on the first text holding a combining mark.
 `TOKENIZER_VERSION` (kept in `core/models.py`) must be bumped whenever any output changes: the index
-records it and rebuilds on mismatch. Output also depends on the Unicode database of the running
+records it and rebuilds on mismatch; a change confined to text of `SEGMENTED_CHARS` (the unspaced
+scripts and Hangul) bumps `SEGMENT_VERSION` instead, which leaves the search tables of a vault
+without such text as they are. Output also depends on the Unicode database of the running
 Python (`\\w`, NFKC).
 """
 
@@ -57,6 +59,7 @@ from vaultmem.core.models import TOKENIZER_VERSION
 __all__ = [
     "DEFAULT_LANGUAGE",
     "LANGUAGES",
+    "SEGMENTED_CHARS",
     "STOPWORDS",
     "TOKENIZER_VERSION",
     "analyzer",
@@ -133,6 +136,10 @@ _NOSPACE_GROUPS = (
     "\u1000-\u109f",  # Myanmar
 )
 _NOSPACE_CHARS = "".join(_NOSPACE_GROUPS)
+SEGMENTED_CHARS = _NOSPACE_CHARS + "\uac00-\ud7a3"
+"""The characters (a regex class's ranges, `-` always between two ends) whose words `segment`,
+the bigram rule or the Hangul rule analyse: text holding none of them has terms that
+SEGMENT_VERSION changes cannot move."""
 # Soft hyphen, ZWNJ, ZWJ: invisible, found inside words (Persian, hyphenated exports).
 _IGNORABLE = "\u00ad\u200c\u200d"
 # Internal separators, full-width forms included (NFKC maps them to ASCII afterwards).

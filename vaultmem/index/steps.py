@@ -21,7 +21,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from vaultmem.core.config import Config, rows_digest
-from vaultmem.core.models import LINE_KEY_VERSION, PARSER_VERSION, TOKENIZER_VERSION, Problem
+from vaultmem.core.models import (
+    LINE_KEY_VERSION,
+    PARSER_VERSION,
+    SEGMENT_VERSION,
+    TOKENIZER_VERSION,
+    Problem,
+)
 from vaultmem.core.version import __version__
 from vaultmem.files.scan import Fingerprint, notes_outside_mapping
 from vaultmem.index.plan import (
@@ -62,6 +68,7 @@ def index_versions(config: Config) -> dict[str, str]:
         "search_schema_version": str(SEARCH_SCHEMA_VERSION),
         "parser_version": str(PARSER_VERSION),
         "tokenizer_version": f"{TOKENIZER_VERSION}-{config.search_language}",
+        "segment_version": str(SEGMENT_VERSION),
         "line_key_version": str(LINE_KEY_VERSION),
         "vaultmem_version": __version__,
         "config_digest": rows_digest(config),

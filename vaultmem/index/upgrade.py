@@ -4,15 +4,19 @@ What a reconcile does with an index that another vaultmem (or configuration) bui
 what differs in `meta` (`what_changed`):
 
 - the search side only (`SEARCH_KEYS`: the tokenizer or stemmer version and `[search] language`
-  in `tokenizer_version`, semantic recall on or off in `embedding_model`, the search tables'
-  layout in `search_schema_version`, or vaultmem's own version): the index still holds every
-  note's rows, and the search documents are a function of rows it holds
+  in `tokenizer_version`, the analysis of unspaced scripts and Hangul in `segment_version`,
+  semantic recall on or off in `embedding_model`, the search tables' layout in
+  `search_schema_version`, or vaultmem's own version): the index still holds every note's
+  rows, and the search documents are a function of rows it holds
   (`core.documents.documents_of` of the title, aliases, tags, `lang` property and sections;
   `storage.search_upgrade`). `upgrade_search_tables` re-cuts them, with no Markdown read:
   `documents`, `termless_sections`, postings, terms, statistics, boilerplate and vectors.
   When `embedding_model` alone differs (`vectors_only`), nothing is re-cut: the search
   tables are copied, and the vectors left out (recall off) or embedded from the copied
-  `documents` (on);
+  `documents` (on). When `segment_version` alone differs and no note holds a character of
+  `tokenizer.SEGMENTED_CHARS` (`segment_only`), no term can differ: `meta` is updated in
+  place and every table stands, so a change to Chinese or Japanese segmentation costs a
+  vault written in English one scan of its text, not a re-cut;
 - anything else (`parser_version`, `schema_version`: the note model or the note tables;
   `config_digest`: mappings, exclusions, secret patterns): every note is parsed again, as
   before.
@@ -54,6 +58,7 @@ SEARCH_KEYS = frozenset(
     {
         "search_schema_version",
         "tokenizer_version",
+        "segment_version",
         "line_key_version",
         "embedding_model",
         "vaultmem_version",
@@ -137,10 +142,20 @@ def upgrade_search_tables(
         try:
             if not search_only(con, wanted):
                 return True  # another writer upgraded it, or it needs a build: reconcile sees
+            restamp = _nothing_to_cut(con, wanted)
         finally:
             con.close()
         notes_state = _recorded_notes_state(config.state_dir, index)
         forget_before_write(config.state_dir)
+        if restamp:
+            _restamp(index, wanted)
+            if notes_state is not None:
+                _carry_notes_state(config.state_dir, index, notes_state, wanted)
+            warnings.append(
+                "The index's search tables were made by another version of the analysis of "
+                "unspaced scripts and Hangul, which no note holds: they stand as they are."
+            )
+            return True
         tmp = store.rebuild_path(index)
         store.remove_index(tmp)
         try:
@@ -161,6 +176,37 @@ def upgrade_search_tables(
         "again from the index (no note was read)."
     )
     return True
+
+
+def segment_only(meta: Mapping[str, str], wanted: Mapping[str, str]) -> bool:
+    """Whether only the analysis of unspaced scripts and Hangul changed (`SEGMENT_VERSION`, or
+    an index from before it was recorded): the terms of every note without such text stand."""
+    return _differing(meta, wanted) == {"segment_version"}
+
+
+def _nothing_to_cut(con: Connection, wanted: Mapping[str, str]) -> bool:
+    """Whether the index open on `con` can keep its search tables as they are: only the
+    analysis of unspaced scripts and Hangul changed, and no note holds such text."""
+    from vaultmem.core.tokenizer import SEGMENTED_CHARS
+    from vaultmem.storage import search_upgrade, store
+
+    return segment_only(store.read_meta(con), wanted) and not search_upgrade.holds_any_character(
+        con, SEGMENTED_CHARS
+    )
+
+
+def _restamp(index: Path, wanted: Mapping[str, str]) -> None:
+    """Bring the index's `meta` up to these versions in place, every table left as it is."""
+    from vaultmem.storage import search_upgrade, store
+
+    con = store.connect(index, read_only=False)
+    try:
+        with store.transaction(con):
+            expected = {**wanted, **store.SCHEMA_VERSIONS}
+            stale = _differing(store.read_meta(con), wanted)
+            search_upgrade.set_meta(con, {key: expected[key] for key in stale})
+    finally:
+        con.close()
 
 
 def _recorded_notes_state(state_dir: Path, index: Path) -> StateRecord | None:

@@ -74,6 +74,32 @@ def old_boilerplate_lines(con: Connection) -> frozenset[int]:
     return frozenset(int(k) for (k,) in rows)
 
 
+def holds_any_character(con: Connection, ranges: str) -> bool:
+    """Whether any note's indexed text (a section's text or heading, a title, an alias, a tag
+    as written) holds a character of `ranges` (a regex class's contents: characters and
+    `a-z` ranges). Scans the text once when none does: at 100,000 generated notes, much less
+    than cutting every section again (docs/architecture.md)."""
+    pattern = "[" + "".join(c if c == "-" else f"\\x{{{ord(c):x}}}" for c in ranges) + "]"
+    texts = (
+        "SELECT text AS t FROM documents UNION ALL SELECT heading FROM documents "
+        "UNION ALL SELECT text FROM termless_sections UNION ALL SELECT heading FROM "
+        "termless_sections UNION ALL SELECT title FROM notes UNION ALL SELECT alias FROM aliases "
+        "UNION ALL SELECT written FROM tags"
+    )
+    row = con.execute(
+        f"SELECT EXISTS (SELECT 1 FROM ({texts}) WHERE regexp_matches(t, $1))", [pattern]
+    ).fetchone()
+    return bool(row and row[0])
+
+
+def set_meta(con: Connection, values: Mapping[str, str]) -> None:
+    """Set these `meta` keys (added when missing), in place: an upgrade that leaves every
+    search table as it is."""
+    for key, value in sorted(values.items()):
+        con.execute("DELETE FROM meta WHERE key = $1", [key])
+        con.execute("INSERT INTO meta VALUES ($1, $2)", [key, value])
+
+
 def old_meta(con: Connection) -> dict[str, str]:
     return {k: v for k, v in con.execute(f"SELECT key, value FROM {_OLD}.meta").fetchall()}
 
