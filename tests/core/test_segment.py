@@ -26,6 +26,17 @@ def test_chinese_bigrams_stay_within_words_around_function_words() -> None:
     assert "在多" not in terms and "何在" not in terms
 
 
+def test_chinese_locative_particles_weigh_nothing() -> None:
+    # "on the phone", "in the folder": 上 and 里 alone give no term and no bigram across them
+    terms = tokenize("安卓手机上怎么打开电脑上的仓库")
+    assert terms == ["安卓", "卓手", "手机", "打开", "开电", "电脑", "仓库"]
+    assert {"机上", "脑上", "上的"}.isdisjoint(terms)
+    assert "夹里" not in tokenize("只在某个文件夹里搜索") and "搜索" in tokenize("文件夹里搜索")
+    # inside a word they are the word's characters: 上传 (upload), 内部 (internal)
+    assert tokenize("上传文件") == ["上传", "传文", "文件"]
+    assert "内部" in tokenize("内部链接")
+
+
 def test_japanese_keeps_every_bigram() -> None:
     # leaving out Japanese function words lost on the held-out half: the terms stay bigrams
     assert tokenize("ノートを同期する方法") == [
@@ -97,7 +108,7 @@ def test_korean_particles_meet_the_bare_word() -> None:
 
 _CJK = st.text(
     alphabet=st.sampled_from(
-        list("属性同步笔记设备之间怎么如何使用的是在和吗方法东京のをにはするノート")
+        list("属性同步笔记设备之间怎么如何使用的是在和吗方法东京のをにはするノート手机上文件夹里")
     ),
     min_size=1,
     max_size=12,

@@ -200,7 +200,7 @@ TOKENIZER_VERSION = 3
 """Bump whenever `search.tokenizer`'s output changes (it re-exports this): the index records it
 and rebuilds on a mismatch. Kept here so that a no-op reconcile need not import the tokenizer."""
 
-SEGMENT_VERSION = 1
+SEGMENT_VERSION = 2
 """Bump instead of TOKENIZER_VERSION when a change alters only the terms of text in a script
 written without spaces (Han, kana, Thai, Lao, Khmer, Myanmar) or in Hangul: `core.segment`'s
 words and stop words, the bigram and Hangul rules of `core.tokenizer`. An index none of whose

@@ -37,9 +37,13 @@ Span = tuple[int, int, str]
 _ZH = """
     怎么 怎样 怎么办 如何 为什么 什么 哪些 哪个 哪里 哪 吗 呢 吧 啊 的 了 地 得
     在 和 与 是 我 我的 你 能 能不能 可以 可不可以 需要 要 有没有 一下 这个 那个 把 给 方法 办法
+    里 上 下 中 内 外
 """
 ZH_STOPWORDS = frozenset(_ZH.split())
-"""Chinese question and function words (words rjieba isolates in how people ask)."""
+"""Chinese question and function words (words rjieba isolates in how people ask), and the
+locative particles rjieba leaves as words of their own (`手机|上`, `文件夹|里`): "on the phone"
+and "in the folder" name the phone and the folder, and a bigram across the particle (`机上`,
+`夹里`) matches text about something else."""
 
 _JA = """
     の使い方 使い方 方法 やり方 仕方 には するには する した して ですか ますか でしょうか 何 なに
