@@ -28,7 +28,8 @@ vectors, hybrid), and applies the rule's quality half (docs/search.md; latency i
 
 `--sweep` ranks again with other weights of the title document and the whole note;
 `--proximity` with other weights and windows of term proximity (`search/proximity.py`; weight 0
-is plain BM25), each row against FTS5; `--title` with a title-share boost, per half.
+is plain BM25), each row against FTS5; `--title` with other weights of the named-title boost
+(weight 0: none), per half.
 
 Usage: `python -m benchmarks.bench_retrieval [--quick] [--json] [--set NAME ...] [--kinds]
 [--misses] [--sweep] [--proximity] [--no-boilerplate] [--modes] [--language LANG]`.
@@ -167,22 +168,23 @@ def proximity_rank(
         proximity.WEIGHT, proximity.WINDOW = saved
 
 
-TITLE_SWEEP = [(w, p) for p in (1.0, 2.0) for w in (0.3, 0.8)]
-"""(title weight, power) pairs tried by `--title` (`search/proximity.py`, `TITLE_WEIGHT`)."""
+TITLE_SWEEP = [0.0, 0.03, 0.05, 0.075, 0.1, 0.125, 0.15]
+"""Weights of the named-title boost tried by `--title` (`search/proximity.py`, `TITLE_WEIGHT`;
+0: none)."""
 
 
 def title_rank(
-    root: Path, questions: Sequence[Question], setting: tuple[float, float], k: int = 10
+    root: Path, questions: Sequence[Question], weight: float, k: int = 10
 ) -> list[list[str]]:
-    """`Vault.search` with a title-share boost (`proximity.TITLE_WEIGHT`, `TITLE_POWER`)."""
+    """`Vault.search` with another weight of the named-title boost (`proximity.TITLE_WEIGHT`)."""
     from vaultmem.search import proximity
 
-    saved = proximity.TITLE_WEIGHT, proximity.TITLE_POWER
-    proximity.TITLE_WEIGHT, proximity.TITLE_POWER = setting
+    saved = proximity.TITLE_WEIGHT
+    proximity.TITLE_WEIGHT = weight
     try:
         return vaultmem_rank(root, questions, k)
     finally:
-        proximity.TITLE_WEIGHT, proximity.TITLE_POWER = saved
+        proximity.TITLE_WEIGHT = saved
 
 
 def mode_metrics(name: str, questions: Sequence[Question]) -> dict[str, Any]:
@@ -240,11 +242,11 @@ def run_set(
             for w, n in (PROXIMITY_SWEEP if do_proximity else ())
         }
     )
-    for setting in TITLE_SWEEP if do_title else ():  # held-out halves: choose on tune only
-        ranks = title_rank(root, questions, setting)
+    for weight in TITLE_SWEEP if do_title else ():  # held-out halves: choose on tune only
+        ranks = title_rank(root, questions, weight)
         for half, idx in (split or {"all": list(range(len(questions)))}).items():
             sub = [questions[i] for i in idx]
-            label = f"title {setting[0]}, power {setting[1]}, {half}"
+            label = f"title named {weight}, {half}"
             sweep[label] = metrics([ranks[i] for i in idx], sub)
     stability = {}
     if name in VARIANTS:  # how far the change moved each engine's rankings
@@ -325,7 +327,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--proximity", action="store_true", help="also rank with other proximity weights"
     )
     parser.add_argument(
-        "--title", action="store_true", help="also rank with a title-share boost, per half"
+        "--title",
+        action="store_true",
+        help="also rank with other weights of the named-title boost, per half",
     )
     parser.add_argument(
         "--no-boilerplate",

@@ -104,13 +104,67 @@ def test_proximity_off_is_plain_bm25_order(twins: Vault, monkeypatch: pytest.Mon
     assert hits[0].score == pytest.approx(hits[1].score, rel=1e-9)
 
 
-def test_candidates_are_the_notes_a_boost_can_lift_into_the_limit() -> None:
-    w = proximity.WEIGHT
-    scores = [10.0, 9.0, 8.0, 8.0 / (1 + w), 8.0 / (1 + w) - 0.01, 1.0]
+def test_candidates_are_the_notes_a_boost_can_lift_into_the_limit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    most = proximity.boost(1.0, 1.0)  # every pair near, and the title named
+    assert most == 1 + proximity.WEIGHT + proximity.TITLE_WEIGHT
+    scores = [10.0, 9.0, 8.0, 8.0 / most, 8.0 / most - 0.01, 1.0]
     words = ["sort", "set"]
     assert proximity.candidates(scores, 3, words) == 4  # the 4th reaches 8.0 at most
     assert proximity.candidates(scores, 10, words) == len(scores)
     assert proximity.candidates(scores, 5, words) == 5
     assert proximity.candidates([5.0] * 30, 2, words) == proximity.POOL  # never past the pool
-    assert proximity.candidates([5.0] * 30, 2, ["sort"]) == 2  # no pair, no boost
     assert proximity.candidates([], 3, words) == 0
+    # One word has no pair, but its note's title can still be named.
+    assert proximity.candidates(scores, 3, ["sort"]) == 4
+    monkeypatch.setattr(proximity, "TITLE_WEIGHT", 0.0)
+    assert proximity.candidates([5.0] * 30, 2, ["sort"]) == 2  # nothing can boost it
+
+
+def test_title_named_needs_every_word_of_the_title() -> None:
+    words = ["use", "properti"]
+    assert proximity.title_named(["properti"], words) == 1.0
+    assert proximity.title_named(["properti", "properti"], words) == 1.0
+    assert proximity.title_named(["formula", "properti"], words) == 0.0  # a part is not enough
+    assert proximity.title_named([], words) == 0.0  # a title of stop words names nothing
+
+
+NAMED = {
+    # BM25 puts Formulas first for "properties" (its title and body say it more often); the
+    # question names the other note's whole title.
+    "Properties.md": "# Properties\n\nProperties hold structured data about a note: text, dates "
+    "and numbers.\n",
+    "Formulas.md": "# Formula properties\n\nA formula reads the properties of each note and "
+    "computes a value from those properties.\n",
+    "属性.md": "# 属性\n\n属性保存笔记的结构化数据。\n",
+    "公式.md": "# 公式属性\n\n公式读取每篇笔记的属性，并根据这些属性计算一个值。\n",
+}
+
+
+@pytest.fixture
+def named(tmp_path: Path) -> Vault:
+    root = tmp_path / "vault"
+    root.mkdir()
+    vault = Vault.init(root)
+    for rel, text in NAMED.items():
+        (root / rel).write_text(text, encoding="utf-8")
+    vault.reconcile()
+    return vault
+
+
+def test_the_note_the_question_names_ranks_first(
+    named: Vault, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hits = named.search("how do I use properties")
+    assert [h.path for h in hits[:2]] == ["Properties.md", "Formulas.md"]
+    first, second = hits[:2]
+    assert (first.score_parts["title_named"], second.score_parts["title_named"]) == (1.0, 0.0)
+    parts = first.score_parts
+    boost = 1 + proximity.WEIGHT * parts["proximity"] + proximity.TITLE_WEIGHT
+    assert first.score == pytest.approx((parts["section"] + parts["whole"]) * boost, rel=1e-5)
+    # a Chinese title is cut as the query is: 属性 is a word of 怎么使用属性, 公式属性 is not
+    named_zh = {h.path: h.score_parts["title_named"] for h in named.search("怎么使用属性")}
+    assert (named_zh["属性.md"], named_zh["公式.md"]) == (1.0, 0.0)
+    monkeypatch.setattr(proximity, "TITLE_WEIGHT", 0.0)
+    assert named.search("how do I use properties")[0].path == "Formulas.md"

@@ -17,7 +17,10 @@ first `SNIPPET_SCAN_CHARS` of its text, the part the snippet tokenizes anyway), 
 best notes by BM25. A fixed pool keeps `--limit 1` the first note of `--limit 10`; notes below
 the pool keep BM25's order. A query of one word has no pair: its ranking is plain BM25.
 WEIGHT and WINDOW were measured with `python -m benchmarks.bench_retrieval --proximity`
-(docs/search.md).
+(docs/search.md). A note of the pool whose whole title is among the query's words gains
+TITLE_WEIGHT more (`title_named`), a one-word query too:
+
+    score'(note)    = score(note) · (1 + WEIGHT · proximity(note) + TITLE_WEIGHT · named(note))
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 POOL = 10
@@ -76,30 +79,26 @@ def proximity(
     return found / total
 
 
-TITLE_WEIGHT = 0.0
-"""How much a note whose title holds every word of the query raises its score, scaled by the
-weighted share of the query's words its title holds (`title_share`). Off: the best weight on
-the tuning halves (0.8, power 2) lost r@5 on two test halves (docs/search.md); `python -m
-benchmarks.bench_retrieval --title` measures it again."""
+TITLE_WEIGHT = 0.075
+"""How much a note whose whole title is among the query's words raises its score (by 7.5 %):
+the note named for the question (*快捷键* for "如何自定义快捷键", *Formulas* for "remove duplicate
+values from a list in a base formula") over a longer note that repeats the question's words.
+Chosen on the tuning halves (no set lost from 0.03 to 0.1; example-vault lost r@1 at 0.125)
+and checked on the test halves: `python -m benchmarks.bench_retrieval --title`,
+docs/search.md."""
 
 
-TITLE_POWER = 2.0
-"""The title share is raised to this power: a title that holds a part of the query (a project
-named in "who leads Borealis") gains little, one that names the whole question gains most."""
+def boost(share: float, named: float) -> float:
+    """A note's factor from its proximity share and whether the query names its title (0..1)."""
+    return 1 + WEIGHT * share + TITLE_WEIGHT * named
 
 
-def boost(share: float, title: float) -> float:
-    """A note's factor from its proximity share and its title share (both 0..1)."""
-    return 1 + WEIGHT * share + TITLE_WEIGHT * float(title**TITLE_POWER)
-
-
-def title_share(title_terms: Sequence[str], weights: Mapping[str, float]) -> float:
-    """The weighted share of the query's words (`weights`: count × idf) its title holds (0..1)."""
-    total = sum(weights.values())
-    if total <= 0 or not title_terms:
-        return 0.0
+def title_named(title_terms: Sequence[str], words: Iterable[str]) -> float:
+    """1.0 when every term of the title is one of the query's `words`, else 0.0. Whole titles
+    only: a share of the title (or of the query held by the title, a boost measured before)
+    lifts the notes that merely share a common word with the question."""
     held = set(title_terms)
-    return sum(w for t, w in weights.items() if t in held) / total
+    return 1.0 if held and held.issubset(words) else 0.0
 
 
 def candidates(scores: Sequence[float], limit: int, words: Sequence[str]) -> int:
@@ -119,7 +118,7 @@ def candidates(scores: Sequence[float], limit: int, words: Sequence[str]) -> int
 def rerank(
     scores: Sequence[float], shares: Sequence[float], titles: Sequence[float] | None = None
 ) -> list[int]:
-    """Positions of the notes (BM25 order, best first) by score · `boost`(share, title share),
+    """Positions of the notes (BM25 order, best first) by score · `boost`(share, title named),
     best first; equal scores keep BM25's order."""
     titles = titles if titles is not None else [0.0] * len(scores)
     boosted = [s * boost(p, t) for s, p, t in zip(scores, shares, titles, strict=True)]

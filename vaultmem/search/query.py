@@ -350,10 +350,14 @@ def search(
         for section in shown
     ]
     titles = [0.0] * len(ranked)
-    if proximity.TITLE_WEIGHT:
-        tokenize = analyzer(language).tokenize
+    if proximity.TITLE_WEIGHT:  # a title is cut as the query's words are (`section_cjk`)
         titles = [
-            proximity.title_share(tokenize(note.note[2]), weights) if i < proximity.POOL else 0.0
+            proximity.title_named(
+                analyzer(language, section_cjk(note.note[2], japanese)).tokenize(note.note[2]),
+                weights,
+            )
+            if i < proximity.POOL
+            else 0.0
             for i, note in enumerate(ranked)
         ]
     order = proximity.rerank([note.score for note in ranked], shares, titles)
@@ -584,7 +588,7 @@ def _hit(
     share: float,
     wanted: set[str],
     language: str,
-    title_share: float = 0.0,
+    title_named: float = 0.0,
 ) -> SearchHit:
     _, path, title, scope, scope_id = note.note
     return SearchHit(
@@ -595,7 +599,7 @@ def _hit(
         scope_id=scope_id,
         heading=shown.heading,
         line=shown.line,
-        score=round(note.score * proximity.boost(share, title_share), 6),
+        score=round(note.score * proximity.boost(share, title_named), 6),
         snippet=snippet(
             shown.text, wanted, language=language, head=shown.head, japanese=shown.cjk == "ja"
         ),
@@ -605,7 +609,7 @@ def _hit(
             "title": round(note.title, 6),
             "whole": round(note.whole, 6),
             "proximity": round(share, 6),
-            "title_share": round(title_share, 6),
+            "title_named": title_named,
         },
     )
 
