@@ -324,6 +324,13 @@ def render_scale(r: dict[str, Any]) -> str:
             f"batch(es) (largest {w['burst_largest_batch']} paths), largest process "
             f"{w['burst_peak_mb']:.0f} MB"
         )
+    u = r.get("upgrade")
+    if u and u.get("segment_s") is not None:
+        lines.append(
+            f"  upgrades: tokenizer-only {u['upgrade_s']:.1f} s = {u['x_full']:.2f}x the build; "
+            f"segmentation-only (no note holds such text) {u['segment_s']:.2f} s = "
+            f"{u['segment_x_full']:.3f}x"
+        )
     if r.get("upgrade") is None and r["notes"] in TARGETS and r["notes"] >= 100_000:
         lines.append(
             "  tokenizer-only upgrade: not measured here (benchmarks/bench_upgrade.py, "

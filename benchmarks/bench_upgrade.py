@@ -5,7 +5,9 @@
 On a copy of the vault (the generated N-note vault unless `--vault`): `vaultmem rebuild`
 (the full build), then the index's `meta.tokenizer_version` is set to an older value, as a
 vaultmem with a new TOKENIZER_VERSION finds it, and `vaultmem reconcile` runs the upgrade: the
-search tables made again from the index, no note read (docs/architecture.md). Target at
+search tables made again from the index, no note read (docs/architecture.md). Then the same
+for `meta.segment_version` (a new SEGMENT_VERSION): a vault holding no text of an unspaced
+script or Hangul keeps its search tables, and only `meta` changes. Target at
 100,000 notes: the upgrade within 0.3x the full build. `measure_upgrade(vault_dir)` is the
 entry `make bench-100k` reads; its keys are listed in `KEYS`.
 """
@@ -35,6 +37,8 @@ KEYS = (
     "full_s",
     "upgrade_s",
     "upgrade_x_full",
+    "segment_s",
+    "segment_x_full",
     "target_x",
     "full_peak_mb",
     "upgrade_peak_mb",
@@ -50,8 +54,9 @@ def _cli(vault: Path, command: str) -> Any:
     )
 
 
-def _age_tokenizer(vault: Path) -> int:
-    """Make the index look built by an older tokenizer; return its note count."""
+def _age(vault: Path, key: str = "tokenizer_version") -> int:
+    """Make the index look built by an older version of `key` in `meta` (the tokenizer's;
+    `segment_version`: the analysis of unspaced scripts and Hangul); return its note count."""
     import duckdb
 
     from vaultmem.core.config import load_config
@@ -59,7 +64,7 @@ def _age_tokenizer(vault: Path) -> int:
     index = load_config(vault).index_path
     con = duckdb.connect(str(index))
     try:
-        con.execute("UPDATE meta SET value = 'old' WHERE key = 'tokenizer_version'")
+        con.execute("UPDATE meta SET value = 'old' WHERE key = $1", [key])
         row = con.execute("SELECT count(*) FROM notes").fetchone()
     finally:
         con.close()
@@ -77,8 +82,10 @@ def measure_upgrade(vault_dir: Path | str) -> dict[str, Any]:
         os.environ["VAULTMEM_STATE_DIR"] = str(Path(tmp) / "state")
         try:
             full = _cli(vault, "rebuild")
-            notes = _age_tokenizer(vault)
+            notes = _age(vault)
             upgraded = _cli(vault, "reconcile")
+            _age(vault, "segment_version")
+            segment = _cli(vault, "reconcile")
         finally:
             if saved is None:
                 os.environ.pop("VAULTMEM_STATE_DIR", None)
@@ -89,6 +96,9 @@ def measure_upgrade(vault_dir: Path | str) -> dict[str, Any]:
         "full_s": full.seconds,
         "upgrade_s": upgraded.seconds,
         "upgrade_x_full": upgraded.seconds / full.seconds,
+        # a segmentation-only change: meta alone when no note holds such text (docs/schema.md)
+        "segment_s": segment.seconds,
+        "segment_x_full": segment.seconds / full.seconds,
         "target_x": TARGET_X,
         "full_peak_mb": full.largest_peak_mb,
         "upgrade_peak_mb": upgraded.largest_peak_mb,
@@ -103,12 +113,16 @@ def scale_row(vault: Path, full_s: float) -> dict[str, Any]:
     """The upgrade on a vault `make bench-100k` has just built (its full build took `full_s`
     in the same run): the index aged as above, then one cold `vaultmem reconcile`, which
     leaves the index current again for whatever the report measures next."""
-    _age_tokenizer(vault)
+    _age(vault)
     upgraded = _cli(vault, "reconcile")
+    _age(vault, "segment_version")
+    segment = _cli(vault, "reconcile")
     return {
         "upgrade_s": upgraded.seconds,
         "x_full": upgraded.seconds / full_s,
         "peak_mb": upgraded.largest_peak_mb,
+        "segment_s": segment.seconds,
+        "segment_x_full": segment.seconds / full_s,
     }
 
 
@@ -119,7 +133,8 @@ def render(r: dict[str, Any]) -> str:
         f"({r['full_peak_mb']:.0f} MB), tokenizer-only upgrade {r['upgrade_s']:.2f} s "
         f"({r['upgrade_peak_mb']:.0f} MB) = {r['upgrade_x_full']:.2f}x the build "
         f"(target <= {r['target_x']}x: {verdict}); CPU of every process {r['full_cpu_s']:.1f} "
-        f"and {r['upgrade_cpu_s']:.1f} s = {r['upgrade_cpu_x_full']:.2f}x"
+        f"and {r['upgrade_cpu_s']:.1f} s = {r['upgrade_cpu_x_full']:.2f}x; a "
+        f"segmentation-only upgrade {r['segment_s']:.2f} s = {r['segment_x_full']:.3f}x"
     )
 
 

@@ -64,6 +64,12 @@ def test_the_report_prints_each_target_and_names_what_was_not_measured() -> None
     assert "watch: save -> searchable, p95" in missing and "not measured" in missing
     assert "bench_upgrade.py" in missing
     assert len([line for line in missing.splitlines() if "target <=" in line]) == 8
+    both = render_scale(
+        _result(
+            upgrade={"upgrade_s": 30.0, "x_full": 0.37, "segment_s": 3.3, "segment_x_full": 0.04}
+        )
+    )
+    assert "segmentation-only (no note holds such text) 3.30 s = 0.040x" in both
 
 
 def test_a_command_is_timed_to_its_end_not_to_the_next_poll() -> None:
