@@ -150,8 +150,12 @@ def _reconcile(
     run = Run(config, parse, lock_timeout_s, started, datetime.now(UTC).replace(tzinfo=None))
     warned = state.prepare(config, writing=True)  # an index left in the vault moves out
     paths = None if paths is None else list(paths)
+    looked = _look(run, rebuild, paths, tuple(warned))
+    if isinstance(looked, ReconcileReport):
+        return looked  # nothing changed since the last run: the index stays closed
+    token, walked = looked
     try:
-        return _run(run, rebuild, paths, tuple(warned))
+        return _run(run, rebuild, paths, tuple(warned), token, walked)
     except upgrade.StaleSearchTables:  # the notes' rows stand: no Markdown is read again
         kept = upgrade.upgrade_search_tables(
             config,
@@ -160,7 +164,13 @@ def _reconcile(
             progress=_in_phase(progress, "search"),
             lock_timeout_s=lock_timeout_s,
         )
-        return _run(run, not kept, paths, tuple(warned))
+        if not kept:  # built again from the vault: a build's own walk
+            looked = _look(run, True, paths, tuple(warned))
+            assert not isinstance(looked, ReconcileReport)  # a build is never steady
+            token, walked = looked
+        else:  # the vault was not touched: the walk stands, the index is a new file
+            token = index_token(config.index_path)
+        return _run(run, not kept, paths, tuple(warned), token, walked)
 
 
 def _in_phase(progress: PhaseProgress | None, phase: str) -> Progress | None:
@@ -172,23 +182,37 @@ def _in_phase(progress: PhaseProgress | None, phase: str) -> Progress | None:
 # -- the runner ---------------------------------------------------------------------------------
 
 
-def _run(
+def _look(
     run: Run, rebuild: bool, paths: list[str] | None, warnings: tuple[str, ...]
-) -> ReconcileReport:
-    """The steps in order. `warnings`: what the run has to warn of so far (it only grows)."""
+) -> ReconcileReport | tuple[IndexToken, Survey | None]:
+    """The index's identity, then the walk (none in paths mode, where the conflicts of the
+    paths are united instead): the report of a run the last survey settles, else both."""
     config = run.config
     # The index's identity before the walk: a writer that commits between the walk and
-    # the state read below then shows under the lock, as one that commits later does.
+    # the state read then shows under the lock, as one that commits later does.
     token = index_token(config.index_path)
-    walked = None
-    if paths is None:
-        walked = walk(config, rebuild)
-        if _unite_conflicts(config, walked, None):
-            walked = walk(config, rebuild)  # the united topics and the trashed copies
-        if not rebuild and (steady := _steady(run, walked, warnings)) is not None:
-            return steady  # nothing changed since the last run: the index stays closed
-    else:
+    if paths is not None:
         paths += _unite_conflicts(config, None, paths)
+        return token, None
+    walked = walk(config, rebuild)
+    if _unite_conflicts(config, walked, None):
+        walked = walk(config, rebuild)  # the united topics and the trashed copies
+    if not rebuild and (steady := _steady(run, walked, warnings)) is not None:
+        return steady
+    return token, walked
+
+
+def _run(
+    run: Run,
+    rebuild: bool,
+    paths: list[str] | None,
+    warnings: tuple[str, ...],
+    token: IndexToken,
+    walked: Survey | None,
+) -> ReconcileReport:
+    """The steps after the walk (`_look`), in order. `warnings`: what the run has to warn of
+    so far (it only grows)."""
+    config = run.config
     state: State | None = None
     if walked is not None and not rebuild and not config.semantic:
         small = _write_small(run, walked, token, warnings)
