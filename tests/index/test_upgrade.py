@@ -233,23 +233,95 @@ def test_a_segment_change_keeps_the_search_tables_of_a_vault_without_such_text(
     assert reconcile(vault).warnings == ()
 
 
+def note_rows(config: Config, path: str) -> dict[str, list[tuple[Any, ...]]]:
+    """One note's search rows (documents, termless sections, postings), sorted."""
+    con = duckdb.connect(str(config.index_path), read_only=True)
+    try:
+        (note_id, key) = con.execute(
+            "SELECT id, note_key FROM notes WHERE path = ?", [path]
+        ).fetchone() or (None, None)
+        queries = {
+            "documents": ("SELECT * FROM documents WHERE note_id = ?", note_id),
+            "termless_sections": ("SELECT * FROM termless_sections WHERE note_id = ?", note_id),
+            "postings": ("SELECT * FROM postings WHERE note_key = ?", key),
+        }
+        return {
+            table: sorted(con.execute(sql, [value]).fetchall(), key=repr)
+            for table, (sql, value) in queries.items()
+        }
+    finally:
+        con.close()
+
+
+def scramble_note(config: Config, path: str) -> None:
+    """What an older analysis might have left in one note's rows: other terms and lengths."""
+    con = duckdb.connect(str(config.index_path))
+    try:
+        (note_id, key) = con.execute(
+            "SELECT id, note_key FROM notes WHERE path = ?", [path]
+        ).fetchone() or (None, None)
+        con.execute(
+            "UPDATE postings SET term = term || '_old', tf = tf + 1 WHERE note_key = ?", [key]
+        )
+        con.execute("UPDATE documents SET length = length + 3 WHERE note_id = ?", [note_id])
+    finally:
+        con.close()
+
+
 @pytest.mark.parametrize(
     "text",
     ["# 中文\n\n同步笔记。\n", "# Sync\n\n## 同期\n\nBody.\n", "---\ntags: [노트]\n---\nBody.\n"],
     ids=["han-section", "kana-heading", "hangul-tag"],
 )
-def test_a_segment_change_re_cuts_a_vault_that_holds_such_text(tmp_path: Path, text: str) -> None:
-    """One note with Han, kana or Hangul anywhere its documents come from is enough: the
-    search tables are made again (a new file), equal to a build from nothing."""
+def test_a_segment_change_re_cuts_only_the_notes_that_hold_such_text(
+    tmp_path: Path, text: str
+) -> None:
+    """A note with Han, kana or Hangul anywhere its documents come from (a section, a
+    heading, a tag) is cut again, into a new file, and its rows are a build's; a note without
+    any keeps the rows it had (here left scrambled, to show nothing cut it again), and the
+    progress counts the one note cut."""
     vault = english_vault(tmp_path / "vault")
     (vault.root / "Mixed.md").write_text(text, encoding="utf-8")
+    reconcile(vault, rebuild=True)
+    want_mixed, want_running = note_rows(vault, "Mixed.md"), note_rows(vault, "Running.md")
+    scramble_note(vault, "Mixed.md")
+    scramble_note(vault, "Running.md")
+    scrambled_running = note_rows(vault, "Running.md")
+    assert scrambled_running != want_running
+    drop_meta(vault, "segment_version")
+    inode = vault.index_path.stat().st_ino
+    phases: list[tuple[str, int, int]] = []
+    report = reconcile(vault, progress=lambda *p: phases.append(p))
+    assert any("no note was read" in w for w in report.warnings)
+    assert vault.index_path.stat().st_ino != inode
+    assert note_rows(vault, "Mixed.md") == want_mixed
+    assert note_rows(vault, "Running.md") == scrambled_running
+    assert [p for p in phases if p[0] == "search"][-1] == ("search", 1, 1)
+
+
+def test_a_scoped_upgrade_equals_a_build_from_nothing(vault: Config) -> None:
+    """The fixture vault (Chinese and Japanese notes among English ones): after a
+    segmentation-only upgrade every table and every answer is a build's."""
+    want, want_answers = fresh_build(vault)
+    drop_meta(vault, "segment_version")
+    report = reconcile(vault)
+    assert any("no note was read" in w for w in report.warnings)
+    assert_same(dump_index(vault.index_path), want)
+    assert answers(vault) == want_answers
+
+
+def test_a_segment_change_cuts_every_note_when_most_hold_such_text(
+    vault: Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past `SCOPED_SHARE` every note is cut again, as a tokenizer change does (here the
+    share is set to 0, so the two notes with Han are too many): every scrambled row is
+    made again."""
+    monkeypatch.setattr(upgrade, "SCOPED_SHARE", 0.0)
     want, want_answers = fresh_build(vault)
     scramble_search_tables(vault)
     drop_meta(vault, "segment_version")
-    inode = vault.index_path.stat().st_ino
     report = reconcile(vault)
     assert any("no note was read" in w for w in report.warnings)
-    assert vault.index_path.stat().st_ino != inode
     assert_same(dump_index(vault.index_path), want)
     assert answers(vault) == want_answers
 

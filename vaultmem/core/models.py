@@ -203,9 +203,9 @@ and rebuilds on a mismatch. Kept here so that a no-op reconcile need not import 
 SEGMENT_VERSION = 2
 """Bump instead of TOKENIZER_VERSION when a change alters only the terms of text in a script
 written without spaces (Han, kana, Thai, Lao, Khmer, Myanmar) or in Hangul: `core.segment`'s
-words and stop words, the bigram and Hangul rules of `core.tokenizer`. An index none of whose
-notes holds such a character (`core.tokenizer.SEGMENTED_CHARS`) then keeps its search tables
-as they are, and only its `meta` is brought up to date (`index.upgrade`)."""
+words and stop words, the bigram and Hangul rules of `core.tokenizer`. The next reconcile then
+cuts again only the notes holding such a character (`core.tokenizer.SEGMENTED_CHARS`): none,
+and only the index's `meta` is brought up to date (`index.upgrade`)."""
 
 LINE_KEY_VERSION = 1
 """Bump whenever `core.documents.section_line_keys`' output changes (the boilerplate keys of a

@@ -20,8 +20,8 @@ Korean (Hangul) is spaced: its words stay words (`tokenizer`), and a word of thr
 syllables also gives its syllable bigrams, so `노트를` (note + object particle) meets `노트`.
 
 A change to what this module gives (a stop word, a segmenter's mode) bumps `SEGMENT_VERSION`
-(`core/models.py`), not `TOKENIZER_VERSION`: indexes of vaults holding no such text then keep
-their search tables (`index.upgrade.segment_only`).
+(`core/models.py`), not `TOKENIZER_VERSION`: the next reconcile then cuts again only the notes
+holding such text (`index.upgrade.segment_only`), and none in a vault without any.
 """
 
 from __future__ import annotations

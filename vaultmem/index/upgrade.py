@@ -13,10 +13,11 @@ what differs in `meta` (`what_changed`):
   `documents`, `termless_sections`, postings, terms, statistics, boilerplate and vectors.
   When `embedding_model` alone differs (`vectors_only`), nothing is re-cut: the search
   tables are copied, and the vectors left out (recall off) or embedded from the copied
-  `documents` (on). When `segment_version` alone differs and no note holds a character of
-  `tokenizer.SEGMENTED_CHARS` (`segment_only`), no term can differ: `meta` is updated in
-  place and every table stands, so a change to Chinese or Japanese segmentation costs a
-  vault written in English one scan of its text, not a re-cut;
+  `documents` (on). When `segment_version` alone differs (`segment_only`), only the notes
+  holding a character of `tokenizer.SEGMENTED_CHARS` can have other terms: none does, and
+  `meta` is updated in place with every table left as it is (a change to Chinese or Japanese
+  segmentation costs a vault written in English one scan of its text, not a re-cut); a few
+  do, and only they are cut again (`_remake_scoped`), every other note's rows copied;
 - anything else (`parser_version`, `schema_version`: the note model or the note tables;
   `config_digest`: mappings, exclusions, secret patterns): every note is parsed again, as
   before.
@@ -259,11 +260,63 @@ def _build(
                     _embed_all(con, total, staging, progress)
                 elif progress:
                     progress(total, total)
-            else:
+            elif not (
+                segment_only(old_meta, wanted)
+                and _remake_scoped(con, config, total, staging, progress)
+            ):
                 _remake(con, config, old_meta, wanted, total, staging, progress)
         search_upgrade.detach_old(con)
     finally:
         con.close()
+
+
+SCOPED_SHARE = 0.5
+"""A segmentation-only upgrade cuts again just the notes holding text of an unspaced script or
+Hangul while they are at most this share of the vault; past it, copying the others' rows costs
+about what cutting them does, and every note is cut."""
+
+
+def _remake_scoped(
+    con: Connection, config: Config, total: int, staging: Path, progress: Progress | None
+) -> bool:
+    """Only the analysis of unspaced scripts and Hangul changed (`segment_only`): copy every
+    search table, then cut again only the notes whose text holds such a character
+    (`tokenizer.SEGMENTED_CHARS`), as `_remake` cuts every note. No other note's terms can
+    differ, so the result is what cutting every note gives. False, with the search tables
+    left empty, when those notes are too many for it to pay (`SCOPED_SHARE`) or their new
+    cut moves the boilerplate lines (which re-weights other notes' postings): the caller
+    then cuts every note."""
+    from vaultmem.core.tokenizer import SEGMENTED_CHARS
+    from vaultmem.storage import search_rows, search_upgrade
+
+    scoped = search_upgrade.scope_notes(con, SEGMENTED_CHARS)
+    if scoped > total * SCOPED_SHARE:
+        return False
+    search_upgrade.copy_search_tables(con, vectors=True)
+    search_upgrade.drop_scoped_rows(con)
+    lines = search_upgrade.old_boilerplate_lines(con)
+
+    def sources() -> Iterator[NoteSource]:  # the line keys stand: only segment_version moved
+        return search_upgrade.note_sources(con, stored_keys=True, scoped=True)
+
+    cut = _cut_all(sources, scoped, config, staging, progress, lines)
+    search_upgrade.load_documents(con, cut.documents, scoped=True)
+    counted = search_rows.count_boilerplate_lines(con)
+    if frozenset(int(k) for k, _ in counted) != lines:
+        search_upgrade.clear_search_tables(con)
+        return False
+    search_rows.build_postings(
+        con,
+        cut.postings,
+        max_line_bytes=config.max_note_bytes + 64,
+        language=config.search_language,
+        scored=counted,
+    )
+    if config.semantic:
+        from vaultmem.storage import vector_queries
+
+        vector_queries.load_staged_vectors(con, cut.vectors)
+    return True
 
 
 def _remake(

@@ -74,22 +74,64 @@ def old_boilerplate_lines(con: Connection) -> frozenset[int]:
     return frozenset(int(k) for (k,) in rows)
 
 
+def _indexed_texts(schema: str = "") -> str:
+    """Every text of a note that its search documents are made of, with the note's id, from
+    the tables of `schema` (the attached old index: `old_index.`; default: the connection's)."""
+    return (
+        f"SELECT note_id, text AS t FROM {schema}documents UNION ALL SELECT note_id, heading "
+        f"FROM {schema}documents UNION ALL SELECT note_id, text FROM {schema}termless_sections "
+        f"UNION ALL SELECT note_id, heading FROM {schema}termless_sections UNION ALL SELECT id, "
+        f"title FROM {schema}notes UNION ALL SELECT note_id, alias FROM {schema}aliases "
+        f"UNION ALL SELECT note_id, written FROM {schema}tags"
+    )
+
+
+def _character_class(ranges: str) -> str:
+    """A regex class (RE2, DuckDB's dialect) of `ranges`: characters and `a-z` ranges."""
+    return "[" + "".join(c if c == "-" else f"\\x{{{ord(c):x}}}" for c in ranges) + "]"
+
+
 def holds_any_character(con: Connection, ranges: str) -> bool:
     """Whether any note's indexed text (a section's text or heading, a title, an alias, a tag
     as written) holds a character of `ranges` (a regex class's contents: characters and
-    `a-z` ranges). Scans the text once when none does: at 100,000 generated notes, much less
-    than cutting every section again (docs/architecture.md)."""
-    pattern = "[" + "".join(c if c == "-" else f"\\x{{{ord(c):x}}}" for c in ranges) + "]"
-    texts = (
-        "SELECT text AS t FROM documents UNION ALL SELECT heading FROM documents "
-        "UNION ALL SELECT text FROM termless_sections UNION ALL SELECT heading FROM "
-        "termless_sections UNION ALL SELECT title FROM notes UNION ALL SELECT alias FROM aliases "
-        "UNION ALL SELECT written FROM tags"
-    )
+    `a-z` ranges). Scans the text once when none does: at 100,000 generated notes 0.56 s, much
+    less than cutting every section again (docs/architecture.md)."""
     row = con.execute(
-        f"SELECT EXISTS (SELECT 1 FROM ({texts}) WHERE regexp_matches(t, $1))", [pattern]
+        f"SELECT EXISTS (SELECT 1 FROM ({_indexed_texts()}) WHERE regexp_matches(t, $1))",
+        [_character_class(ranges)],
     ).fetchone()
     return bool(row and row[0])
+
+
+def scope_notes(con: Connection, ranges: str) -> int:
+    """Keep the notes of the old index whose indexed text holds a character of `ranges` in
+    the temp table `scoped_notes` (note_id): the notes a scoped upgrade cuts again
+    (`note_sources`, `drop_scoped_rows`, `load_documents` with `scoped`). Returns how many."""
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE scoped_notes AS SELECT DISTINCT note_id "
+        f"FROM ({_indexed_texts(_OLD + '.')}) WHERE regexp_matches(t, $1)",
+        [_character_class(ranges)],
+    )
+    row = con.execute("SELECT count(*) FROM scoped_notes").fetchone()
+    return int(row[0]) if row else 0
+
+
+def clear_search_tables(con: Connection) -> None:
+    """Empty every table an upgrade makes again: a scoped upgrade that cannot finish hands the
+    new file to a whole one as a fresh copy would."""
+    for table in REMADE_TABLES:
+        con.execute(f"DELETE FROM {table}")
+
+
+def drop_scoped_rows(con: Connection) -> None:
+    """Delete the search rows of the notes in `scoped_notes` from the copied tables (their
+    documents, termless sections, postings and vectors): what their new cut replaces."""
+    for table in ("documents", "termless_sections", "vectors"):
+        con.execute(f"DELETE FROM {table} WHERE note_id IN (SELECT note_id FROM scoped_notes)")
+    con.execute(
+        "DELETE FROM postings WHERE note_key IN (SELECT n.note_key FROM notes n "
+        "SEMI JOIN scoped_notes s ON s.note_id = n.id)"
+    )
 
 
 def set_meta(con: Connection, values: Mapping[str, str]) -> None:
@@ -123,11 +165,12 @@ def copy_tables(con: Connection, versions: Mapping[str, str]) -> int:
     return int(count)
 
 
-def copy_search_tables(con: Connection) -> None:
+def copy_search_tables(con: Connection, *, vectors: bool = False) -> None:
     """The old file's documents, termless sections and search tables as they are, but its
-    vectors: what semantic recall turned off leaves (no section is cut again)."""
+    vectors unless `vectors`: what semantic recall turned off leaves (no section is cut
+    again), or what a scoped upgrade starts from."""
     for table in REMADE_TABLES:
-        if table != "vectors":
+        if table != "vectors" or vectors:
             con.execute(f"INSERT INTO {table} SELECT * FROM {_OLD}.{table}")
 
 
@@ -186,21 +229,23 @@ class NoteSource(NamedTuple):
 
 
 def note_sources(
-    con: Connection, batch_rows: int = 20_000, *, stored_keys: bool = False
+    con: Connection, batch_rows: int = 20_000, *, stored_keys: bool = False, scoped: bool = False
 ) -> Iterator[NoteSource]:
     """Every note's `NoteSource`, in number order, the sections' text streamed in batches;
     `stored_keys`: with the line keys the old index holds (its `line_key_version` is the
-    code's), which the cut then takes instead of counting them (~1/6 of its work)."""
+    code's), which the cut then takes instead of counting them (~1/6 of its work); `scoped`:
+    only the notes of `scoped_notes`."""
+    only = " WHERE m.note_id IN (SELECT note_id FROM scoped_notes)" if scoped else ""
     heads = con.execute(
         "SELECT m.number, n.title, n.frontmatter->'lang', a.aliases, t.tags "
         "FROM notes n JOIN note_numbers m ON m.note_id = n.id "
         "LEFT JOIN (SELECT note_id, list(alias) AS aliases FROM aliases GROUP BY note_id) a "
         "ON a.note_id = n.id "
         "LEFT JOIN (SELECT note_id, list(written) AS tags FROM tags WHERE NOT inherited "
-        "GROUP BY note_id) t ON t.note_id = n.id ORDER BY m.number"
+        f"GROUP BY note_id) t ON t.note_id = n.id{only} ORDER BY m.number"
     ).fetchall()
     # On `con` itself: a cursor is another connection, which sees no temp table.
-    con.execute(_sections(" ORDER BY m.number, s.ord", keys=stored_keys))
+    con.execute(_sections(f"{only} ORDER BY m.number, s.ord", keys=stored_keys))
     rows = _fetched(con, batch_rows)
     row = next(rows, None)
     for number, title, lang, aliases, tags in heads:
@@ -224,11 +269,12 @@ def _fetched(cursor: Connection, batch_rows: int) -> Iterator[Any]:
         yield from batch
 
 
-def load_documents(con: Connection, files: Sequence[Path]) -> None:
+def load_documents(con: Connection, files: Sequence[Path], *, scoped: bool = False) -> None:
     """`documents` from the workers' files (number, ord, length, line_keys) joined to the old
     documents' and sections' heading, line and text (the ord-0 document's text too: it lists
     the aliases and tags in the order the note gives them, which the index keeps nowhere
-    else); then `termless_sections`: the old sections that made no document now."""
+    else); then `termless_sections`: the old sections that made no document now (`scoped`:
+    of the notes in `scoped_notes` alone, the others' being copied)."""
     paths = [str(p) for p in files]
     if paths:
         size = max(max(os.path.getsize(p) for p in paths) + 1, 16 * 1024 * 1024)
@@ -245,7 +291,9 @@ def load_documents(con: Connection, files: Sequence[Path]) -> None:
             f"JOIN ({_sections(note_level=True)}) s ON s.number = w.number AND s.ord = w.ord",
             [paths],
         )
+    only = " WHERE m.note_id IN (SELECT note_id FROM scoped_notes)" if scoped else ""
     con.execute(
         "INSERT INTO termless_sections SELECT s.note_id, s.ord, s.heading, s.line, s.text "
-        f"FROM ({_sections()}) s ANTI JOIN documents d ON d.note_id = s.note_id AND d.ord = s.ord"
+        f"FROM ({_sections(only)}) s ANTI JOIN documents d "
+        "ON d.note_id = s.note_id AND d.ord = s.ord"
     )
