@@ -14,10 +14,10 @@ what differs in `meta` (`what_changed`):
   When `embedding_model` alone differs (`vectors_only`), nothing is re-cut: the search
   tables are copied, and the vectors left out (recall off) or embedded from the copied
   `documents` (on). When `segment_version` alone differs (`segment_only`), only the notes
-  holding a character of `tokenizer.SEGMENTED_CHARS` can have other terms: none does, and
-  `meta` is updated in place with every table left as it is (a change to Chinese or Japanese
-  segmentation costs a vault written in English one scan of its text, not a re-cut); a few
-  do, and only they are cut again (`_remake_scoped`), every other note's rows copied;
+  holding a character of `tokenizer.SEGMENTED_CHARS` can have other terms: while they are at
+  most half the vault, just they are cut again, in place, in one transaction, as an edit of
+  that many notes writes (`_recut_in_place`); none, and only `meta` changes (a change to
+  Chinese or Japanese segmentation costs a vault written in English one scan of its text);
 - anything else (`parser_version`, `schema_version`: the note model or the note tables;
   `config_digest`: mappings, exclusions, secret patterns): every note is parsed again, as
   before.
@@ -130,7 +130,8 @@ def upgrade_search_tables(
     lock_timeout_s: float = 30.0,
 ) -> bool:
     """Make the index's search tables again from its rows, for the versions `wanted`; under
-    the writer lock, into a new file renamed over the index. False when its rows cannot make
+    the writer lock, into a new file renamed over the index (a segmentation-only change: in
+    place, for the notes it can touch, `_recut_in_place`). False when its rows cannot make
     whole notes (an index damaged by hand): the caller then builds from the vault."""
     from vaultmem.files.lock import writer_lock
     from vaultmem.index.parallel import staging_folder
@@ -143,20 +144,34 @@ def upgrade_search_tables(
         try:
             if not search_only(con, wanted):
                 return True  # another writer upgraded it, or it needs a build: reconcile sees
-            restamp = _nothing_to_cut(con, wanted)
+            scoped = segment_only(store.read_meta(con), wanted)
         finally:
             con.close()
         notes_state = _recorded_notes_state(config.state_dir, index)
         forget_before_write(config.state_dir)
-        if restamp:
-            _restamp(index, wanted)
-            if notes_state is not None:
-                _carry_notes_state(config.state_dir, index, notes_state, wanted)
-            warnings.append(
-                "The index's search tables were made by another version of the analysis of "
-                "unspaced scripts and Hangul, which no note holds: they stand as they are."
-            )
-            return True
+        if scoped:
+            try:
+                with staging_folder() as staging:
+                    cut = _recut_in_place(config, index, wanted, staging, progress)
+            except _CannotUpgrade as error:  # rolled back: the index is as it was
+                warnings.append(
+                    f"The index's rows could not make its search tables ({error}); rebuilt it."
+                )
+                return False
+            if cut is not None:
+                if notes_state is not None:
+                    _carry_notes_state(config.state_dir, index, notes_state, wanted)
+                warnings.append(
+                    "The index's search tables were made by another version of the analysis "
+                    "of unspaced scripts and Hangul: "
+                    + (
+                        f"made them again for {cut} note{'s' if cut > 1 else ''} holding such "
+                        "text (no note was read)."
+                        if cut
+                        else "no note holds such text, so they stand as they are."
+                    )
+                )
+                return True
         tmp = store.rebuild_path(index)
         store.remove_index(tmp)
         try:
@@ -183,31 +198,6 @@ def segment_only(meta: Mapping[str, str], wanted: Mapping[str, str]) -> bool:
     """Whether only the analysis of unspaced scripts and Hangul changed (`SEGMENT_VERSION`, or
     an index from before it was recorded): the terms of every note without such text stand."""
     return _differing(meta, wanted) == {"segment_version"}
-
-
-def _nothing_to_cut(con: Connection, wanted: Mapping[str, str]) -> bool:
-    """Whether the index open on `con` can keep its search tables as they are: only the
-    analysis of unspaced scripts and Hangul changed, and no note holds such text."""
-    from vaultmem.core.tokenizer import SEGMENTED_CHARS
-    from vaultmem.storage import search_upgrade, store
-
-    return segment_only(store.read_meta(con), wanted) and not search_upgrade.holds_any_character(
-        con, SEGMENTED_CHARS
-    )
-
-
-def _restamp(index: Path, wanted: Mapping[str, str]) -> None:
-    """Bring the index's `meta` up to these versions in place, every table left as it is."""
-    from vaultmem.storage import search_upgrade, store
-
-    con = store.connect(index, read_only=False)
-    try:
-        with store.transaction(con):
-            expected = {**wanted, **store.SCHEMA_VERSIONS}
-            stale = _differing(store.read_meta(con), wanted)
-            search_upgrade.set_meta(con, {key: expected[key] for key in stale})
-    finally:
-        con.close()
 
 
 def _recorded_notes_state(state_dir: Path, index: Path) -> StateRecord | None:
@@ -260,10 +250,7 @@ def _build(
                     _embed_all(con, total, staging, progress)
                 elif progress:
                     progress(total, total)
-            elif not (
-                segment_only(old_meta, wanted)
-                and _remake_scoped(con, config, total, staging, progress)
-            ):
+            else:
                 _remake(con, config, old_meta, wanted, total, staging, progress)
         search_upgrade.detach_old(con)
     finally:
@@ -271,52 +258,89 @@ def _build(
 
 
 SCOPED_SHARE = 0.5
-"""A segmentation-only upgrade cuts again just the notes holding text of an unspaced script or
-Hangul while they are at most this share of the vault; past it, copying the others' rows costs
-about what cutting them does, and every note is cut."""
+"""A segmentation-only upgrade cuts again, in place, just the notes holding text of an unspaced
+script or Hangul while they are at most this share of the vault; past it, every note is cut
+into a new file, as a tokenizer change does."""
 
 
-def _remake_scoped(
-    con: Connection, config: Config, total: int, staging: Path, progress: Progress | None
-) -> bool:
-    """Only the analysis of unspaced scripts and Hangul changed (`segment_only`): copy every
-    search table, then cut again only the notes whose text holds such a character
-    (`tokenizer.SEGMENTED_CHARS`), as `_remake` cuts every note. No other note's terms can
-    differ, so the result is what cutting every note gives. False, with the search tables
-    left empty, when those notes are too many for it to pay (`SCOPED_SHARE`) or their new
-    cut moves the boilerplate lines (which re-weights other notes' postings): the caller
-    then cuts every note."""
+def _recut_in_place(
+    config: Config,
+    index: Path,
+    wanted: Mapping[str, str],
+    staging: Path,
+    progress: Progress | None,
+) -> int | None:
+    """Only the analysis of unspaced scripts and Hangul changed (`segment_only`): cut again
+    just the notes whose text holds such a character (`tokenizer.SEGMENTED_CHARS`), in one
+    transaction on the index itself, and bring `meta` up to `wanted`. No other note's terms
+    can differ, so the index is then what cutting every note gives. Returns how many notes
+    were cut (0: `meta` alone changed), or None, with nothing written, when they are more
+    than `SCOPED_SHARE` of the vault.
+
+    A one-note edit's write, for many notes at once: their postings go (counted per term),
+    their documents are made again from their stored sections, and the postings load as an
+    edit's do (`search_rows.load_postings`: boilerplate lines recounted as a delta, `terms`
+    and `search_stats` moved by the notes' own change). A reader waits for it as for any
+    write; a crash rolls it back."""
     from vaultmem.core.tokenizer import SEGMENTED_CHARS
+    from vaultmem.storage import search_upgrade, store
+    from vaultmem.storage.index_writes import bound_memory
+
+    con = store.connect(index, read_only=False)
+    try:
+        bound_memory(con, _DUCKDB_MEMORY_MB, staging / "spill")
+        with store.transaction(con):
+            scoped = search_upgrade.number_scoped_notes(con, SEGMENTED_CHARS)
+            row = con.execute("SELECT count(*) FROM notes").fetchone()
+            if scoped > (row[0] if row else 0) * SCOPED_SHARE:
+                return None
+            if scoped:
+                _recut_numbered(con, config, scoped, staging, progress)
+            expected = {**wanted, **store.SCHEMA_VERSIONS}
+            stale = _differing(store.read_meta(con), wanted)
+            search_upgrade.set_meta(con, {key: expected[key] for key in stale})
+        return scoped
+    finally:
+        con.close()
+
+
+def _recut_numbered(
+    con: Connection, config: Config, count: int, staging: Path, progress: Progress | None
+) -> None:
+    """Cut the notes of `note_numbers` again from their stored rows and replace their search
+    rows (`_recut_in_place`)."""
     from vaultmem.storage import search_rows, search_upgrade
 
-    scoped = search_upgrade.scope_notes(con, SEGMENTED_CHARS)
-    if scoped > total * SCOPED_SHARE:
-        return False
-    search_upgrade.copy_search_tables(con, vectors=True)
-    search_upgrade.drop_scoped_rows(con)
-    lines = search_upgrade.old_boilerplate_lines(con)
-
     def sources() -> Iterator[NoteSource]:  # the line keys stand: only segment_version moved
-        return search_upgrade.note_sources(con, stored_keys=True, scoped=True)
+        return search_upgrade.note_sources(con, stored_keys=True, old=False)
 
-    cut = _cut_all(sources, scoped, config, staging, progress, lines)
-    search_upgrade.load_documents(con, cut.documents, scoped=True)
-    counted = search_rows.count_boilerplate_lines(con)
-    if frozenset(int(k) for k, _ in counted) != lines:
-        search_upgrade.clear_search_tables(con)
-        return False
-    search_rows.build_postings(
+    # Full postings, boilerplate and all: the load takes the boilerplate out, as an edit's does.
+    cut = _cut_all(sources, count, config, staging, progress, frozenset())
+    ids = [note_id for (note_id,) in con.execute("SELECT note_id FROM note_numbers").fetchall()]
+    removed_df = search_rows.delete_postings(con, ids)
+    removed_stats = search_rows.document_stats(con, ids)
+    gone_lines = search_rows.line_keys_of(con, ids)
+    search_upgrade.save_scoped_sections(con)
+    search_upgrade.drop_scoped_sections(con)
+    search_upgrade.load_scoped_documents(con, cut.documents)
+    added_df = search_rows.load_postings(
         con,
         cut.postings,
         max_line_bytes=config.max_note_bytes + 64,
+        gone_lines=gone_lines,
         language=config.search_language,
-        scored=counted,
+    )
+    added_df.subtract(removed_df)
+    added_stats = search_rows.document_stats(con)
+    search_rows.recount_terms(
+        con,
+        added_df,
+        search_rows.Stats(*(a - r for a, r in zip(added_stats, removed_stats, strict=True))),
     )
     if config.semantic:
         from vaultmem.storage import vector_queries
 
         vector_queries.load_staged_vectors(con, cut.vectors)
-    return True
 
 
 def _remake(

@@ -40,18 +40,21 @@ assert set(DERIVED_TABLES) <= {*COPIED_TABLES, *REMADE_TABLES}
 _OLD = "old_index"
 
 
-def _sections(where: str = "", *, note_level: bool = False, keys: bool = False) -> str:
-    """Every section of the old index with its note's number: documents of ord 1… and the
-    termless sections (and, `note_level`, the ord-0 documents); `keys`: their line keys too
-    (NULL for a termless section, which stores none)."""
+def _sections(
+    where: str = "", *, note_level: bool = False, keys: bool = False, old: bool = True
+) -> str:
+    """Every section of the old index (`old` False: of the connection's own index) with its
+    note's number: documents of ord 1… and the termless sections (and, `note_level`, the ord-0
+    documents); `keys`: their line keys too (NULL for a termless section, which stores none)."""
     ords = "" if note_level else " WHERE ord > 0"
     stored, none, picked = ("", "", "")
     if keys:
         stored, none, picked = ", line_keys", ", NULL::BIGINT[]", ", s.line_keys"
+    schema = f"{_OLD}." if old else ""
     return (
         f"SELECT m.number, s.note_id, s.ord, s.heading, s.line, s.text{picked} FROM ("
-        f"SELECT note_id, ord, heading, line, text{stored} FROM {_OLD}.documents{ords} "
-        f"UNION ALL SELECT note_id, ord, heading, line, text{none} FROM {_OLD}.termless_sections"
+        f"SELECT note_id, ord, heading, line, text{stored} FROM {schema}documents{ords} "
+        f"UNION ALL SELECT note_id, ord, heading, line, text{none} FROM {schema}termless_sections"
         f") s JOIN note_numbers m USING (note_id){where}"
     )
 
@@ -74,15 +77,13 @@ def old_boilerplate_lines(con: Connection) -> frozenset[int]:
     return frozenset(int(k) for (k,) in rows)
 
 
-def _indexed_texts(schema: str = "") -> str:
-    """Every text of a note that its search documents are made of, with the note's id, from
-    the tables of `schema` (the attached old index: `old_index.`; default: the connection's)."""
+def _indexed_texts() -> str:
+    """Every text of a note that its search documents are made of, with the note's id."""
     return (
-        f"SELECT note_id, text AS t FROM {schema}documents UNION ALL SELECT note_id, heading "
-        f"FROM {schema}documents UNION ALL SELECT note_id, text FROM {schema}termless_sections "
-        f"UNION ALL SELECT note_id, heading FROM {schema}termless_sections UNION ALL SELECT id, "
-        f"title FROM {schema}notes UNION ALL SELECT note_id, alias FROM {schema}aliases "
-        f"UNION ALL SELECT note_id, written FROM {schema}tags"
+        "SELECT note_id, text AS t FROM documents UNION ALL SELECT note_id, heading FROM "
+        "documents UNION ALL SELECT note_id, text FROM termless_sections UNION ALL SELECT "
+        "note_id, heading FROM termless_sections UNION ALL SELECT id, title FROM notes "
+        "UNION ALL SELECT note_id, alias FROM aliases UNION ALL SELECT note_id, written FROM tags"
     )
 
 
@@ -91,46 +92,69 @@ def _character_class(ranges: str) -> str:
     return "[" + "".join(c if c == "-" else f"\\x{{{ord(c):x}}}" for c in ranges) + "]"
 
 
-def holds_any_character(con: Connection, ranges: str) -> bool:
-    """Whether any note's indexed text (a section's text or heading, a title, an alias, a tag
-    as written) holds a character of `ranges` (a regex class's contents: characters and
-    `a-z` ranges). Scans the text once when none does: at 100,000 generated notes 0.56 s, much
-    less than cutting every section again (docs/architecture.md)."""
-    row = con.execute(
-        f"SELECT EXISTS (SELECT 1 FROM ({_indexed_texts()}) WHERE regexp_matches(t, $1))",
-        [_character_class(ranges)],
-    ).fetchone()
-    return bool(row and row[0])
-
-
-def scope_notes(con: Connection, ranges: str) -> int:
-    """Keep the notes of the old index whose indexed text holds a character of `ranges` in
-    the temp table `scoped_notes` (note_id): the notes a scoped upgrade cuts again
-    (`note_sources`, `drop_scoped_rows`, `load_documents` with `scoped`). Returns how many."""
+def number_scoped_notes(con: Connection, ranges: str) -> int:
+    """Number the notes of the connection's index whose indexed text holds a character of
+    `ranges`, as temp table `note_numbers` (number, note_id, note_key): the notes a scoped
+    upgrade cuts again (`note_sources`, `save_scoped_sections`, `load_scoped_documents`, and
+    `search_rows.load_postings` all join it). Returns how many there are."""
     con.execute(
-        "CREATE OR REPLACE TEMP TABLE scoped_notes AS SELECT DISTINCT note_id "
-        f"FROM ({_indexed_texts(_OLD + '.')}) WHERE regexp_matches(t, $1)",
+        "CREATE OR REPLACE TEMP TABLE note_numbers AS SELECT "
+        "(row_number() OVER (ORDER BY id) - 1)::INTEGER AS number, id AS note_id, note_key "
+        f"FROM notes WHERE id IN (SELECT note_id FROM ({_indexed_texts()}) "
+        "WHERE regexp_matches(t, $1))",
         [_character_class(ranges)],
     )
-    row = con.execute("SELECT count(*) FROM scoped_notes").fetchone()
+    row = con.execute("SELECT count(*) FROM note_numbers").fetchone()
     return int(row[0]) if row else 0
 
 
-def clear_search_tables(con: Connection) -> None:
-    """Empty every table an upgrade makes again: a scoped upgrade that cannot finish hands the
-    new file to a whole one as a fresh copy would."""
-    for table in REMADE_TABLES:
-        con.execute(f"DELETE FROM {table}")
-
-
-def drop_scoped_rows(con: Connection) -> None:
-    """Delete the search rows of the notes in `scoped_notes` from the copied tables (their
-    documents, termless sections, postings and vectors): what their new cut replaces."""
-    for table in ("documents", "termless_sections", "vectors"):
-        con.execute(f"DELETE FROM {table} WHERE note_id IN (SELECT note_id FROM scoped_notes)")
+def save_scoped_sections(con: Connection) -> None:
+    """Keep the numbered notes' sections (every document, ord 0 too, and termless section) in
+    temp table `scoped_sections` before their rows go: their new documents take heading, line
+    and text from it (`load_scoped_documents`)."""
     con.execute(
-        "DELETE FROM postings WHERE note_key IN (SELECT n.note_key FROM notes n "
-        "SEMI JOIN scoped_notes s ON s.note_id = n.id)"
+        "CREATE OR REPLACE TEMP TABLE scoped_sections AS " + _sections(note_level=True, old=False)
+    )
+
+
+def drop_scoped_sections(con: Connection) -> None:
+    """Delete the numbered notes' documents, termless sections and vectors (their postings go
+    with `search_rows.delete_postings`, which counts what they held)."""
+    for table in ("documents", "termless_sections", "vectors"):
+        con.execute(f"DELETE FROM {table} WHERE note_id IN (SELECT note_id FROM note_numbers)")
+
+
+def load_scoped_documents(con: Connection, files: Sequence[Path]) -> None:
+    """The numbered notes' `documents` from the workers' files (as `load_documents` reads
+    them) joined to `scoped_sections`, then their `termless_sections`: the sections that made
+    no document now."""
+    paths = [str(p) for p in files]
+    if paths:
+        size = max(max(os.path.getsize(p) for p in paths) + 1, 16 * 1024 * 1024)
+        con.execute(
+            "INSERT INTO documents SELECT s.note_id, w.ord, s.heading, s.line, w.length, s.text, "
+            f"w.line_keys FROM ({_workers_documents(size)}) w "
+            "JOIN scoped_sections s ON s.number = w.number AND s.ord = w.ord",
+            [paths],
+        )
+    con.execute(
+        "INSERT INTO termless_sections SELECT s.note_id, s.ord, s.heading, s.line, s.text "
+        "FROM scoped_sections s ANTI JOIN documents d ON d.note_id = s.note_id AND d.ord = s.ord "
+        "WHERE s.ord > 0"
+    )
+    con.execute("DROP TABLE scoped_sections")
+
+
+def _workers_documents(size: int) -> str:
+    """The workers' documents files ($1) as rows (number, ord, length, line_keys)."""
+    spec = (
+        "{'number': 'INTEGER[]', 'ord': 'INTEGER[]', 'length': 'INTEGER[]', "
+        "'line_keys': 'BIGINT[][]'}"
+    )
+    return (
+        "SELECT unnest(number) AS number, unnest(ord) AS ord, unnest(length) AS length, "
+        "unnest(line_keys) AS line_keys FROM read_json($1, format='unstructured', "
+        f"columns={spec}, maximum_object_size={size})"
     )
 
 
@@ -165,12 +189,11 @@ def copy_tables(con: Connection, versions: Mapping[str, str]) -> int:
     return int(count)
 
 
-def copy_search_tables(con: Connection, *, vectors: bool = False) -> None:
+def copy_search_tables(con: Connection) -> None:
     """The old file's documents, termless sections and search tables as they are, but its
-    vectors unless `vectors`: what semantic recall turned off leaves (no section is cut
-    again), or what a scoped upgrade starts from."""
+    vectors: what semantic recall turned off leaves (no section is cut again)."""
     for table in REMADE_TABLES:
-        if table != "vectors" or vectors:
+        if table != "vectors":
             con.execute(f"INSERT INTO {table} SELECT * FROM {_OLD}.{table}")
 
 
@@ -229,23 +252,23 @@ class NoteSource(NamedTuple):
 
 
 def note_sources(
-    con: Connection, batch_rows: int = 20_000, *, stored_keys: bool = False, scoped: bool = False
+    con: Connection, batch_rows: int = 20_000, *, stored_keys: bool = False, old: bool = True
 ) -> Iterator[NoteSource]:
-    """Every note's `NoteSource`, in number order, the sections' text streamed in batches;
-    `stored_keys`: with the line keys the old index holds (its `line_key_version` is the
-    code's), which the cut then takes instead of counting them (~1/6 of its work); `scoped`:
-    only the notes of `scoped_notes`."""
-    only = " WHERE m.note_id IN (SELECT note_id FROM scoped_notes)" if scoped else ""
+    """Every numbered note's `NoteSource` (`note_numbers`), in number order, the sections'
+    text streamed in batches; `stored_keys`: with the line keys the old index holds (its
+    `line_key_version` is the code's), which the cut then takes instead of counting them (~1/6
+    of its work); `old` False: the sections of the connection's own index (a scoped upgrade
+    in place), not the attached old one's."""
     heads = con.execute(
         "SELECT m.number, n.title, n.frontmatter->'lang', a.aliases, t.tags "
         "FROM notes n JOIN note_numbers m ON m.note_id = n.id "
         "LEFT JOIN (SELECT note_id, list(alias) AS aliases FROM aliases GROUP BY note_id) a "
         "ON a.note_id = n.id "
         "LEFT JOIN (SELECT note_id, list(written) AS tags FROM tags WHERE NOT inherited "
-        f"GROUP BY note_id) t ON t.note_id = n.id{only} ORDER BY m.number"
+        "GROUP BY note_id) t ON t.note_id = n.id ORDER BY m.number"
     ).fetchall()
     # On `con` itself: a cursor is another connection, which sees no temp table.
-    con.execute(_sections(f"{only} ORDER BY m.number, s.ord", keys=stored_keys))
+    con.execute(_sections(" ORDER BY m.number, s.ord", keys=stored_keys, old=old))
     rows = _fetched(con, batch_rows)
     row = next(rows, None)
     for number, title, lang, aliases, tags in heads:
@@ -269,31 +292,22 @@ def _fetched(cursor: Connection, batch_rows: int) -> Iterator[Any]:
         yield from batch
 
 
-def load_documents(con: Connection, files: Sequence[Path], *, scoped: bool = False) -> None:
+def load_documents(con: Connection, files: Sequence[Path]) -> None:
     """`documents` from the workers' files (number, ord, length, line_keys) joined to the old
     documents' and sections' heading, line and text (the ord-0 document's text too: it lists
     the aliases and tags in the order the note gives them, which the index keeps nowhere
-    else); then `termless_sections`: the old sections that made no document now (`scoped`:
-    of the notes in `scoped_notes` alone, the others' being copied)."""
+    else); then `termless_sections`: the old sections that made no document now."""
     paths = [str(p) for p in files]
     if paths:
         size = max(max(os.path.getsize(p) for p in paths) + 1, 16 * 1024 * 1024)
-        spec = (
-            "{'number': 'INTEGER[]', 'ord': 'INTEGER[]', 'length': 'INTEGER[]', "
-            "'line_keys': 'BIGINT[][]'}"
-        )
         con.execute(
             "INSERT INTO documents SELECT m.note_id, w.ord, s.heading, s.line, w.length, s.text, "
-            "w.line_keys FROM (SELECT unnest(number) AS number, unnest(ord) AS ord, "
-            "unnest(length) AS length, unnest(line_keys) AS line_keys FROM read_json($1, "
-            f"format='unstructured', columns={spec}, maximum_object_size={size})) w "
+            f"w.line_keys FROM ({_workers_documents(size)}) w "
             "JOIN note_numbers m USING (number) "
             f"JOIN ({_sections(note_level=True)}) s ON s.number = w.number AND s.ord = w.ord",
             [paths],
         )
-    only = " WHERE m.note_id IN (SELECT note_id FROM scoped_notes)" if scoped else ""
     con.execute(
         "INSERT INTO termless_sections SELECT s.note_id, s.ord, s.heading, s.line, s.text "
-        f"FROM ({_sections(only)}) s ANTI JOIN documents d "
-        "ON d.note_id = s.note_id AND d.ord = s.ord"
+        f"FROM ({_sections()}) s ANTI JOIN documents d ON d.note_id = s.note_id AND d.ord = s.ord"
     )
