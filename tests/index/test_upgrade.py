@@ -299,17 +299,6 @@ def test_a_segment_change_re_cuts_only_the_notes_that_hold_such_text(
     assert [p for p in phases if p[0] == "search"][-1] == ("search", 1, 1)
 
 
-def test_a_scoped_upgrade_equals_a_build_from_nothing(vault: Config) -> None:
-    """The fixture vault (Chinese and Japanese notes among English ones): after a
-    segmentation-only upgrade every table and every answer is a build's."""
-    want, want_answers = fresh_build(vault)
-    drop_meta(vault, "segment_version")
-    report = reconcile(vault)
-    assert any("no note was read" in w for w in report.warnings)
-    assert_same(dump_index(vault.index_path), want)
-    assert answers(vault) == want_answers
-
-
 def test_a_real_segmentation_change_is_cut_again_in_place_as_a_build_would(
     vault: Config, monkeypatch: pytest.MonkeyPatch
 ) -> None:

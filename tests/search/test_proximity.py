@@ -67,15 +67,19 @@ TWINS = {
 }
 
 
-@pytest.fixture
-def twins(tmp_path: Path) -> Vault:
-    root = tmp_path / "vault"
+def indexed_vault(root: Path, notes: dict[str, str]) -> Vault:
+    """A new vault of these notes (path -> text), reconciled."""
     root.mkdir()
     vault = Vault.init(root)
-    for rel, text in TWINS.items():
+    for rel, text in notes.items():
         (root / rel).write_text(text, encoding="utf-8")
     vault.reconcile()
     return vault
+
+
+@pytest.fixture
+def twins(tmp_path: Path) -> Vault:
+    return indexed_vault(tmp_path / "vault", TWINS)
 
 
 def test_the_note_with_the_words_together_ranks_first(twins: Vault) -> None:
@@ -144,13 +148,7 @@ NAMED = {
 
 @pytest.fixture
 def named(tmp_path: Path) -> Vault:
-    root = tmp_path / "vault"
-    root.mkdir()
-    vault = Vault.init(root)
-    for rel, text in NAMED.items():
-        (root / rel).write_text(text, encoding="utf-8")
-    vault.reconcile()
-    return vault
+    return indexed_vault(tmp_path / "vault", NAMED)
 
 
 def test_the_note_the_question_names_ranks_first(

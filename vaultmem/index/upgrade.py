@@ -323,19 +323,14 @@ def _recut_numbered(
     search_upgrade.save_scoped_sections(con)
     search_upgrade.drop_scoped_sections(con)
     search_upgrade.load_scoped_documents(con, cut.documents)
-    added_df = search_rows.load_postings(
+    search_rows.load_changed_postings(
         con,
         cut.postings,
-        max_line_bytes=config.max_note_bytes + 64,
+        removed_df=removed_df,
+        removed_stats=removed_stats,
         gone_lines=gone_lines,
+        max_line_bytes=config.max_note_bytes + 64,
         language=config.search_language,
-    )
-    added_df.subtract(removed_df)
-    added_stats = search_rows.document_stats(con)
-    search_rows.recount_terms(
-        con,
-        added_df,
-        search_rows.Stats(*(a - r for a, r in zip(added_stats, removed_stats, strict=True))),
     )
     if config.semantic:
         from vaultmem.storage import vector_queries

@@ -151,6 +151,32 @@ def load_postings(
     return added
 
 
+def load_changed_postings(
+    con: Connection,
+    files: Sequence[Path],
+    *,
+    removed_df: Counter[str],
+    removed_stats: Stats,
+    gone_lines: Sequence[tuple[int, int]],
+    max_line_bytes: int,
+    language: str = DEFAULT_LANGUAGE,
+) -> None:
+    """The staged notes' postings (`load_postings`), then `terms` and `search_stats` moved by
+    the change alone: documents added minus documents removed. `removed_df`, `removed_stats`
+    and `gone_lines` are what `delete_postings`, `document_stats` and `line_keys_of` read of
+    the notes whose rows went (an edit's changed and gone notes, a scoped upgrade's notes)."""
+    added_df = load_postings(
+        con, files, max_line_bytes=max_line_bytes, gone_lines=gone_lines, language=language
+    )
+    added_df.subtract(removed_df)
+    added_stats = document_stats(con)
+    recount_terms(
+        con,
+        added_df,
+        Stats(*(a - r for a, r in zip(added_stats, removed_stats, strict=True))),
+    )
+
+
 def build_postings(
     con: Connection,
     files: Sequence[Path],

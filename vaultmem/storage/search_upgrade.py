@@ -128,15 +128,7 @@ def load_scoped_documents(con: Connection, files: Sequence[Path]) -> None:
     """The numbered notes' `documents` from the workers' files (as `load_documents` reads
     them) joined to `scoped_sections`, then their `termless_sections`: the sections that made
     no document now."""
-    paths = [str(p) for p in files]
-    if paths:
-        size = max(max(os.path.getsize(p) for p in paths) + 1, 16 * 1024 * 1024)
-        con.execute(
-            "INSERT INTO documents SELECT s.note_id, w.ord, s.heading, s.line, w.length, s.text, "
-            f"w.line_keys FROM ({_workers_documents(size)}) w "
-            "JOIN scoped_sections s ON s.number = w.number AND s.ord = w.ord",
-            [paths],
-        )
+    _insert_cut_documents(con, files, "scoped_sections")
     con.execute(
         "INSERT INTO termless_sections SELECT s.note_id, s.ord, s.heading, s.line, s.text "
         "FROM scoped_sections s ANTI JOIN documents d ON d.note_id = s.note_id AND d.ord = s.ord "
@@ -145,16 +137,26 @@ def load_scoped_documents(con: Connection, files: Sequence[Path]) -> None:
     con.execute("DROP TABLE scoped_sections")
 
 
-def _workers_documents(size: int) -> str:
-    """The workers' documents files ($1) as rows (number, ord, length, line_keys)."""
+def _insert_cut_documents(con: Connection, files: Sequence[Path], sections: str) -> None:
+    """`documents` from the workers' files (number, ord, length, line_keys per document), each
+    joined on (number, ord) to the row of `sections` (a table or a parenthesised query with
+    number, ord, note_id, heading, line and text) that gives its note, heading, line and
+    text."""
+    paths = [str(p) for p in files]
+    if not paths:
+        return
+    size = max(max(os.path.getsize(p) for p in paths) + 1, 16 * 1024 * 1024)
     spec = (
         "{'number': 'INTEGER[]', 'ord': 'INTEGER[]', 'length': 'INTEGER[]', "
         "'line_keys': 'BIGINT[][]'}"
     )
-    return (
-        "SELECT unnest(number) AS number, unnest(ord) AS ord, unnest(length) AS length, "
-        "unnest(line_keys) AS line_keys FROM read_json($1, format='unstructured', "
-        f"columns={spec}, maximum_object_size={size})"
+    con.execute(
+        "INSERT INTO documents SELECT s.note_id, w.ord, s.heading, s.line, w.length, s.text, "
+        "w.line_keys FROM (SELECT unnest(number) AS number, unnest(ord) AS ord, "
+        "unnest(length) AS length, unnest(line_keys) AS line_keys FROM read_json($1, "
+        f"format='unstructured', columns={spec}, maximum_object_size={size})) w "
+        f"JOIN {sections} s ON s.number = w.number AND s.ord = w.ord",
+        [paths],
     )
 
 
@@ -297,16 +299,7 @@ def load_documents(con: Connection, files: Sequence[Path]) -> None:
     documents' and sections' heading, line and text (the ord-0 document's text too: it lists
     the aliases and tags in the order the note gives them, which the index keeps nowhere
     else); then `termless_sections`: the old sections that made no document now."""
-    paths = [str(p) for p in files]
-    if paths:
-        size = max(max(os.path.getsize(p) for p in paths) + 1, 16 * 1024 * 1024)
-        con.execute(
-            "INSERT INTO documents SELECT m.note_id, w.ord, s.heading, s.line, w.length, s.text, "
-            f"w.line_keys FROM ({_workers_documents(size)}) w "
-            "JOIN note_numbers m USING (number) "
-            f"JOIN ({_sections(note_level=True)}) s ON s.number = w.number AND s.ord = w.ord",
-            [paths],
-        )
+    _insert_cut_documents(con, files, f"({_sections(note_level=True)})")
     con.execute(
         "INSERT INTO termless_sections SELECT s.note_id, s.ord, s.heading, s.line, s.text "
         f"FROM ({_sections()}) s ANTI JOIN documents d ON d.note_id = s.note_id AND d.ord = s.ord"
