@@ -244,7 +244,8 @@ def test_a_repeated_heading_is_boilerplate_too(tmp_path: Path) -> None:
 def test_an_incremental_run_finds_the_staged_sections_the_build_query_finds(
     tmp_path: Path, staged: int
 ) -> None:
-    """A few staged notes are filtered in Python, more in SQL: the same sections either way."""
+    """A few staged notes come back whole, more by their line keys first: either way the
+    sections the one-statement query finds."""
     vault = footer_vault(tmp_path / "vault", BOILERPLATE_NOTES + staged + 2)
     con = store.connect(vault.config.index_path, read_only=False)
     try:

@@ -442,7 +442,9 @@ SELECT h.note_id, h.ord, h.heading, h.text, h.length, l.note_length
 FROM hit h JOIN lengths l USING (note_id)"""
 
 
-# The staged sections (notes numbered in `note_numbers`) holding any of the keys $1.
+# The staged sections (notes numbered in `note_numbers`) holding any of the keys $1, in one
+# statement: what `_few_staged_sections` returns (its tests compare the two). Not run: DuckDB
+# runs `list_has_any` over every stored section before the join keeps the staged ones.
 _STAGED_SECTIONS = (
     "SELECT m.number, d.ord, d.heading, d.text FROM documents d "
     "JOIN note_numbers m USING (note_id) "
@@ -495,14 +497,28 @@ def _few_staged_sections(con: Connection, lines: frozenset[int]) -> list[tuple[A
     """`_rescore_staged`'s sections in an incremental run: (number, ord, heading, text) of the
     staged sections holding a line of `lines`.
 
-    With a few staged notes (a one-note edit) their sections come back whole and Python tests
-    their line keys: in SQL, DuckDB may run `list_has_any` over every stored section before the
-    join with `note_numbers` keeps the staged ones (1.6-8 ms warm at 10,000 notes, ~1.7 ms this
-    way). A larger batch keeps the filter in SQL, so no section's text comes back for nothing.
+    Python tests the staged sections' line keys: in SQL (`_STAGED_SECTIONS`), DuckDB runs
+    `list_has_any` over every stored section before the join with `note_numbers` keeps the
+    staged ones (1.6-8 ms warm at 10,000 notes; 3.4-5.1 s at 100,000 generated notes, 1,037
+    boilerplate lines, for 100 staged notes, against 13 ms for their keys alone). With a few
+    staged notes (a one-note edit) their sections come back whole in one statement; with
+    more, their keys first, then the text of the sections that hold a line.
     """
     (staged,) = con.execute("SELECT count(*) FROM note_numbers").fetchone() or (0,)
     if staged > FEW_STAGED_NOTES:
-        return con.execute(_STAGED_SECTIONS, [sorted(lines)]).fetchall()
+        keyed = con.execute(
+            "SELECT m.number, d.ord, d.line_keys FROM documents d "
+            "JOIN note_numbers m USING (note_id) WHERE d.ord > 0"
+        ).fetchall()
+        hits = [(n, o) for n, o, keys in keyed if keys and not lines.isdisjoint(keys)]
+        if not hits:
+            return []
+        return con.execute(
+            "SELECT m.number, d.ord, d.heading, d.text FROM documents d "
+            "JOIN note_numbers m USING (note_id) JOIN (SELECT unnest($1::INTEGER[]) AS number, "
+            "unnest($2::INTEGER[]) AS ord) h ON h.number = m.number AND h.ord = d.ord",
+            [[n for n, _ in hits], [o for _, o in hits]],
+        ).fetchall()
     rows = con.execute(
         "SELECT m.number, d.ord, d.heading, d.text, d.line_keys FROM documents d "
         "JOIN note_numbers m USING (note_id) WHERE d.ord > 0"
