@@ -8,6 +8,11 @@ line keys joined to the old sections' text, `termless_sections` for the sections
 term, then `search_rows.build_postings` (which counts `terms` and `search_stats` too), as in a
 build from nothing.
 
+A segmentation-only upgrade works in the index itself instead (`index.upgrade`): the notes
+whose text holds a character of the changed scripts are numbered (`number_scoped_notes`),
+their sections kept aside (`save_scoped_sections`) while their rows go, and their new
+documents loaded from them (`load_scoped_documents`); their postings load as an edit's do.
+
 What a note's documents are made of is all in the index (`core.documents.documents_of`): the
 title (`notes.title`), the `lang` property (`notes.frontmatter`), the aliases, the tags as
 written (the `tags` rows not inherited), and every section in order: `documents` of ord 1…
@@ -161,8 +166,8 @@ def _insert_cut_documents(con: Connection, files: Sequence[Path], sections: str)
 
 
 def set_meta(con: Connection, values: Mapping[str, str]) -> None:
-    """Set these `meta` keys (added when missing), in place: an upgrade that leaves every
-    search table as it is."""
+    """Set these `meta` keys (added when missing), in place: a segmentation-only upgrade,
+    made in the index itself."""
     for key, value in sorted(values.items()):
         con.execute("DELETE FROM meta WHERE key = $1", [key])
         con.execute("INSERT INTO meta VALUES ($1, $2)", [key, value])
