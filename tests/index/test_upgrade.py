@@ -557,6 +557,23 @@ def test_semantic_recall_turned_on_then_off_remakes_the_vectors(
     assert_same(upgraded, want)
 
 
+def test_a_scoped_upgrade_embeds_the_notes_it_cuts_again(
+    vault: Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Semantic recall on: the notes a segmentation-only upgrade cuts again get their vectors
+    again (the others keep theirs), and every table, vectors included, is a build's."""
+    pytest.importorskip("tokenizers", reason="needs the `semantic` extra")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    on = set_search_key(vault, "semantic = true")
+    want, want_answers = fresh_build(on)
+    assert want["vectors"]
+    drop_meta(on, "segment_version")
+    report = reconcile(on)
+    assert any("for 2 notes holding such text" in w for w in report.warnings)
+    assert_same(dump_index(on.index_path), want)
+    assert answers(on) == want_answers
+
+
 @pytest.mark.slow
 def test_semantic_recall_turned_off_copies_the_search_tables_it_keeps(
     vault: Config, monkeypatch: pytest.MonkeyPatch
