@@ -283,40 +283,41 @@ def _recut_in_place(
     and `search_stats` moved by the notes' own change). A reader waits for it as for any
     write; a crash rolls it back."""
     from vaultmem.core.tokenizer import SEGMENTED_CHARS
-    from vaultmem.storage import search_upgrade, store
-    from vaultmem.storage.index_writes import bound_memory
+    from vaultmem.storage import index_writes, search_upgrade, store
 
     con = store.connect(index, read_only=False)
     try:
-        bound_memory(con, _DUCKDB_MEMORY_MB, staging / "spill")
+        index_writes.bound_memory(con, _DUCKDB_MEMORY_MB, staging / "spill")
         with store.transaction(con):
             scoped = search_upgrade.number_scoped_notes(con, SEGMENTED_CHARS)
-            row = con.execute("SELECT count(*) FROM notes").fetchone()
-            if scoped > (row[0] if row else 0) * SCOPED_SHARE:
+            if len(scoped) > index_writes.counts(con)[1] * SCOPED_SHARE:
                 return None
             if scoped:
                 _recut_numbered(con, config, scoped, staging, progress)
             expected = {**wanted, **store.SCHEMA_VERSIONS}
             stale = _differing(store.read_meta(con), wanted)
             search_upgrade.set_meta(con, {key: expected[key] for key in stale})
-        return scoped
+        return len(scoped)
     finally:
         con.close()
 
 
 def _recut_numbered(
-    con: Connection, config: Config, count: int, staging: Path, progress: Progress | None
+    con: Connection,
+    config: Config,
+    ids: Sequence[str],
+    staging: Path,
+    progress: Progress | None,
 ) -> None:
-    """Cut the notes of `note_numbers` again from their stored rows and replace their search
-    rows (`_recut_in_place`)."""
+    """Cut the notes of `note_numbers` (`ids`) again from their stored rows and replace their
+    search rows (`_recut_in_place`)."""
     from vaultmem.storage import search_rows, search_upgrade
 
     def sources() -> Iterator[NoteSource]:  # the line keys stand: only segment_version moved
         return search_upgrade.note_sources(con, stored_keys=True, old=False)
 
     # Full postings, boilerplate and all: the load takes the boilerplate out, as an edit's does.
-    cut = _cut_all(sources, count, config, staging, progress, frozenset())
-    ids = [note_id for (note_id,) in con.execute("SELECT note_id FROM note_numbers").fetchall()]
+    cut = _cut_all(sources, len(ids), config, staging, progress, frozenset())
     removed_df = search_rows.delete_postings(con, ids)
     removed_stats = search_rows.document_stats(con, ids)
     gone_lines = search_rows.line_keys_of(con, ids)

@@ -97,11 +97,11 @@ def _character_class(ranges: str) -> str:
     return "[" + "".join(c if c == "-" else f"\\x{{{ord(c):x}}}" for c in ranges) + "]"
 
 
-def number_scoped_notes(con: Connection, ranges: str) -> int:
+def number_scoped_notes(con: Connection, ranges: str) -> list[str]:
     """Number the notes of the connection's index whose indexed text holds a character of
     `ranges`, as temp table `note_numbers` (number, note_id, note_key): the notes a scoped
     upgrade cuts again (`note_sources`, `save_scoped_sections`, `load_scoped_documents`, and
-    `search_rows.load_postings` all join it). Returns how many there are."""
+    `search_rows.load_postings` all join it). Returns their ids, in number order."""
     con.execute(
         "CREATE OR REPLACE TEMP TABLE note_numbers AS SELECT "
         "(row_number() OVER (ORDER BY id) - 1)::INTEGER AS number, id AS note_id, note_key "
@@ -109,8 +109,8 @@ def number_scoped_notes(con: Connection, ranges: str) -> int:
         "WHERE regexp_matches(t, $1))",
         [_character_class(ranges)],
     )
-    row = con.execute("SELECT count(*) FROM note_numbers").fetchone()
-    return int(row[0]) if row else 0
+    rows = con.execute("SELECT note_id FROM note_numbers ORDER BY number").fetchall()
+    return [str(note_id) for (note_id,) in rows]
 
 
 def save_scoped_sections(con: Connection) -> None:
