@@ -330,6 +330,12 @@ def render_scale(r: dict[str, Any]) -> str:
             f"  upgrades: tokenizer-only {u['upgrade_s']:.1f} s = {u['x_full']:.2f}x the build; "
             f"segmentation-only (no note holds such text) {u['segment_s']:.2f} s = "
             f"{u['segment_x_full']:.3f}x"
+            + (
+                f"; with {u['scoped_notes']} notes of Han text added {u['scoped_s']:.2f} s = "
+                f"{u['scoped_x_full']:.3f}x"
+                if u.get("scoped_s") is not None
+                else ""
+            )
         )
     if r.get("upgrade") is None and r["notes"] in TARGETS and r["notes"] >= 100_000:
         lines.append(

@@ -64,12 +64,14 @@ def test_the_report_prints_each_target_and_names_what_was_not_measured() -> None
     assert "watch: save -> searchable, p95" in missing and "not measured" in missing
     assert "bench_upgrade.py" in missing
     assert len([line for line in missing.splitlines() if "target <=" in line]) == 8
-    both = render_scale(
-        _result(
-            upgrade={"upgrade_s": 30.0, "x_full": 0.37, "segment_s": 3.3, "segment_x_full": 0.04}
-        )
-    )
+    upgrade = {"upgrade_s": 30.0, "x_full": 0.37, "segment_s": 3.3, "segment_x_full": 0.04}
+    both = render_scale(_result(upgrade=upgrade))
     assert "segmentation-only (no note holds such text) 3.30 s = 0.040x" in both
+    assert "notes of Han text added" not in both
+    scoped = {**upgrade, "scoped_notes": 100, "scoped_s": 4.0, "scoped_x_full": 0.05}
+    assert "with 100 notes of Han text added 4.00 s = 0.050x" in render_scale(
+        _result(upgrade=scoped)
+    )
 
 
 def test_a_command_is_timed_to_its_end_not_to_the_next_poll() -> None:
