@@ -476,15 +476,24 @@ def test_what_changed_sorts_the_meta_keys(vault: Config) -> None:
     assert upgrade.what_changed({}, wanted) == "all"
 
 
-def test_an_index_missing_a_section_is_rebuilt_from_the_vault(vault: Config) -> None:
+@pytest.mark.parametrize(
+    ("note", "key"),
+    [("Running.md", "tokenizer_version"), ("Chinese.md", "segment_version")],
+    ids=["re-cut-into-a-new-file", "scoped-in-place"],
+)
+def test_an_index_missing_a_section_is_rebuilt_from_the_vault(
+    vault: Config, note: str, key: str
+) -> None:
+    """A note missing a section cannot be cut from the index, whether every note is cut or
+    only those a segmentation change can touch (in place: rolled back): built from the vault."""
     want, _ = fresh_build(vault)
     con = duckdb.connect(str(vault.index_path))
     con.execute(
-        "DELETE FROM documents WHERE ord = 1 AND note_id = "
-        "(SELECT id FROM notes WHERE path = 'Running.md')"
+        "DELETE FROM documents WHERE ord = 1 AND note_id = (SELECT id FROM notes WHERE path = ?)",
+        [note],
     )
     con.close()
-    set_meta(vault, "tokenizer_version", "0-english")
+    set_meta(vault, key, "0-english")
     report = reconcile(vault)
     assert any("rebuilt it" in w for w in report.warnings)
     assert report.added == len(want["notes"])

@@ -80,6 +80,9 @@ class _CannotUpgrade(Exception):
     """The index's rows do not make whole notes again (sections missing): parse instead."""
 
 
+_CANNOT_UPGRADE = "The index's rows could not make its search tables ({}); rebuilt it."
+
+
 def _differing(meta: Mapping[str, str], wanted: Mapping[str, str]) -> set[str]:
     """The keys whose value in `meta` (an index's) is not `wanted`'s (`reconcile.index_versions`,
     the layout's versions added here)."""
@@ -154,9 +157,7 @@ def upgrade_search_tables(
                 with staging_folder() as staging:
                     cut = _recut_in_place(config, index, wanted, staging, progress)
             except _CannotUpgrade as error:  # rolled back: the index is as it was
-                warnings.append(
-                    f"The index's rows could not make its search tables ({error}); rebuilt it."
-                )
+                warnings.append(_CANNOT_UPGRADE.format(error))
                 return False
             if cut is not None:
                 if notes_state is not None:
@@ -179,9 +180,7 @@ def upgrade_search_tables(
                 _build(config, wanted, index, tmp, staging, progress)
         except _CannotUpgrade as error:
             store.remove_index(tmp)
-            warnings.append(
-                f"The index's rows could not make its search tables ({error}); rebuilt it."
-            )
+            warnings.append(_CANNOT_UPGRADE.format(error))
             return False
         index.with_name(index.name + ".wal").unlink(missing_ok=True)
         tmp.replace(index)
