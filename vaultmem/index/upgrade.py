@@ -278,9 +278,9 @@ def _recut_in_place(
 
     A one-note edit's write, for many notes at once: their postings go (counted per term),
     their documents are made again from their stored sections, and the postings load as an
-    edit's do (`search_rows.load_postings`: boilerplate lines recounted as a delta, `terms`
-    and `search_stats` moved by the notes' own change). A reader waits for it as for any
-    write; a crash rolls it back."""
+    edit's do (`search_rows.load_changed_postings`: boilerplate lines recounted as a delta,
+    `terms` and `search_stats` moved by the notes' own change). A reader waits for it as for
+    any write; a crash rolls it back."""
     from vaultmem.core.tokenizer import SEGMENTED_CHARS
     from vaultmem.storage import index_writes, search_upgrade, store
 
