@@ -24,6 +24,7 @@ from vaultmem.core.documents import FIELD_WEIGHTS, note_documents
 from vaultmem.core.errors import QueryError
 from vaultmem.core.tokenizer import fold, tokenize
 from vaultmem.note.parse import parse_note
+from vaultmem.search import compounds
 from vaultmem.search.proximity import WEIGHT as PROXIMITY_WEIGHT
 from vaultmem.search.query import (
     SearchFilters,
@@ -575,6 +576,43 @@ def test_a_long_word_the_index_lacks_is_asked_as_the_two_words_it_holds(tmp_path
         assert expand_terms(reads, ["studentenrabatt"]) == ["studentenrabatt"]
     assert vault.search("Gibt es einen Studentenrabatt?")[0].path == "Discounts.md"
     assert compound_splits("release", fold) == []  # shorter than a compound
+
+
+GERMAN_NOTES = {
+    "Bearbeitung.md": "# Bearbeitung\n\nDie Bearbeitungskürzel stehen in den Einstellungen.\n",
+    "Darstellung.md": "# Darstellung\n\nMit Umschalten wechselst du das Thema der Oberfläche.\n",
+    "Kürzel.md": "# Liste\n\nEine Liste ohne Tasten.\n",
+}
+
+
+def test_a_german_query_word_also_asks_the_compounds_ending_in_it(tmp_path: Path) -> None:
+    """German writes compounds as one word: a question saying *Kürzel* finds the note that only
+    writes *Bearbeitungskürzel*, and one saying *Einschalten* the note that writes
+    *Umschalten* (its tail *schalten*), each at a fraction of a word's weight."""
+    vault = make_vault(tmp_path / "vault", GERMAN_NOTES)
+    assert parse_query("Wo finde ich die Kürzel?").compound_words == ("kürzel",)
+    assert [h.path for h in vault.search("Wo finde ich die Kürzel?")] == ["Bearbeitung.md"]
+    hits = [h.path for h in vault.search("Wie kann ich das Thema einschalten?")]
+    assert hits[0] == "Darstellung.md"
+    with store.reading(vault.config.index_path) as con:
+        reads = SqlReads(con, NoteFilter())
+        assert reads.compounds_ending_with(["kürzel"], compounds.HEAD_MIN) == ["bearbeitungskürzel"]
+        # a word of its own is no compound of itself, nor is a term of digits or marks
+        assert reads.compounds_ending_with(["liste"], compounds.HEAD_MIN) == []
+
+
+def test_only_german_queries_read_words_as_compound_parts() -> None:
+    """An English word's look-alike endings (*sever* in *persever*, *index* in *tabindex*) are
+    no compounds: an English query asks none, nor a short or common word of a German one."""
+    assert compounds.is_german("Wie füge ich Fußnoten ein?")
+    assert compounds.is_german("Rückverweise anzeigen")  # an umlaut alone
+    assert compounds.is_german("Notizen als Favoriten markieren")
+    for english in ("how do I index tables", "die hard server settings", "was it a persever"):
+        assert not compounds.is_german(english)
+        assert parse_query(english).compound_words == ()
+    assert parse_query("Wo ist das Menü?").compound_words == ()  # five letters or fewer
+    assert compounds.distinctive(("notizen", "kürzel"), {"notizen": 216}, 1751.0) == ["kürzel"]
+    assert compounds.tails("einschalten") == ["schalten", "chalten", "halten", "alten"]
 
 
 def test_joined_terms_join_words_before_stemming() -> None:

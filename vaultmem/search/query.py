@@ -33,7 +33,7 @@ from vaultmem.core import segment
 from vaultmem.core.documents import note_key, without_markup
 from vaultmem.core.errors import QueryError
 from vaultmem.core.tokenizer import DEFAULT_LANGUAGE, WordScan, analyzer
-from vaultmem.search import bm25, proximity
+from vaultmem.search import bm25, compounds, proximity
 from vaultmem.search.reads import SearchReads, SqlReads
 from vaultmem.storage import search_queries as queries
 from vaultmem.storage.store import Connection
@@ -61,6 +61,8 @@ class ParsedQuery:
     repeated: tuple[tuple[str, int], ...] = ()
     joined: tuple[str, ...] = ()
     """Terms of adjacent query words written as one (`joined_terms`), looked for too."""
+    compound_words: tuple[str, ...] = ()
+    """Words of a German query that may be a compound's last part (`search/compounds.py`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,6 +159,7 @@ def parse_query(text: str, language: str = DEFAULT_LANGUAGE) -> ParsedQuery:
         tuple(types),
         tuple((term, n) for term, n in counts.items() if n > 1),
         tuple(joined_terms(scored, counts, language, cjk)),
+        compounds.candidate_words(text, tuple(counts)),
     )
 
 
@@ -249,6 +252,21 @@ def expand_terms(
             nearest = reads.nearest_terms(term, max_edits(term), FUZZY_LIMIT)
             out.update(dict.fromkeys(nearest or [term]))
     return list(out)
+
+
+def _compound_parts(reads: SearchReads, query: ParsedQuery, documents: float) -> dict[str, float]:
+    """The compounds and tails a German query's distinctive words are also asked as, each
+    at `compounds.WEIGHT` (`search/compounds.py`); none for any other query."""
+    if not query.compound_words:
+        return {}
+    words = compounds.distinctive(
+        query.compound_words, reads.known_terms(list(query.compound_words)), documents
+    )
+    if not words:
+        return {}
+    found = reads.compounds_ending_with(words, compounds.HEAD_MIN)
+    found += list(reads.known_terms([tail for word in words for tail in compounds.tails(word)]))
+    return {term: compounds.WEIGHT for term in found if term not in query.terms}
 
 
 def note_filter(query: ParsedQuery, filters: SearchFilters) -> queries.NoteFilter:
@@ -453,16 +471,19 @@ def _ranked(
     joined = list(query.joined)
     stats = reads.collection_stats()
     excluded = reads.keys_with_terms(query.excluded)
+    parts = _compound_parts(reads, query, stats.documents)
 
     def rank(terms: list[str]) -> list[queries.RankedNote]:
         # a term asked twice counts twice (FTS5's bm25 sums a repeated query term twice too)
-        counts = Counter([*terms, *joined])
+        counts: Counter[str] = Counter([*terms, *joined])
         counts.update({t: n - 1 for t, n in query.repeated if t in counts})
-        unique = list(counts)
+        weighed: dict[str, float] = dict(counts)
+        weighed.update({t: w for t, w in parts.items() if t not in counts})
+        unique = list(weighed)
         postings = reads.term_postings(unique, columns_from=bm25.columns_from())
         scored, matched = bm25.rank(
             postings,
-            [float(counts[t]) for t in unique],
+            [float(weighed[t]) for t in unique],
             stats,
             k1=k1,
             b=b,

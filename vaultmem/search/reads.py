@@ -58,6 +58,10 @@ class SearchReads(Protocol):
         """note key → (id, path, title, scope, scope_id)."""
         ...
 
+    def compounds_ending_with(self, words: list[str], longer_by: int) -> list[str]:
+        """Index terms of letters alone ending with one of `words`, `longer_by`+ longer."""
+        ...
+
     def note_sections(self, note_ids: list[str]) -> dict[str, dict[int, queries.Section]]:
         """Heading, line and text of every section (ord > 0) of these notes."""
         ...
@@ -98,6 +102,9 @@ class SqlReads:
 
     def keys_with_terms(self, terms: tuple[str, ...]) -> frozenset[int]:
         return queries.keys_with_terms(self.con, terms)
+
+    def compounds_ending_with(self, words: list[str], longer_by: int) -> list[str]:
+        return queries.compounds_ending_with(self.con, words, longer_by)
 
     def note_rows(self, keys: list[int]) -> dict[int, queries.NoteRow]:
         return queries.note_rows(self.con, keys)

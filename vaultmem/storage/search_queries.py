@@ -252,6 +252,26 @@ def known_terms(con: Connection, terms: list[str]) -> dict[str, int]:
     return {r[0]: int(r[1]) for r in rows}
 
 
+COMPOUND_LIMIT = 40
+"""Most compounds a query's words are asked as: the most frequent ones."""
+
+
+def compounds_ending_with(con: Connection, words: list[str], longer_by: int) -> list[str]:
+    """Index terms of letters alone that end with one of `words` and are at least
+    `longer_by` letters longer: the compounds whose last word it is (`search/compounds.py`),
+    the COMPOUND_LIMIT most frequent."""
+    if not words:
+        return []
+    rows = con.execute(
+        "SELECT t.term FROM terms t JOIN (SELECT unnest($1::VARCHAR[]) AS w) q "
+        "ON suffix(t.term, q.w) AND length(t.term) >= length(q.w) + $2 "
+        "WHERE regexp_full_match(t.term, '\\pL+') "
+        "ORDER BY t.df DESC, t.term LIMIT $3",
+        [words, longer_by, COMPOUND_LIMIT],
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
 def nearest_terms(con: Connection, term: str, max_distance: int, limit: int) -> list[str]:
     """Index terms within `max_distance` edits (Damerau–Levenshtein) of `term`: closest first,
     then the most frequent. The length check first spares most distance computations."""
