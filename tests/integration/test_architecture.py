@@ -32,7 +32,7 @@ LAYERS: tuple[tuple[str, str], ...] = (
         "the only code that reads or writes vault files: the scan, the managed folder, the lock",
     ),
     ("storage", "the only code that runs SQL: the DDL, bulk loads, each capability's queries"),
-    ("search", "ranking over the index: queries, BM25, proximity, the resident index, vectors"),
+    ("search", "ranking: queries, German compounds, BM25, proximity, the resident index, vectors"),
     ("query", "reads of the index: the note catalog, the graph, reading a note, status"),
     ("index", "builds the index: survey, plan, parallel parse, write, watch"),
     ("memory", "agent memory in the managed folder: store, recall, context, relations, usage"),
