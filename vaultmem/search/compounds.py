@@ -2,8 +2,9 @@
 
 German writes compounds as one word (*Tastenkürzel*, *Bearbeitungskürzel*), so a question that
 says *Kürzel* shares no term with a note that only writes *Bearbeitungskürzel*, and one that
-says *einschalten* none with *umschalten*. FTS5's trigram tokenizer matches inside such words;
-whole-word terms cannot. So a German query also asks, at `WEIGHT` of a word's weight:
+says *einschalten* none with one that writes *schalten*. FTS5's trigram tokenizer matches
+inside such words; whole-word terms cannot. So a German query also asks, at `WEIGHT` of a
+word's weight:
 
 - the **compounds** the index holds that end in one of its words (the last part of a German
   compound is its head: *kürzel* → *tastenkürzel*, *bearbeitungskürzel*), 3+ letters longer;

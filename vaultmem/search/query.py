@@ -522,7 +522,7 @@ def _ranked(
         expanded = expand_terms(reads, words, found, analyzer(language).fold)
         if expanded != words:
             words, ranked = expanded, rank(expanded)
-    return ranked, {*words, *joined}
+    return ranked, {*words, *joined, *parts}  # the compounds asked are marked too
 
 
 def _phrase_notes(
