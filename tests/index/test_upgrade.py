@@ -270,13 +270,18 @@ def scramble_note(config: Config, path: str) -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["# 中文\n\n同步笔记。\n", "# Sync\n\n## 同期\n\nBody.\n", "---\ntags: [노트]\n---\nBody.\n"],
-    ids=["han-section", "kana-heading", "hangul-tag"],
+    [
+        "# 中文\n\n同步笔记。\n",
+        "# Sync\n\n## 同期\n\nBody.\n",
+        "---\ntags: [노트]\n---\nBody.\n",
+        "# Notes\n\nЕжедневные заметки.\n",
+    ],
+    ids=["han-section", "kana-heading", "hangul-tag", "cyrillic-section"],
 )
 def test_a_segment_change_re_cuts_only_the_notes_that_hold_such_text(
     tmp_path: Path, text: str
 ) -> None:
-    """A note with Han, kana or Hangul anywhere its documents come from (a section, a
+    """A note with Han, kana, Hangul or Cyrillic anywhere its documents come from (a section, a
     heading, a tag) is cut again, in place (the same file), and its rows are a build's; a
     note without any keeps the rows it had (here left scrambled, to show nothing cut it
     again), and the progress counts the one note cut."""
@@ -297,6 +302,32 @@ def test_a_segment_change_re_cuts_only_the_notes_that_hold_such_text(
     assert note_rows(vault, "Mixed.md") == want_mixed
     assert note_rows(vault, "Running.md") == scrambled_running
     assert [p for p in phases if p[0] == "search"][-1] == ("search", 1, 1)
+
+
+def test_russian_stemming_reaches_an_index_made_without_it(
+    vault: Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An index made before Russian words were stemmed as Russian (`заметки` a term of its
+    own), upgraded by this code: the note holding Cyrillic is cut again in place, and every
+    table and answer is a build's by this code."""
+    from vaultmem.core import tokenizer
+
+    (vault.root / "Daily.md").write_text("# Ежедневные заметки\n\nШаблон заметки.\n", "utf-8")
+    want, want_answers = fresh_build(vault)
+    with monkeypatch.context() as older:
+        older.setattr(tokenizer, "is_russian_word", lambda word: False)
+        tokenizer.analyzer.cache_clear()  # each analyzer keeps the words it stemmed
+        reconcile(vault, rebuild=True)
+    tokenizer.analyzer.cache_clear()
+    assert any(row[0] == "заметки" for row in dump_index(vault.index_path)["postings"])
+    drop_meta(vault, "segment_version")
+    inode = vault.index_path.stat().st_ino
+    report = reconcile(vault)
+    # the fixture's two notes of Han and kana are in the scope too
+    assert any("for 3 notes holding such text" in w for w in report.warnings)
+    assert vault.index_path.stat().st_ino == inode
+    assert_same(dump_index(vault.index_path), want)
+    assert answers(vault) == want_answers
 
 
 def test_a_real_segmentation_change_is_cut_again_in_place_as_a_build_would(

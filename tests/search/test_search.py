@@ -674,6 +674,22 @@ def test_stemmer_language_comes_from_config(tmp_path: Path) -> None:
         assert [h.path for h in search(con, "cheval")] == ["Chevaux.md"]
 
 
+def test_a_russian_question_finds_the_other_forms_of_its_words(tmp_path: Path) -> None:
+    """`шаблонами` (instrumental plural, three letters from `шаблон`: past the typo lookup's
+    reach) finds the note that writes `Шаблон`, with the default `[search] language`
+    (English): Russian words are stemmed as Russian."""
+    vault = make_vault(
+        tmp_path / "vault",
+        {
+            "Шаблоны.md": "# Заготовки\n\nОткройте шаблон.\n",
+            "Графы.md": "# Граф\n\nСвязи между файлами.\n",
+        },
+    )
+    hits = vault.search("Как пользоваться шаблонами?")
+    assert [h.path for h in hits] == ["Шаблоны.md"]
+    assert "**шаблон**" in hits[0].snippet
+
+
 def test_unknown_stemmer_language_is_a_config_error(tmp_path: Path) -> None:
     from vaultmem.core.errors import ConfigError
 

@@ -18,8 +18,9 @@ that spells the word the same way up to Unicode compatibility forms, case and wo
 - Stemming is Snowball (PyStemmer's C stemmers), English by default, on words of more than
   three letters without digits: `synced`/`sync`, `listed`/`list`, `queries`/`query` fold
   together. `analyzer(language)` gives the other Snowball languages (`LANGUAGES`; `none` turns
-  stemming off). `benchmarks/tokenizer_eval.py` compares no stemming with the default on a real
-  vault; the question sets of `benchmarks/bench_retrieval.py` judge the whole ranking.
+  stemming off). A Russian word is stemmed as Russian whatever the language (`is_russian_word`).
+  `benchmarks/tokenizer_eval.py` compares no stemming with the default on a real vault; the
+  question sets of `benchmarks/bench_retrieval.py` judge the whole ranking.
 - Chinese and Japanese (a run of Han and kana) are cut into words by a dictionary segmenter
   (`core/segment.py`: rjieba, SudachiPy; each loaded on the first such run) and give their
   character bigrams; in Chinese those touching a question or function word are left out:
@@ -136,10 +137,10 @@ _NOSPACE_GROUPS = (
     "\u1000-\u109f",  # Myanmar
 )
 _NOSPACE_CHARS = "".join(_NOSPACE_GROUPS)
-SEGMENTED_CHARS = _NOSPACE_CHARS + "\uac00-\ud7a3"
+SEGMENTED_CHARS = _NOSPACE_CHARS + "\uac00-\ud7a3" + "\u0400-\u04ff"
 """The characters (a regex class's ranges, `-` always between two ends) whose words `segment`,
-the bigram rule or the Hangul rule analyse: text holding none of them has terms that
-SEGMENT_VERSION changes cannot move."""
+the bigram rule, the Hangul rule or the Russian stemmer (`is_russian_word`) analyse: text
+holding none of them has terms that SEGMENT_VERSION changes cannot move."""
 # Soft hyphen, ZWNJ, ZWJ: invisible, found inside words (Persian, hyphenated exports).
 _IGNORABLE = "\u00ad\u200c\u200d"
 # Internal separators, full-width forms included (NFKC maps them to ASCII afterwards).
@@ -244,10 +245,29 @@ def _snowball(language: str) -> Callable[[str], str]:
         ) from None
 
 
+_NOT_RUSSIAN = frozenset("іїєґўђјљњћџ")
+"""Cyrillic letters Russian does not use (Ukrainian, Belarusian, Serbian, Macedonian): a word
+holding one is not given the Russian stemmer."""
+
+
+def is_russian_word(word: str) -> bool:
+    """Whether a case-folded word reads as Russian: it starts with a Cyrillic letter of the
+    Russian alphabet and holds none that Russian does not use (`_NOT_RUSSIAN`)."""
+    return ("а" <= word[0] <= "я" or word[0] == "ё") and _NOT_RUSSIAN.isdisjoint(word)
+
+
+@functools.cache
+def _russian() -> Callable[[str], str]:
+    return _snowball("russian")
+
+
 def _stemmer(language: str) -> Callable[[str], str]:
     """A stem function for the case-folded words of `language` (`none`: no stemming).
 
-    Words holding a digit are never stemmed (`v1.2`, `abc1`, `2026s`): they are names.
+    Words holding a digit are never stemmed (`v1.2`, `abc1`, `2026s`): they are names. A
+    Russian word is stemmed as Russian whatever `language` is (`is_russian_word`): the script
+    says which language it is, and the English stemmer leaves Cyrillic as it is, so *заметки*
+    and *заметку* would otherwise never meet *заметка*.
     """
     if language == "none":
         return lambda word: word
@@ -256,6 +276,8 @@ def _stemmer(language: str) -> Callable[[str], str]:
     def stem(word: str) -> str:
         if len(word) <= 3 or not word.isalpha():
             return word
+        if not word.isascii() and is_russian_word(word):
+            return _russian()(word)
         return snowball(word)
 
     return stem
