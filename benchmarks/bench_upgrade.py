@@ -60,7 +60,8 @@ def _cli(vault: Path, command: str) -> Any:
 
 def _age(vault: Path, key: str = "tokenizer_version") -> int:
     """Make the index look built by an older version of `key` in `meta` (the tokenizer's;
-    `segment_version`: the analysis of unspaced scripts and Hangul); return its note count."""
+    `segment_version`: the analysis of unspaced scripts, Hangul and Cyrillic); return its note
+    count."""
     import duckdb
 
     from vaultmem.core.config import load_config

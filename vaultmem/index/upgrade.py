@@ -4,8 +4,8 @@ What a reconcile does with an index that another vaultmem (or configuration) bui
 what differs in `meta` (`what_changed`):
 
 - the search side only (`SEARCH_KEYS`: the tokenizer or stemmer version and `[search] language`
-  in `tokenizer_version`, the analysis of unspaced scripts and Hangul in `segment_version`,
-  semantic recall on or off in `embedding_model`, the search tables' layout in
+  in `tokenizer_version`, the analysis of unspaced scripts, Hangul and Cyrillic in
+  `segment_version`, semantic recall on or off in `embedding_model`, the search tables' layout in
   `search_schema_version`, or vaultmem's own version): the index still holds every note's
   rows, and the search documents are a function of rows it holds
   (`core.documents.documents_of` of the title, aliases, tags, `lang` property and sections;
@@ -164,7 +164,7 @@ def upgrade_search_tables(
                     _carry_notes_state(config.state_dir, index, notes_state, wanted)
                 warnings.append(
                     "The index's search tables were made by another version of the analysis "
-                    "of unspaced scripts and Hangul: "
+                    "of unspaced scripts, Hangul and Cyrillic: "
                     + (
                         f"made them again for {cut} note{'s' if cut > 1 else ''} holding such "
                         "text (no note was read)."
@@ -194,8 +194,9 @@ def upgrade_search_tables(
 
 
 def segment_only(meta: Mapping[str, str], wanted: Mapping[str, str]) -> bool:
-    """Whether only the analysis of unspaced scripts and Hangul changed (`SEGMENT_VERSION`, or
-    an index from before it was recorded): the terms of every note without such text stand."""
+    """Whether only the analysis of unspaced scripts, Hangul and Cyrillic changed
+    (`SEGMENT_VERSION`, or an index from before it was recorded): the terms of every note
+    without such text stand."""
     return _differing(meta, wanted) == {"segment_version"}
 
 
@@ -269,8 +270,8 @@ def _recut_in_place(
     staging: Path,
     progress: Progress | None,
 ) -> int | None:
-    """Only the analysis of unspaced scripts and Hangul changed (`segment_only`): cut again
-    just the notes whose text holds such a character (`tokenizer.SEGMENTED_CHARS`), in one
+    """Only the analysis of unspaced scripts, Hangul and Cyrillic changed (`segment_only`): cut
+    again just the notes whose text holds such a character (`tokenizer.SEGMENTED_CHARS`), in one
     transaction on the index itself, and bring `meta` up to `wanted`. No other note's terms
     can differ, so the index is then what cutting every note gives. Returns how many notes
     were cut (0: `meta` alone changed), or None, with nothing written, when they are more
