@@ -64,6 +64,10 @@ EXTERNAL_VAULTS: dict[str, tuple[str, str]] = {
         "VAULTMEM_OBSIDIAN_HELP_RU",
         "the ru/ folder of a checkout of https://github.com/obsidianmd/obsidian-help",
     ),
+    "obsidian-help-uk": (
+        "VAULTMEM_OBSIDIAN_HELP_UK",
+        "the uk/ folder of a checkout of https://github.com/obsidianmd/obsidian-help",
+    ),
     "obsidian-hub": (
         "VAULTMEM_OBSIDIAN_HUB",
         "the root of a checkout of https://github.com/obsidian-community/obsidian-hub",
