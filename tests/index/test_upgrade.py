@@ -304,6 +304,30 @@ def test_a_segment_change_re_cuts_only_the_notes_that_hold_such_text(
     assert [p for p in phases if p[0] == "search"][-1] == ("search", 1, 1)
 
 
+def test_an_index_of_a_newer_segment_version_is_cut_whole(tmp_path: Path) -> None:
+    """A `segment_version` newer than this code's (an older vaultmem run after a newer one) may
+    stand for an analysis that reached scripts this code's `SEGMENTED_CHARS` lacks: every note
+    is cut again, not only those holding such text. Here an English note's rows, left
+    scrambled, come back as a build's, which a scoped cut (nothing to cut) would not do."""
+    from vaultmem.core.models import SEGMENT_VERSION
+
+    vault = english_vault(tmp_path / "vault")
+    want, want_answers = fresh_build(vault)
+    scramble_note(vault, "Running.md")
+    con = duckdb.connect(str(vault.index_path))
+    try:
+        con.execute(
+            "UPDATE meta SET value = ? WHERE key = 'segment_version'", [str(SEGMENT_VERSION + 1)]
+        )
+    finally:
+        con.close()
+    report = reconcile(vault)
+    assert not any("holding such text" in w or "no note holds" in w for w in report.warnings)
+    assert any("made them again from the index" in w for w in report.warnings)
+    assert_same(dump_index(vault.index_path), want)
+    assert answers(vault) == want_answers
+
+
 def test_russian_stemming_reaches_an_index_made_without_it(
     vault: Config, monkeypatch: pytest.MonkeyPatch
 ) -> None:

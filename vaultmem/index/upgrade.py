@@ -194,10 +194,15 @@ def upgrade_search_tables(
 
 
 def segment_only(meta: Mapping[str, str], wanted: Mapping[str, str]) -> bool:
-    """Whether only the analysis of unspaced scripts, Hangul and Cyrillic changed
-    (`SEGMENT_VERSION`, or an index from before it was recorded): the terms of every note
-    without such text stand."""
-    return _differing(meta, wanted) == {"segment_version"}
+    """Whether only the analysis of unspaced scripts, Hangul and Cyrillic changed to this
+    code's (`SEGMENT_VERSION`, or an index from before it was recorded): the terms of every
+    note without such text stand. Not when the index's version is newer (another vaultmem, an
+    older one run after it): that analysis may have reached scripts this code's
+    `SEGMENTED_CHARS` lacks, whose notes a scoped cut would leave as it made them."""
+    if _differing(meta, wanted) != {"segment_version"}:
+        return False
+    recorded, ours = meta.get("segment_version", "0"), wanted["segment_version"]
+    return recorded.isdigit() and ours.isdigit() and int(recorded) < int(ours)
 
 
 def _recorded_notes_state(state_dir: Path, index: Path) -> StateRecord | None:
