@@ -20,10 +20,10 @@ TEXT = (
 )
 
 OUTPUT: dict[tuple[int, int], list[str]] = {
-    (3, 3): [
+    (3, 4): [
         *("testpagerord", "test", "pager", "order", "vault_root", "vault", "root", "v1.2"),
         *("2026-01-02", "2026", "01", "02", "openai", "open", "ai", "sync", "queri"),
-        *("notizen", "bearbeitungskürzel", "заметк", "заметк", "шаблон", "україна"),
+        *("notizen", "bearbeitungskürzel", "заметк", "заметк", "шаблон", "україн"),
         *("東京", "京タ", "タワ", "ワー", "노트를", "노트", "트를"),
         *("ภา", "าษ", "ษา", "าไ", "ไท", "ทย", "file"),
     ],

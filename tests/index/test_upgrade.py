@@ -339,7 +339,7 @@ def test_russian_stemming_reaches_an_index_made_without_it(
     (vault.root / "Daily.md").write_text("# Ежедневные заметки\n\nШаблон заметки.\n", "utf-8")
     want, want_answers = fresh_build(vault)
     with monkeypatch.context() as older:
-        older.setattr(tokenizer, "is_russian_word", lambda word: False)
+        older.setattr(tokenizer, "script_language", lambda word: None)
         tokenizer.analyzer.cache_clear()  # each analyzer keeps the words it stemmed
         reconcile(vault, rebuild=True)
     tokenizer.analyzer.cache_clear()

@@ -200,13 +200,14 @@ TOKENIZER_VERSION = 3
 """Bump whenever `search.tokenizer`'s output changes (it re-exports this): the index records it
 and rebuilds on a mismatch. Kept here so that a no-op reconcile need not import the tokenizer."""
 
-SEGMENT_VERSION = 3
+SEGMENT_VERSION = 4
 """Bump instead of TOKENIZER_VERSION when a change alters only the terms of text in a script
 written without spaces (Han, kana, Thai, Lao, Khmer, Myanmar), in Hangul or in Cyrillic:
 `core.segment`'s words and stop words, the bigram and Hangul rules of `core.tokenizer` and its
-Russian stemming (3: Russian words stemmed as Russian). The next reconcile then
-cuts again only the notes holding such a character (`core.tokenizer.SEGMENTED_CHARS`): none,
-and only the index's `meta` is brought up to date (`index.upgrade`)."""
+script stemmers (3: Russian words stemmed as Russian; 4: Ukrainian ones too). The next
+reconcile then cuts again only the notes holding such a character
+(`core.tokenizer.SEGMENTED_CHARS`): none, and only the index's `meta` is brought up to date
+(`index.upgrade`)."""
 
 LINE_KEY_VERSION = 1
 """Bump whenever `core.documents.section_line_keys`' output changes (the boilerplate keys of a

@@ -18,7 +18,7 @@ that spells the word the same way up to Unicode compatibility forms, case and wo
 - Stemming is Snowball (PyStemmer's C stemmers), English by default, on words of more than
   three letters without digits: `synced`/`sync`, `listed`/`list`, `queries`/`query` fold
   together. `analyzer(language)` gives the other Snowball languages (`LANGUAGES`; `none` turns
-  stemming off). A Russian word is stemmed as Russian whatever the language (`is_russian_word`).
+  stemming off). A Russian or Ukrainian word is stemmed as Russian (`script_language`).
   `benchmarks/tokenizer_eval.py` compares no stemming with the default on a real vault; the
   question sets of `benchmarks/bench_retrieval.py` judge the whole ranking.
 - Chinese and Japanese (a run of Han and kana) are cut into words by a dictionary segmenter
@@ -139,8 +139,8 @@ _NOSPACE_GROUPS = (
 _NOSPACE_CHARS = "".join(_NOSPACE_GROUPS)
 SEGMENTED_CHARS = _NOSPACE_CHARS + "\uac00-\ud7a3" + "\u0400-\u04ff"
 """The characters (a regex class's ranges, `-` always between two ends) whose words `segment`,
-the bigram rule, the Hangul rule or the Russian stemmer (`is_russian_word`) analyse: text
-holding none of them has terms that SEGMENT_VERSION changes cannot move."""
+the bigram rule, the Hangul rule or a script's own stemmer (`script_language`: Russian and
+Ukrainian) analyse: text holding none of them has terms that SEGMENT_VERSION changes cannot move."""
 # Soft hyphen, ZWNJ, ZWJ: invisible, found inside words (Persian, hyphenated exports).
 _IGNORABLE = "\u00ad\u200c\u200d"
 # Internal separators, full-width forms included (NFKC maps them to ASCII afterwards).
@@ -245,29 +245,34 @@ def _snowball(language: str) -> Callable[[str], str]:
         ) from None
 
 
-_NOT_RUSSIAN = frozenset("іїєґўђјљњћџ")
-"""Cyrillic letters Russian does not use (Ukrainian, Belarusian, Serbian, Macedonian): a word
-holding one is not given the Russian stemmer."""
+_RUSSIAN_STEMMED = frozenset("ёіїєґ")
+"""Beside а-я, the first letters of the words the Russian stemmer takes: Russian's ё and
+Ukrainian's і ї є ґ (Ukrainian's endings are largely Russian's: its question set gained with
+them stemmed, docs/search.md round 4)."""
 
 
-def is_russian_word(word: str) -> bool:
-    """Whether a case-folded word reads as Russian: it starts with a Cyrillic letter of the
-    Russian alphabet and holds none that Russian does not use (`_NOT_RUSSIAN`)."""
-    return ("а" <= word[0] <= "я" or word[0] == "ё") and _NOT_RUSSIAN.isdisjoint(word)
+def script_language(word: str) -> str | None:
+    """The Snowball language a case-folded word's script says it is written in, whatever
+    `[search] language` is: `russian` for a word starting with a letter of the Russian or
+    Ukrainian alphabet (`а`-`я`, `_RUSSIAN_STEMMED`); None for any other word (its stemmer is
+    the vault's). Greek, measured the same way, lost on its test half (docs/search.md, round
+    4), so Greek words keep the vault's stemmer, which leaves them whole."""
+    first = word[0]
+    if "а" <= first <= "я" or first in _RUSSIAN_STEMMED:
+        return "russian"
+    return None
 
 
-@functools.cache
-def _russian() -> Callable[[str], str]:
-    return _snowball("russian")
+_script_stemmer = functools.cache(lambda language: _snowball(language))
 
 
 def _stemmer(language: str) -> Callable[[str], str]:
     """A stem function for the case-folded words of `language` (`none`: no stemming).
 
     Words holding a digit are never stemmed (`v1.2`, `abc1`, `2026s`): they are names. A
-    Russian word is stemmed as Russian whatever `language` is (`is_russian_word`): the script
-    says which language it is, and the English stemmer leaves Cyrillic as it is, so *заметки*
-    and *заметку* would otherwise never meet *заметка*.
+    Russian or Ukrainian word is stemmed as Russian whatever `language` is (`script_language`):
+    the script says which language it is, and the English stemmer leaves Cyrillic as it is, so
+    *заметки* would never meet *заметка*.
     """
     if language == "none":
         return lambda word: word
@@ -276,8 +281,9 @@ def _stemmer(language: str) -> Callable[[str], str]:
     def stem(word: str) -> str:
         if len(word) <= 3 or not word.isalpha():
             return word
-        if not word.isascii() and is_russian_word(word):
-            return _russian()(word)
+        if not word.isascii() and (own := script_language(word)) is not None:
+            # a stemmer may leave nothing of a word (Greek's did, of `όταν`): it stays a term
+            return _script_stemmer(own)(word) or word
         return snowball(word)
 
     return stem
