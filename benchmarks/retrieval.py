@@ -72,6 +72,10 @@ EXTERNAL_VAULTS: dict[str, tuple[str, str]] = {
         "VAULTMEM_OBSIDIAN_HELP_EL",
         "the el/ folder of a checkout of https://github.com/obsidianmd/obsidian-help",
     ),
+    "obsidian-help-zh-tw": (
+        "VAULTMEM_OBSIDIAN_HELP_ZH_TW",
+        "the zh-TW/ folder of a checkout of https://github.com/obsidianmd/obsidian-help",
+    ),
     "obsidian-hub": (
         "VAULTMEM_OBSIDIAN_HUB",
         "the root of a checkout of https://github.com/obsidian-community/obsidian-hub",
