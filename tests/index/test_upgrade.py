@@ -120,6 +120,29 @@ def assert_same(got: dict[str, list[tuple[Any, ...]]], want: dict[str, list[Any]
         assert got[table] == want[table], f"table {table} differs from a build from nothing"
 
 
+def assert_cut_in_place(
+    config: Config, want: dict[str, list[Any]], want_answers: dict[str, Any], notes: int
+) -> None:
+    """With `segment_version` unrecorded, the next reconcile cuts `notes` notes again in the
+    same file, and every table and answer is then a build's."""
+    drop_meta(config, "segment_version")
+    inode = config.index_path.stat().st_ino
+    warnings = reconcile_as_built(config, want, want_answers)
+    assert any(f"for {notes} notes holding such text" in w for w in warnings)
+    assert config.index_path.stat().st_ino == inode
+
+
+def reconcile_as_built(
+    config: Config, want: dict[str, list[Any]], want_answers: dict[str, Any]
+) -> list[str]:
+    """Reconcile, check every derived table and answer against a build's, and return the
+    run's warnings (which say how the search tables were made)."""
+    warnings = list(reconcile(config).warnings)
+    assert_same(dump_index(config.index_path), want)
+    assert answers(config) == want_answers
+    return warnings
+
+
 def test_the_fixture_has_termless_sections_and_boilerplate(vault: Config) -> None:
     reconcile(vault)
     con = duckdb.connect(str(vault.index_path), read_only=True)
@@ -314,18 +337,10 @@ def test_an_index_of_a_newer_segment_version_is_cut_whole(tmp_path: Path) -> Non
     vault = english_vault(tmp_path / "vault")
     want, want_answers = fresh_build(vault)
     scramble_note(vault, "Running.md")
-    con = duckdb.connect(str(vault.index_path))
-    try:
-        con.execute(
-            "UPDATE meta SET value = ? WHERE key = 'segment_version'", [str(SEGMENT_VERSION + 1)]
-        )
-    finally:
-        con.close()
-    report = reconcile(vault)
-    assert not any("holding such text" in w or "no note holds" in w for w in report.warnings)
-    assert any("made them again from the index" in w for w in report.warnings)
-    assert_same(dump_index(vault.index_path), want)
-    assert answers(vault) == want_answers
+    set_meta(vault, "segment_version", str(SEGMENT_VERSION + 1))
+    warnings = reconcile_as_built(vault, want, want_answers)
+    assert not any("holding such text" in w or "no note holds" in w for w in warnings)
+    assert any("made them again from the index" in w for w in warnings)
 
 
 def test_russian_stemming_reaches_an_index_made_without_it(
@@ -344,14 +359,8 @@ def test_russian_stemming_reaches_an_index_made_without_it(
         reconcile(vault, rebuild=True)
     tokenizer.analyzer.cache_clear()
     assert any(row[0] == "заметки" for row in dump_index(vault.index_path)["postings"])
-    drop_meta(vault, "segment_version")
-    inode = vault.index_path.stat().st_ino
-    report = reconcile(vault)
     # the fixture's two notes of Han and kana are in the scope too
-    assert any("for 3 notes holding such text" in w for w in report.warnings)
-    assert vault.index_path.stat().st_ino == inode
-    assert_same(dump_index(vault.index_path), want)
-    assert answers(vault) == want_answers
+    assert_cut_in_place(vault, want, want_answers, notes=3)
 
 
 def test_a_real_segmentation_change_is_cut_again_in_place_as_a_build_would(
@@ -374,13 +383,7 @@ def test_a_real_segmentation_change_is_cut_again_in_place_as_a_build_would(
     tokenizer.analyzer.cache_clear()
     stale = dump_index(vault.index_path)
     assert any(row[0] == "机上" for row in stale["postings"])
-    drop_meta(vault, "segment_version")
-    inode = vault.index_path.stat().st_ino
-    report = reconcile(vault)
-    assert any("for 3 notes holding such text" in w for w in report.warnings)
-    assert vault.index_path.stat().st_ino == inode
-    assert_same(dump_index(vault.index_path), want)
-    assert answers(vault) == want_answers
+    assert_cut_in_place(vault, want, want_answers, notes=3)
 
 
 def test_a_segment_change_cuts_every_note_when_most_hold_such_text(
@@ -393,10 +396,7 @@ def test_a_segment_change_cuts_every_note_when_most_hold_such_text(
     want, want_answers = fresh_build(vault)
     scramble_search_tables(vault)
     drop_meta(vault, "segment_version")
-    report = reconcile(vault)
-    assert any("no note was read" in w for w in report.warnings)
-    assert_same(dump_index(vault.index_path), want)
-    assert answers(vault) == want_answers
+    assert any("no note was read" in w for w in reconcile_as_built(vault, want, want_answers))
 
 
 def test_the_run_after_an_upgrade_takes_the_walk_made_before_it(
