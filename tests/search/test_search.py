@@ -615,6 +615,10 @@ def test_only_german_queries_read_words_as_compound_parts() -> None:
         assert parse_query(english).compound_words == ()
     assert parse_query("Wo ist das Menü?").compound_words == ()  # five letters or fewer
     assert compounds.distinctive(("notizen", "kürzel"), {"notizen": 216}, 1751.0) == ["kürzel"]
+    # a whole prompt of German text reads its rarest MAX_WORDS words only
+    many = tuple(f"wortteil{chr(97 + i)}" for i in range(compounds.MAX_WORDS + 3))
+    df = {w: i for i, w in enumerate(reversed(many))}  # the last words are the rarest
+    assert compounds.distinctive(many, df, 1e6) == list(many[3:])
     assert compounds.tails("einschalten") == ["schalten", "chalten", "halten", "alten"]
 
 

@@ -65,10 +65,20 @@ def candidate_words(text: str, terms: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(t for t in terms if len(t) >= MIN_LETTERS and t.isalpha())
 
 
+MAX_WORDS = 8
+"""Most words of one query read as compound parts, the rarest first: each costs a suffix scan of
+`terms`, and a hook may ask with a whole prompt of German text."""
+
+
 def distinctive(words: tuple[str, ...], df: dict[str, int], documents: float) -> list[str]:
     """Those of `words` in at most `MAX_SHARE` of the documents (`df`: their document
-    frequencies; a word the index lacks is in none)."""
-    return [w for w in words if df.get(w, 0) <= MAX_SHARE * documents]
+    frequencies; a word the index lacks is in none), at most `MAX_WORDS` of them: the
+    rarest, in the query's order."""
+    kept = [w for w in words if df.get(w, 0) <= MAX_SHARE * documents]
+    if len(kept) > MAX_WORDS:
+        rarest = set(sorted(kept, key=lambda w: df.get(w, 0))[:MAX_WORDS])
+        kept = [w for w in kept if w in rarest]
+    return kept
 
 
 def tails(word: str) -> list[str]:
