@@ -32,17 +32,25 @@ is plain BM25), each row against FTS5; `--title` with other weights of the named
 (weight 0: none), per half.
 
 Usage: `python -m benchmarks.bench_retrieval [--quick] [--json] [--set NAME ...] [--kinds]
-[--misses] [--sweep] [--proximity] [--no-boilerplate] [--modes] [--language LANG]`.
+[--misses] [--sweep] [--proximity] [--no-boilerplate] [--modes] [--language LANG] [--fresh]`.
 `--quick` is the same run (the sets are small). `--language` indexes every set with that
 `[search] language` (e.g. `german`): what stemming in a note's own language would gain.
+
+Each set's index is kept in the state folder between runs, so a run after a change to the
+analysis measures the index that change's upgrade makes (as a user's `reconcile` would), and a
+change made without a version bump is measured against the old index's terms. `--fresh` builds
+every index from nothing, in a new state folder: how a variant is measured.
 """
 
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
+import os
 import shutil
 import sys
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -342,7 +350,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--language", help="index every set with this [search] language (a Snowball stemmer)"
     )
+    parser.add_argument(
+        "--fresh",
+        action="store_true",
+        help="build every index from nothing, in a state folder of this run's own",
+    )
     args = parser.parse_args(argv)
+    if args.fresh:  # the kept indexes would otherwise be upgraded, as a user's reconcile does
+        state = tempfile.mkdtemp(prefix="vaultmem-retrieval-")
+        atexit.register(shutil.rmtree, state, True)
+        os.environ["VAULTMEM_STATE_DIR"] = state
     if args.no_boilerplate:  # the rule runs in this process, in the postings load
         from vaultmem.storage import search_rows
 

@@ -5,6 +5,7 @@ skip is the path that must hold, for every external set."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -82,6 +83,21 @@ def test_bench_skips_the_set_and_still_succeeds(
     out, err = capsys.readouterr()
     assert '"sets": []' in out  # nothing ran, and the JSON line is still one object
     assert err.count("\n") == 1 and variable in err
+
+
+def test_fresh_builds_every_index_in_a_state_folder_of_its_own(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """`--fresh` measures from nothing: the index goes to a new state folder, not to the one
+    an earlier run (or another analysis) left an index in."""
+    kept = tmp_path / "kept-state"
+    monkeypatch.setenv("VAULTMEM_STATE_DIR", str(kept))
+    monkeypatch.setattr(bench_retrieval, "OUT_DIR", tmp_path / "out")
+    assert bench_retrieval.main(["--set", "example-vault", "--fresh", "--json"]) == 0
+    assert '"set": "example-vault"' in capsys.readouterr().out
+    state = Path(os.environ["VAULTMEM_STATE_DIR"])
+    assert state != kept and state.name.startswith("vaultmem-retrieval-")
+    assert any(state.glob("*/index.duckdb")) and not kept.exists()
 
 
 @pytest.mark.parametrize(
