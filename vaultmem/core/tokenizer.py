@@ -37,8 +37,8 @@ words) CPython does 4-7 MB/s cold and 9-17 MB/s warm on one shared core, so 20 M
 is compiled on the first text holding a combining mark.
 `TOKENIZER_VERSION` (kept in `core/models.py`) must be bumped whenever any output changes: the index
 records it and rebuilds on mismatch; a change confined to text of `SEGMENTED_CHARS` (the unspaced
-scripts and Hangul) bumps `SEGMENT_VERSION` instead, which leaves the search tables of a vault
-without such text as they are. Output also depends on the Unicode database of the running
+scripts, Hangul and Cyrillic) bumps `SEGMENT_VERSION` instead, which leaves the search tables of
+a vault without such text as they are. Output also depends on the Unicode database of the running
 Python (`\\w`, NFKC).
 """
 
@@ -263,9 +263,6 @@ def script_language(word: str) -> str | None:
     return None
 
 
-_script_stemmer = functools.cache(lambda language: _snowball(language))
-
-
 def _stemmer(language: str) -> Callable[[str], str]:
     """A stem function for the case-folded words of `language` (`none`: no stemming).
 
@@ -283,7 +280,7 @@ def _stemmer(language: str) -> Callable[[str], str]:
             return word
         if not word.isascii() and (own := script_language(word)) is not None:
             # a stemmer may leave nothing of a word (Greek's did, of `όταν`): it stays a term
-            return _script_stemmer(own)(word) or word
+            return _snowball(own)(word) or word
         return snowball(word)
 
     return stem

@@ -259,13 +259,14 @@ def _compound_parts(reads: SearchReads, query: ParsedQuery, documents: float) ->
     at `compounds.WEIGHT` (`search/compounds.py`); none for any other query."""
     if not query.compound_words:
         return {}
-    words = compounds.distinctive(
-        query.compound_words, reads.known_terms(list(query.compound_words)), documents
-    )
+    tails = {word: compounds.tails(word) for word in query.compound_words}
+    # one lookup for the words' own document frequencies and the tails the index holds
+    known = reads.known_terms([*tails, *(tail for found in tails.values() for tail in found)])
+    words = compounds.distinctive(query.compound_words, known, documents)
     if not words:
         return {}
     found = reads.compounds_ending_with(words, compounds.HEAD_MIN)
-    found += list(reads.known_terms([tail for word in words for tail in compounds.tails(word)]))
+    found += [tail for word in words for tail in tails[word] if tail in known]
     return {term: compounds.WEIGHT for term in found if term not in query.terms}
 
 
