@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import duckdb
+import pytest
 
 from vaultmem.core.config import Config
 from vaultmem.core.models import Heading, Problem, Resolution
@@ -107,6 +108,61 @@ def test_identities_stand_for_an_edit_that_moves_no_claim() -> None:
     journal = rc.identities(state, survey, out, {}).journal
     stood = rc.identities(state._replace(journal=journal), survey, out, {})
     assert stood.ids == state.notes.ids() and stood.removed_ids == {IDS["A.md"]}
+
+
+def _added(*new: tuple[str, str | None]) -> tuple[rc.State, rc.Survey, rc.Outcomes]:
+    """A, B and Old as they were, and the notes `new` (path, claimed id) come."""
+    notes = [Fingerprint(path, 40 + i, 3) for i, (path, _) in enumerate(new)]
+    notes += [Fingerprint(p, size, mtime) for p, _, size, mtime, _, _ in ROWS]
+    state = _state()
+    survey = _survey(state, sorted(notes), FILES | {path for path, _ in new})
+    changes = plan_changes(survey.indexed, survey.notes)
+    prepared = [
+        Prepared(i, path, "parsed", 40 + i, 3, f"hash-{path}", claimed_id=claimed)
+        for i, (path, claimed) in enumerate(new)
+    ]
+    out = rc.outcomes(changes, _prep(*prepared), survey)
+    journal = rc.identities(state, survey, out, {}).journal
+    return state._replace(journal=journal), survey, out
+
+
+def _assigned_afresh(state: rc.State, out: rc.Outcomes) -> dict[str, str]:
+    claims = {p: state.notes[p].claimed_id for p in state.notes}
+    claims.update({p: prepared.claimed_id for p, prepared in out.parsed.items()})
+    return assign_ids(claims, {})
+
+
+def test_notes_that_only_came_take_their_ids_without_assigning_every_id_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    state, survey, out = _added(("New.md", None), ("Topic.md", "topic-id"))
+    expected = _assigned_afresh(state, out)
+    monkeypatch.setattr(rc, "assign_ids", _must_not_run)
+    ident = rc.identities(state, survey, out, {})
+    assert {p: ident.ids[p] for p in expected} == expected
+    assert ident.id_changes == {} and ident.removed_ids == frozenset()
+
+
+@pytest.mark.parametrize(
+    "new",
+    [
+        (("New.md", IDS["A.md"]),),  # claims an id an old note holds: A falls back
+        (("New.md", "same"), ("Other.md", "same")),  # two new notes ask for one id
+    ],
+)
+def test_a_new_note_whose_id_clashes_assigns_every_id_again(
+    new: tuple[tuple[str, str | None], ...],
+) -> None:
+    state, survey, out = _added(*new)
+    ident = rc.identities(state, survey, out, {})
+    expected = _assigned_afresh(state, out)
+    assert {p: ident.ids[p] for p in expected} == expected
+    if new[0][1] == IDS["A.md"]:
+        assert ident.id_changes == {IDS["A.md"]: expected["A.md"]} != {}
+
+
+def _must_not_run(*args: object) -> dict[str, str]:
+    raise AssertionError("assign_ids ran")
 
 
 def test_link_work_names_the_keys_of_files_that_came_or_went() -> None:

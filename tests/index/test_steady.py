@@ -218,6 +218,22 @@ def test_a_claimed_id_taken_by_an_edit_reassigns_ids(vault: Config) -> None:
     assert_equals_rebuild(vault)
 
 
+@pytest.mark.parametrize("claim", ["", "---\nid: t-one\n---\n"])
+def test_a_note_that_comes_leaves_the_index_equal_to_a_rebuild(vault: Config, claim: str) -> None:
+    """A new note takes its own id alone when it is free; one claiming a topic's id makes
+    every id assigned again (the topic falls back to a salted id), as a rebuild does."""
+    write(vault.root, "agent-memory/global/t.md", "---\nid: t-one\n---\n# T\n")
+    reconcile(vault)
+    before = dict(query(vault, "SELECT path, id FROM notes"))
+    # a topic whose path sorts first: it wins the id it claims
+    write(vault.root, "agent-memory/global/a.md", f"{claim}# D\n\ndelta [[A]]\n")
+    reconcile(vault)
+    after = dict(query(vault, "SELECT path, id FROM notes"))
+    moved = {p for p in before if after[p] != before[p]}
+    assert moved == ({"agent-memory/global/t.md"} if claim else set())
+    assert_equals_rebuild(vault)
+
+
 @pytest.mark.slow
 def test_a_commit_between_the_walk_and_the_state_read_is_seen(
     vault: Config, monkeypatch: pytest.MonkeyPatch

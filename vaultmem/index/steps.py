@@ -35,6 +35,7 @@ from vaultmem.index.plan import (
     IndexedNote,
     IndexedNotes,
     assign_ids,
+    ids_of_added,
     journal_digest,
     pair_renames,
 )
@@ -348,6 +349,16 @@ def identities(
             frozenset(indexed[p].id for p in out.parsed),
             digest,
         )
+    if (added := _added_ids(state, out, digest, ids_journal)) is not None:
+        # Notes came and none went, each new one's id free: the stored ids stand too (a
+        # `store`, a note created in Obsidian).
+        return Identities(
+            state.notes.ids(added),
+            {},
+            new_renames,
+            frozenset(indexed[p].id for p in out.parsed if p in indexed),
+            digest,
+        )
     claims: dict[str, str | None] = {}
     for path in out.changes.unchanged:
         claims[path] = indexed[path].claimed_id
@@ -526,6 +537,24 @@ def _still_valid(done: Prepared | None, fp: Fingerprint, known: IndexedNote | No
     if done.outcome == "touched":
         return known is not None and known.content_hash == done.content_hash
     return done.outcome == "parsed"
+
+
+def _added_ids(
+    state: State, out: Outcomes, journal: str, journal_ids: Mapping[str, str]
+) -> dict[str, str] | None:
+    """The new notes' ids when notes only came (`plan.ids_of_added`): none went, no parsed
+    note claims another id than it did, the journal is the one the stored ids came from."""
+    if state.create or state.journal != journal or out.changes.gone or not out.changes.new:
+        return None
+    notes = state.notes
+    claims: dict[str, str | None] = {}
+    for path, parsed in out.parsed.items():
+        if path not in notes:
+            claims[path] = parsed.claimed_id
+        elif parsed.claimed_id != notes[path].claimed_id:
+            return None
+    taken = notes.columns()[1]  # a tuple: a few lookups in C beat building a set of 100,000
+    return ids_of_added(claims, journal_ids, taken if len(claims) <= 8 else set(taken))
 
 
 def _ids_stand(state: State, out: Outcomes, journal: str) -> bool:
