@@ -265,6 +265,7 @@ TARGETS = {  # issue 28: (notes, key, limit, unit); "x" limits are ratios
         ("one-note edit (cold `reconcile`)", "one_edit_s", 0.5, "s"),
         ("no-op (cold `reconcile`)", "noop_s", 1.0, "s"),
         ("watch: save -> searchable, p95", "watch.p95_s", 1.0, "s"),
+        ("watch: new note -> searchable, p95", "watch.new_p95_s", 1.0, "s"),
         ("watch: burst of 500 changed notes, batches", "watch.burst_batches", 1, ""),
         ("watch: burst, largest process", "watch.burst_peak_mb", 1024, "MB"),
         ("tokenizer-only upgrade / full build", "upgrade.x_full", 0.3, "x"),
@@ -319,7 +320,8 @@ def render_scale(r: dict[str, Any]) -> str:
     if w:
         lines.append(
             f"  watch: {w['saves']} saves, save -> searchable median {w['median_s']:.2f} s, "
-            f"p95 {w['p95_s']:.2f} s; a burst of {w['burst']} notes searchable "
+            f"p95 {w['p95_s']:.2f} s; a new note median {w['new_median_s']:.2f} s, p95 "
+            f"{w['new_p95_s']:.2f} s; a burst of {w['burst']} notes searchable "
             f"{w['burst_searchable_s']:.1f} s after the last write, in {w['burst_batches']} "
             f"batch(es) (largest {w['burst_largest_batch']} paths), largest process "
             f"{w['burst_peak_mb']:.0f} MB"

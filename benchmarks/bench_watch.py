@@ -10,6 +10,10 @@ interval (25 ms). It reports median and p95 (nearest rank), the mean reconcile t
 reported per batch, and the median as a multiple of the same-run floor. Target: median < 1 s.
 
 Script: `python benchmarks/bench_watch.py [--notes 10000] [--samples 30] [--json]`.
+
+`--vault DIR` measures an indexed vault instead, as `make bench-100k` does (`scale_watch`):
+`--samples` saves (20 here) and as many new notes, each from the write until searchable,
+then a burst of 500 changed notes. It writes into DIR: run it on a copy.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import random
 import shutil
 import statistics
 import subprocess
@@ -145,14 +150,15 @@ def _tree_peak_mb(pid: int) -> float:
 
 
 def _save_latencies(
-    watcher: _Watcher, index: Path, notes: list[Path], saves: int, step: int
+    watcher: _Watcher, index: Path, notes: list[Path], saves: int, step: int, first: int = 0
 ) -> list[float]:
-    """Append a new word to every `step`-th note, one save at a time, each timed from the
-    write until a search finds the word; the next save waits for the batch to finish."""
+    """Append a new word (`_word(first + i)`) to every `step`-th note, one save at a time,
+    each timed from the write until a search finds the word; the next save waits for the
+    batch to finish."""
     latencies: list[float] = []
     for i in range(saves):
         batches = len(watcher.kinds("batch"))
-        word = _word(i)
+        word = _word(first + i)
         with notes[(i * step) % len(notes)].open("a", encoding="utf-8") as handle:
             handle.write(f"\n{word}\n")
         saved = time.perf_counter()
@@ -166,30 +172,59 @@ def _save_latencies(
     return latencies
 
 
+def _new_note_latencies(
+    watcher: _Watcher, index: Path, vault: Path, count: int, first: int
+) -> list[float]:
+    """Create `count` new notes (a note made in Obsidian, a `store`), one at a time, each
+    timed from the write until a search finds its word; they are left in the vault."""
+    latencies: list[float] = []
+    for i in range(first, first + count):
+        batches = len(watcher.kinds("batch"))
+        word = _word(i)
+        (vault / f"Inbox {word}.md").write_text(f"# {word}\n\n{word} noted.\n", encoding="utf-8")
+        saved = time.perf_counter()
+        deadline = time.monotonic() + SAMPLE_TIMEOUT_S
+        while not _found(index, word):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{word} never reached the index")
+            time.sleep(POLL_S)
+        latencies.append(time.perf_counter() - saved)
+        watcher.wait("batch", batches + 1, SAMPLE_TIMEOUT_S)
+    return latencies
+
+
+def _p95(latencies: Sequence[float]) -> float:
+    """The 95th percentile by nearest rank."""
+    ordered = sorted(latencies)
+    return ordered[max(0, math.ceil(0.95 * len(ordered)) - 1)]
+
+
 def scale_watch(
     vault: Path, saves: int = 20, burst: int = 500, debounce_ms: int = 300
 ) -> dict[str, Any]:
     """Issue 28's watch figures on an indexed vault: `saves` single saves, each from the end
-    of the write until its word is searchable (median and p95), then `burst` notes changed
-    at once: until all are searchable, in how many batches, and the largest process's peak
-    RSS meanwhile. The vault's index must be current: the watcher's start-up sweep is then
-    a no-op."""
+    of the write until its word is searchable (median and p95), the same for `saves` new
+    notes, then `burst` notes changed at once: until all are searchable, in how many
+    batches, and the largest process's peak RSS meanwhile. The vault's index must be
+    current: the watcher's start-up sweep is then a no-op."""
     index = _index_of(vault)
     notes = markdown_files(vault)
     step = max(1, len(notes) // max(1, saves + burst))
+    run = random.randrange(1 << 40)  # words no earlier run on this vault wrote
     watcher = _Watcher(vault, debounce_ms)
     try:
         watcher.wait("sweep", 1, START_TIMEOUT_S)
-        latencies = _save_latencies(watcher, index, notes, saves, step)
+        latencies = _save_latencies(watcher, index, notes, saves, step, first=run)
+        created = _new_note_latencies(watcher, index, vault, saves, run + saves)
         batches = len(watcher.kinds("batch"))
-        word = "zqburst" + _word(saves)
+        word = "zqburst" + _word(run)
         targets = [notes[(saves + i) * step % len(notes)] for i in range(burst)]
         started = time.perf_counter()
         for i, path in enumerate(targets):
             # a line of its own in each note: one line in 500 notes is boilerplate, which the
             # index leaves out of the postings (docs/search.md)
             with path.open("a", encoding="utf-8") as handle:
-                handle.write(f"\n{word} {_word(10_000 + i)}\n")
+                handle.write(f"\n{word} {_word(run + 2 * saves + i)}\n")
         written = time.perf_counter()
         deadline = time.monotonic() + 600
         peak = 0.0
@@ -211,8 +246,10 @@ def scale_watch(
         "notes": len(notes),
         "saves": saves,
         "median_s": statistics.median(ordered),
-        "p95_s": ordered[max(0, math.ceil(0.95 * len(ordered)) - 1)],
+        "p95_s": _p95(ordered),
         "max_s": ordered[-1],
+        "new_median_s": statistics.median(created),
+        "new_p95_s": _p95(created),
         "burst": len(set(targets)),
         "burst_write_s": written - started,
         "burst_searchable_s": done - written,
@@ -265,6 +302,16 @@ def run(n_notes: int, samples: int, debounce_ms: int) -> dict[str, Any]:
     }
 
 
+def _render_scale(w: dict[str, Any]) -> str:
+    return (
+        f"watch on {w['notes']:,} notes: {w['saves']} saves, save -> searchable median "
+        f"{w['median_s']:.2f} s, p95 {w['p95_s']:.2f} s; {w['saves']} new notes, median "
+        f"{w['new_median_s']:.2f} s, p95 {w['new_p95_s']:.2f} s; a burst of {w['burst']} "
+        f"notes searchable {w['burst_searchable_s']:.1f} s after the last write, in "
+        f"{w['burst_batches']} batch(es), largest process {w['burst_peak_mb']:.0f} MB"
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help=f"{QUICK_NOTES:,} notes")
@@ -272,7 +319,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--samples", type=int, default=30)
     parser.add_argument("--debounce-ms", type=int, default=300)
     parser.add_argument("--json", action="store_true", help="one JSON object on one line")
+    parser.add_argument("--vault", type=Path, help="an indexed vault (a copy: it is written)")
     args = parser.parse_args(argv)
+    if args.vault is not None:
+        figures = scale_watch(args.vault, saves=min(args.samples, 20))
+        print(json.dumps(figures) if args.json else _render_scale(figures))
+        return 0 if figures["exit_code"] == 0 else 1
     n = args.notes or (QUICK_NOTES if args.quick else FULL_NOTES)
     result = run(n, args.samples, args.debounce_ms)
     if args.json:
