@@ -10,7 +10,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from vaultmem.files.scan import Fingerprint
-from vaultmem.index.plan import ChangeSet, IndexedNote, IndexedNotes, plan_changes
+from vaultmem.index.plan import (
+    ChangeSet,
+    IndexedNote,
+    IndexedNotes,
+    assign_ids,
+    ids_of_added,
+    plan_changes,
+)
 
 Row = tuple[str, str, int, int, str, str | None]
 
@@ -157,3 +164,69 @@ def test_a_few_lookups_in_path_order_build_no_table_of_every_path() -> None:
     shuffled = IndexedNotes([_row(f"note {i:05}.md") for i in reversed(range(1000))])
     assert shuffled["note 00500.md"].id == "n-note 00500.md"
     assert shuffled._row is not None  # out of order: the dict
+
+
+# -- ids ----------------------------------------------------------------------------------------
+
+
+def _ranked_reference(claims: dict[str, str | None], journal: dict[str, str]) -> dict[str, str]:
+    """The rule `assign_ids` documents, as a plain loop over every note in rank order."""
+    from vaultmem.core.names import default_note_id
+
+    def wants(path: str) -> tuple[int, str]:
+        claimed = claims[path]
+        if claimed:
+            return 0, claimed
+        if path in journal:
+            return 1, journal[path]
+        return 2, default_note_id(path)
+
+    taken: set[str] = set()
+    ids: dict[str, str] = {}
+    for path in sorted(claims, key=lambda p: (wants(p)[0], p)):
+        candidate, salt = wants(path)[1], 0
+        while candidate in taken:
+            salt += 1
+            candidate = default_note_id(path, salt)
+        taken.add(candidate)
+        ids[path] = candidate
+    return ids
+
+
+_PATHS = st.sampled_from([f"{d}/{n}.md" for d in "ab" for n in "wxyz"])
+_IDS = st.sampled_from(["t-one", "t-two", "j-one"])
+
+
+@given(
+    claims=st.dictionaries(_PATHS, st.none() | _IDS, max_size=8),
+    journal=st.dictionaries(_PATHS, _IDS, max_size=3),
+)
+def test_ids_follow_the_rule_with_and_without_clashes(
+    claims: dict[str, str | None], journal: dict[str, str]
+) -> None:
+    assert assign_ids(claims, journal) == _ranked_reference(claims, journal)
+
+
+def test_a_clash_goes_to_the_claim_then_the_smaller_path_and_the_loser_is_salted() -> None:
+    from vaultmem.core.names import default_note_id
+
+    ids = assign_ids({"b.md": "t-one", "a.md": "t-one", "c.md": None}, {"c.md": "t-one"})
+    assert ids["a.md"] == "t-one"  # a claim outranks the journal; then the smaller path
+    assert ids["b.md"] == default_note_id("b.md", 1)
+    assert ids["c.md"] == default_note_id("c.md", 1)
+    free = assign_ids({"b.md": "t-one", "c.md": None}, {})
+    assert free == {"b.md": "t-one", "c.md": default_note_id("c.md")}
+
+
+@given(
+    old=st.dictionaries(_PATHS, st.none() | _IDS, max_size=6),
+    new=st.dictionaries(st.sampled_from(["n/p.md", "n/q.md"]), st.none() | _IDS, max_size=2),
+    journal=st.dictionaries(_PATHS, _IDS, max_size=2),
+)
+def test_new_notes_given_their_own_ids_only_when_a_whole_assignment_agrees(
+    old: dict[str, str | None], new: dict[str, str | None], journal: dict[str, str]
+) -> None:
+    before = assign_ids(old, journal)
+    added = ids_of_added(new, journal, tuple(before.values()))
+    if added is not None:  # when it answers, it is what assigning every id again gives
+        assert {**before, **added} == assign_ids({**old, **new}, journal)

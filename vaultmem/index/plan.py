@@ -323,6 +323,18 @@ def assign_ids(claims: Mapping[str, str | None], journal: Mapping[str, str]) -> 
     to a salted digest of its own path. This is a function of the vault and the journal only,
     which is what makes an incremental reconcile equal a rebuild.
     """
+    wanted: dict[str, str] = {}
+    for path, claimed in claims.items():
+        if claimed:
+            wanted[path] = claimed
+        elif path in journal:
+            wanted[path] = journal[path]
+        else:
+            wanted[path] = default_note_id(path)
+    if len(set(wanted.values())) == len(wanted):
+        # No two notes ask for one id, so each takes its own: the ranking below would give
+        # the same (~0.1 s of sorting and looping at 100,000 notes).
+        return wanted
     ranked = sorted(_candidate(path, claimed, journal) for path, claimed in claims.items())
     taken: set[str] = set()
     ids: dict[str, str] = {}

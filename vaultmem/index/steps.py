@@ -359,30 +359,29 @@ def identities(
             frozenset(indexed[p].id for p in out.parsed if p in indexed),
             digest,
         )
-    claims: dict[str, str | None] = {}
-    for path in out.changes.unchanged:
-        claims[path] = indexed[path].claimed_id
-    for prepared in out.touched:
-        claims[prepared.path] = indexed[prepared.path].claimed_id
-    for path in out.kept:
-        claims[path] = indexed[path].claimed_id
-    for path, prepared in out.parsed.items():
-        claims[path] = prepared.claimed_id
+    # Every note's stored claim and id, by path, built from the state's columns in C: a
+    # lookup per note through `IndexedNotes` cost ~1.1 s of this at 100,000 notes.
+    paths, stored_ids, _, _, _, stored_claims = state.notes.columns()
+    stored = dict(zip(paths, stored_claims, strict=True))
+    claims: dict[str, str | None] = {path: stored[path] for path in out.changes.unchanged}
+    claims.update((prepared.path, stored[prepared.path]) for prepared in out.touched)
+    claims.update((path, stored[path]) for path in out.kept)
+    claims.update((path, prepared.claimed_id) for path, prepared in out.parsed.items())
     if survey.mode == "paths":
         # Notes outside the watched paths keep their ids but still take part in clashes.
-        for path, known in state.notes.items():
-            if path not in indexed:
-                claims.setdefault(path, known.claimed_id)
+        watched = set(indexed)
+        for path, claim in stored.items():
+            if path not in watched and path not in claims:
+                claims[path] = claim
     ids = assign_ids(claims, ids_journal)
-    all_notes = state.notes
+    old_ids = dict(zip(paths, stored_ids, strict=True))
+    parsed = out.parsed
     id_changes = {
-        all_notes[p].id: ids[p]
-        for p in ids
-        if p in all_notes and p not in out.parsed and all_notes[p].id != ids[p]
+        old: new
+        for path, new in ids.items()
+        if (old := old_ids.get(path)) is not None and old != new and path not in parsed
     }
-    removed_ids = {n.id for n in out.changes.gone} | {
-        indexed[p].id for p in out.parsed if p in indexed
-    }
+    removed_ids = {n.id for n in out.changes.gone} | {old_ids[p] for p in parsed if p in indexed}
     return Identities(ids, id_changes, new_renames, frozenset(removed_ids), digest)
 
 
