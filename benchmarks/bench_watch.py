@@ -149,6 +149,20 @@ def _tree_peak_mb(pid: int) -> float:
     return peak
 
 
+def _until_searchable(watcher: _Watcher, index: Path, word: str, batches: int) -> float:
+    """Seconds from now (just after a write) until a search finds `word`; then waits for the
+    watcher's batch line, so the next write starts a batch of its own."""
+    saved = time.perf_counter()
+    deadline = time.monotonic() + SAMPLE_TIMEOUT_S
+    while not _found(index, word):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{word} never reached the index")
+        time.sleep(POLL_S)
+    latency = time.perf_counter() - saved
+    watcher.wait("batch", batches + 1, SAMPLE_TIMEOUT_S)
+    return latency
+
+
 def _save_latencies(
     watcher: _Watcher, index: Path, notes: list[Path], saves: int, step: int, first: int = 0
 ) -> list[float]:
@@ -161,14 +175,7 @@ def _save_latencies(
         word = _word(first + i)
         with notes[(i * step) % len(notes)].open("a", encoding="utf-8") as handle:
             handle.write(f"\n{word}\n")
-        saved = time.perf_counter()
-        deadline = time.monotonic() + SAMPLE_TIMEOUT_S
-        while not _found(index, word):
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"{word} never reached the index")
-            time.sleep(POLL_S)
-        latencies.append(time.perf_counter() - saved)
-        watcher.wait("batch", batches + 1, SAMPLE_TIMEOUT_S)
+        latencies.append(_until_searchable(watcher, index, word, batches))
     return latencies
 
 
@@ -182,14 +189,7 @@ def _new_note_latencies(
         batches = len(watcher.kinds("batch"))
         word = _word(i)
         (vault / f"Inbox {word}.md").write_text(f"# {word}\n\n{word} noted.\n", encoding="utf-8")
-        saved = time.perf_counter()
-        deadline = time.monotonic() + SAMPLE_TIMEOUT_S
-        while not _found(index, word):
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"{word} never reached the index")
-            time.sleep(POLL_S)
-        latencies.append(time.perf_counter() - saved)
-        watcher.wait("batch", batches + 1, SAMPLE_TIMEOUT_S)
+        latencies.append(_until_searchable(watcher, index, word, batches))
     return latencies
 
 

@@ -14,6 +14,7 @@ from vaultmem.index.plan import (
     ChangeSet,
     IndexedNote,
     IndexedNotes,
+    _ranked_ids,
     assign_ids,
     ids_of_added,
     plan_changes,
@@ -169,30 +170,6 @@ def test_a_few_lookups_in_path_order_build_no_table_of_every_path() -> None:
 # -- ids ----------------------------------------------------------------------------------------
 
 
-def _ranked_reference(claims: dict[str, str | None], journal: dict[str, str]) -> dict[str, str]:
-    """The rule `assign_ids` documents, as a plain loop over every note in rank order."""
-    from vaultmem.core.names import default_note_id
-
-    def wants(path: str) -> tuple[int, str]:
-        claimed = claims[path]
-        if claimed:
-            return 0, claimed
-        if path in journal:
-            return 1, journal[path]
-        return 2, default_note_id(path)
-
-    taken: set[str] = set()
-    ids: dict[str, str] = {}
-    for path in sorted(claims, key=lambda p: (wants(p)[0], p)):
-        candidate, salt = wants(path)[1], 0
-        while candidate in taken:
-            salt += 1
-            candidate = default_note_id(path, salt)
-        taken.add(candidate)
-        ids[path] = candidate
-    return ids
-
-
 _PATHS = st.sampled_from([f"{d}/{n}.md" for d in "ab" for n in "wxyz"])
 _IDS = st.sampled_from(["t-one", "t-two", "j-one"])
 
@@ -204,7 +181,7 @@ _IDS = st.sampled_from(["t-one", "t-two", "j-one"])
 def test_ids_follow_the_rule_with_and_without_clashes(
     claims: dict[str, str | None], journal: dict[str, str]
 ) -> None:
-    assert assign_ids(claims, journal) == _ranked_reference(claims, journal)
+    assert assign_ids(claims, journal) == _ranked_ids(claims, journal)
 
 
 def test_a_clash_goes_to_the_claim_then_the_smaller_path_and_the_loser_is_salted() -> None:
