@@ -65,11 +65,15 @@ def _age(vault: Path, key: str = "tokenizer_version") -> int:
     import duckdb
 
     from vaultmem.core.config import load_config
+    from vaultmem.core.models import SEGMENT_VERSION, TOKENIZER_VERSION
 
+    # The version before this code's, as the index of the release before it records: an
+    # index of a newer or unknown segment_version is cut whole (`upgrade.segment_only`).
+    ours = {"tokenizer_version": TOKENIZER_VERSION, "segment_version": SEGMENT_VERSION}[key]
     index = load_config(vault).index_path
     con = duckdb.connect(str(index))
     try:
-        con.execute("UPDATE meta SET value = 'old' WHERE key = $1", [key])
+        con.execute("UPDATE meta SET value = $2 WHERE key = $1", [key, str(ours - 1)])
         row = con.execute("SELECT count(*) FROM notes").fetchone()
     finally:
         con.close()
