@@ -14,6 +14,7 @@ from vaultmem.index.plan import (
     ChangeSet,
     IndexedNote,
     IndexedNotes,
+    _candidate,
     _ranked_ids,
     assign_ids,
     ids_of_added,
@@ -181,7 +182,8 @@ _IDS = st.sampled_from(["t-one", "t-two", "j-one"])
 def test_ids_follow_the_rule_with_and_without_clashes(
     claims: dict[str, str | None], journal: dict[str, str]
 ) -> None:
-    assert assign_ids(claims, journal) == _ranked_ids(claims, journal)
+    ranked = _ranked_ids([_candidate(path, claim, journal) for path, claim in claims.items()])
+    assert assign_ids(claims, journal) == ranked
 
 
 def test_a_clash_goes_to_the_claim_then_the_smaller_path_and_the_loser_is_salted() -> None:

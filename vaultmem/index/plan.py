@@ -323,28 +323,20 @@ def assign_ids(claims: Mapping[str, str | None], journal: Mapping[str, str]) -> 
     to a salted digest of its own path. This is a function of the vault and the journal only,
     which is what makes an incremental reconcile equal a rebuild.
     """
-    wanted: dict[str, str] = {}
-    for path, claimed in claims.items():
-        if claimed:
-            wanted[path] = claimed
-        elif path in journal:
-            wanted[path] = journal[path]
-        else:
-            wanted[path] = default_note_id(path)
-    if len(set(wanted.values())) == len(wanted):
+    candidates = [_candidate(path, claimed, journal) for path, claimed in claims.items()]
+    if len({wanted for _, _, wanted in candidates}) == len(candidates):
         # No two notes ask for one id, so each takes its own: the ranking would give the
         # same (~0.1 s of sorting and looping at 100,000 notes).
-        return wanted
-    return _ranked_ids(claims, journal)
+        return {path: wanted for _, path, wanted in candidates}
+    return _ranked_ids(candidates)
 
 
-def _ranked_ids(claims: Mapping[str, str | None], journal: Mapping[str, str]) -> dict[str, str]:
-    """`assign_ids` by its rule: every note in rank order takes its candidate, or a salted
-    digest of its path when the candidate is taken."""
-    ranked = sorted(_candidate(path, claimed, journal) for path, claimed in claims.items())
+def _ranked_ids(candidates: list[tuple[int, str, str]]) -> dict[str, str]:
+    """`assign_ids` by its rule, from every note's `_candidate`: in rank order each takes the
+    id it asks for, or a salted digest of its path when that one is taken."""
     taken: set[str] = set()
     ids: dict[str, str] = {}
-    for _, path, candidate in ranked:
+    for _, path, candidate in sorted(candidates):
         salt = 0
         while candidate in taken:
             salt += 1
