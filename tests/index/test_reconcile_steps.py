@@ -16,7 +16,7 @@ from vaultmem.files.scan import Fingerprint
 from vaultmem.index import reconcile, survey, transaction
 from vaultmem.index import steps as rc
 from vaultmem.index.parallel import Chunk, Prepared
-from vaultmem.index.plan import ChangeSet, IndexedNotes, assign_ids, plan_changes
+from vaultmem.index.plan import ChangeSet, IndexedNotes, assign_ids, journal_digest, plan_changes
 from vaultmem.note.links import LinkResolver, SubpathIndex
 from vaultmem.storage.index_writes import StoredOutline
 from vaultmem.storage.last_survey import LastSurvey
@@ -122,8 +122,7 @@ def _added(*new: tuple[str, str | None]) -> tuple[rc.State, rc.Survey, rc.Outcom
         for i, (path, claimed) in enumerate(new)
     ]
     out = rc.outcomes(changes, _prep(*prepared), survey)
-    journal = rc.identities(state, survey, out, {}).journal
-    return state._replace(journal=journal), survey, out
+    return state._replace(journal=journal_digest({})), survey, out  # ids as the empty journal gave
 
 
 def _assigned_afresh(state: rc.State, out: rc.Outcomes) -> dict[str, str]:

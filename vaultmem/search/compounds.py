@@ -36,6 +36,11 @@ MAX_SHARE = 0.05
 TAIL_MIN = 5
 """The shortest tail of a word asked as a word (`HEAD_MIN` letters or more cut off before it)."""
 HEAD_MIN = 3
+"""The shortest head cut off before a tail (*ein* of *einschalten*), and how much longer than
+a word a compound ending in it must be."""
+MAX_WORDS = 8
+"""Most words of one query read as compound parts, the rarest first: each costs a suffix scan of
+`terms`, and a hook may ask with a whole prompt of German text."""
 
 _DE = """
     der das den dem des ein eine einen einem einer eines ich du wir ihr mein meine meinen
@@ -63,11 +68,6 @@ def candidate_words(text: str, terms: tuple[str, ...]) -> tuple[str, ...]:
     if not is_german(text):
         return ()
     return tuple(t for t in terms if len(t) >= MIN_LETTERS and t.isalpha())
-
-
-MAX_WORDS = 8
-"""Most words of one query read as compound parts, the rarest first: each costs a suffix scan of
-`terms`, and a hook may ask with a whole prompt of German text."""
 
 
 def distinctive(words: tuple[str, ...], df: dict[str, int], documents: float) -> list[str]:
