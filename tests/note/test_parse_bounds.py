@@ -2,8 +2,8 @@
 linearly with a note's lines, and one note with an absurd tag becomes a problem row, never a
 failed reconcile.
 
-Linearity is checked as a ratio measured in this process (the time for 100,000 lines over the
-time for 10,000), never as a wall-clock bound: linear work gives about 10, the quadratic code
+Linearity is checked as a ratio measured in this process (the time for 50,000 lines over the
+time for 5,000), never as a wall-clock bound: linear work gives about 10, the quadratic code
 these tests replaced gave about 100.
 """
 
@@ -20,7 +20,7 @@ from vaultmem.note.parse import MAX_TAG_LEVELS, parse_note
 from vaultmem.storage import store
 from vaultmem.vault import Vault
 
-SMALL, LARGE = 10_000, 100_000
+SMALL, LARGE = 5_000, 50_000
 LINEAR_RATIO_BOUND = 35.0
 """10× the lines may cost up to 35× the time: room for noise and cache effects, far from the
 ~100× that quadratic work gives."""
