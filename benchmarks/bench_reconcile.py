@@ -318,14 +318,9 @@ def render_scale(r: dict[str, Any]) -> str:
     ]
     w = r.get("watch")
     if w:
-        lines.append(
-            f"  watch: {w['saves']} saves, save -> searchable median {w['median_s']:.2f} s, "
-            f"p95 {w['p95_s']:.2f} s; a new note median {w['new_median_s']:.2f} s, p95 "
-            f"{w['new_p95_s']:.2f} s; a burst of {w['burst']} notes searchable "
-            f"{w['burst_searchable_s']:.1f} s after the last write, in {w['burst_batches']} "
-            f"batch(es) (largest {w['burst_largest_batch']} paths), largest process "
-            f"{w['burst_peak_mb']:.0f} MB"
-        )
+        from benchmarks.bench_watch import describe_scale
+
+        lines.append(f"  watch: {describe_scale(w)}")
     u = r.get("upgrade")
     if u and u.get("segment_s") is not None:
         lines.append(

@@ -302,13 +302,16 @@ def run(n_notes: int, samples: int, debounce_ms: int) -> dict[str, Any]:
     }
 
 
-def _render_scale(w: dict[str, Any]) -> str:
+def describe_scale(w: dict[str, Any]) -> str:
+    """`scale_watch`'s figures in one sentence (this script's `--vault` line and the scale
+    report's watch line)."""
     return (
-        f"watch on {w['notes']:,} notes: {w['saves']} saves, save -> searchable median "
-        f"{w['median_s']:.2f} s, p95 {w['p95_s']:.2f} s; {w['saves']} new notes, median "
-        f"{w['new_median_s']:.2f} s, p95 {w['new_p95_s']:.2f} s; a burst of {w['burst']} "
-        f"notes searchable {w['burst_searchable_s']:.1f} s after the last write, in "
-        f"{w['burst_batches']} batch(es), largest process {w['burst_peak_mb']:.0f} MB"
+        f"{w['saves']} saves, save -> searchable median {w['median_s']:.2f} s, p95 "
+        f"{w['p95_s']:.2f} s; {w['saves']} new notes, median {w['new_median_s']:.2f} s, p95 "
+        f"{w['new_p95_s']:.2f} s; a burst of {w['burst']} notes searchable "
+        f"{w['burst_searchable_s']:.1f} s after the last write, in {w['burst_batches']} "
+        f"batch(es) (largest {w['burst_largest_batch']} paths), largest process "
+        f"{w['burst_peak_mb']:.0f} MB"
     )
 
 
@@ -323,7 +326,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.vault is not None:
         figures = scale_watch(args.vault, saves=min(args.samples, 20))
-        print(json.dumps(figures) if args.json else _render_scale(figures))
+        text = f"watch on {figures['notes']:,} notes: {describe_scale(figures)}"
+        print(json.dumps(figures) if args.json else text)
         return 0 if figures["exit_code"] == 0 else 1
     n = args.notes or (QUICK_NOTES if args.quick else FULL_NOTES)
     result = run(n, args.samples, args.debounce_ms)

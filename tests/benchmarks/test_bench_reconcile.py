@@ -63,6 +63,8 @@ def test_every_target_of_the_size_has_a_row_and_a_verdict() -> None:
 def test_the_report_prints_each_target_and_names_what_was_not_measured() -> None:
     text = render_scale(_result(upgrade={"x_full": 0.25}))
     assert "0.25 x  target <= 0.3 x" in text and "NOT MET" in text
+    assert "  watch: 20 saves, save -> searchable median 0.70 s, p95 0.95 s; 20 new notes, " in text
+    assert "(largest 500 paths), largest process 800 MB" in text
     missing = render_scale(_result(watch=None))
     assert "watch: save -> searchable, p95" in missing and "not measured" in missing
     assert "bench_upgrade.py" in missing
