@@ -51,7 +51,7 @@ install:
 	@echo "the command is $(PREFIX)/bin/vaultmem; if 'vaultmem --version' is not found, add $(PREFIX)/bin to PATH."
 
 # --dist worksteal: a worker that runs out of tests takes the other's queue, so a long test
-# late in the run no longer leaves a core idle (suite wall time ~ its CPU time / 2).
+# late in the run no longer leaves a core idle (wall time ~ the tests' summed time / 2).
 test: $(STAMP)
 	$(BIN)/ruff check vaultmem tests benchmarks
 	$(BIN)/ruff format --check vaultmem tests benchmarks
