@@ -76,6 +76,18 @@ EXTERNAL_VAULTS: dict[str, tuple[str, str]] = {
         "VAULTMEM_OBSIDIAN_HELP_ZH_TW",
         "the zh-TW/ folder of a checkout of https://github.com/obsidianmd/obsidian-help",
     ),
+    "obsidian-help-es": (
+        "VAULTMEM_OBSIDIAN_HELP_ES",
+        "the es/ folder of a checkout of https://github.com/obsidianmd/obsidian-help",
+    ),
+    "obsidian-help-fr": (
+        "VAULTMEM_OBSIDIAN_HELP_FR",
+        "the fr/ folder of a checkout of https://github.com/obsidianmd/obsidian-help",
+    ),
+    "obsidian-help-it": (
+        "VAULTMEM_OBSIDIAN_HELP_IT",
+        "the it/ folder of a checkout of https://github.com/obsidianmd/obsidian-help",
+    ),
     "obsidian-hub": (
         "VAULTMEM_OBSIDIAN_HUB",
         "the root of a checkout of https://github.com/obsidian-community/obsidian-hub",
