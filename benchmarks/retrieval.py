@@ -88,6 +88,14 @@ EXTERNAL_VAULTS: dict[str, tuple[str, str]] = {
         "VAULTMEM_OBSIDIAN_HELP_IT",
         "the it/ folder of a checkout of https://github.com/obsidianmd/obsidian-help",
     ),
+    "obsidian-help-pt-br": (
+        "VAULTMEM_OBSIDIAN_HELP_PT_BR",
+        "the pt-br/ folder of a checkout of https://github.com/obsidianmd/obsidian-help",
+    ),
+    "obsidian-help-pl": (
+        "VAULTMEM_OBSIDIAN_HELP_PL",
+        "the pl/ folder of a checkout of https://github.com/obsidianmd/obsidian-help",
+    ),
     "obsidian-hub": (
         "VAULTMEM_OBSIDIAN_HUB",
         "the root of a checkout of https://github.com/obsidian-community/obsidian-hub",

@@ -130,7 +130,7 @@ def test_the_baseline_reads_notes_outside_dot_folders_only(tmp_path: Path) -> No
 @pytest.mark.parametrize("name", EXTERNAL)
 def test_an_external_set_lists_its_sample_and_every_expected_note_is_in_it(name: str) -> None:
     notes = sample_notes(name)
-    assert notes is not None and len(notes) >= 80  # fr/ is translated in part: 90 notes
+    assert notes is not None and len(notes) >= 75  # fr/, pt-br/, pl/ are partial: 78-90 notes
     assert len(set(notes)) == len(notes)
     questions = load_questions(QUESTIONS_DIR / f"{name}.jsonl")
     expected = {path for question in questions for path in question.expected}
