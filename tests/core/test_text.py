@@ -191,6 +191,9 @@ def test_english_snowball_stems_verb_forms() -> None:
 
 def test_other_languages_and_none() -> None:
     assert analyzer("french").tokenize("maisons") == ["maison"]
+    # Polish inflects a noun through seven cases; its stemmer (PyStemmer 3.1) joins them
+    polish = analyzer("polish").tokenize
+    assert polish("notatki") == polish("notatkami") == polish("notatkach") != ["notatki"]
     assert analyzer("none").tokenize("queries running") == ["queries", "running"]
     with pytest.raises(ValueError, match="klingon"):
         analyzer("klingon")

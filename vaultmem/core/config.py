@@ -79,11 +79,14 @@ _SEARCH_KEYS = ("k1", "b", "language", "semantic")
 DEFAULT_SEARCH_LANGUAGE = "english"
 SEARCH_LANGUAGES: tuple[str, ...] = (
     "none", "arabic", "armenian", "basque", "catalan", "czech", "danish", "dutch", "english",
-    "finnish", "french", "german", "greek", "hindi", "hungarian", "indonesian", "irish",
-    "italian", "lithuanian", "nepali", "norwegian", "porter", "portuguese", "romanian",
-    "russian", "serbian", "spanish", "swedish", "tamil", "turkish", "yiddish",
+    "esperanto", "estonian", "finnish", "french", "german", "greek", "hindi", "hungarian",
+    "indonesian", "irish", "italian", "lithuanian", "nepali", "norwegian", "persian", "polish",
+    "porter", "portuguese", "romanian", "russian", "serbian", "sesotho", "spanish", "swedish",
+    "tamil", "turkish", "yiddish",
 )  # fmt: skip
-"""Stemmers for `[search] language` (PyStemmer's Snowball stemmers; `none`: no stemming)."""
+"""Stemmers for `[search] language`: PyStemmer's Snowball stemmers (Esperanto and Estonian came
+with PyStemmer 3.0, Persian, Polish and Sesotho with 3.1, the least version required);
+`none`: no stemming."""
 _MAPPING_KEYS = ("folder", "scope", "scope_id")
 _SECRETS_KEYS = ("patterns",)
 _PATTERN_KEYS = ("name", "regex")
