@@ -96,6 +96,14 @@ EXTERNAL_VAULTS: dict[str, tuple[str, str]] = {
         "VAULTMEM_OBSIDIAN_HELP_PL",
         "the pl/ folder of a checkout of https://github.com/obsidianmd/obsidian-help",
     ),
+    "obsidian-help-nl": (
+        "VAULTMEM_OBSIDIAN_HELP_NL",
+        "the nl/ folder of a checkout of https://github.com/obsidianmd/obsidian-help",
+    ),
+    "obsidian-help-id": (
+        "VAULTMEM_OBSIDIAN_HELP_ID",
+        "the id/ folder of a checkout of https://github.com/obsidianmd/obsidian-help",
+    ),
     "obsidian-hub": (
         "VAULTMEM_OBSIDIAN_HUB",
         "the root of a checkout of https://github.com/obsidian-community/obsidian-hub",
