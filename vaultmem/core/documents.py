@@ -194,29 +194,33 @@ def _line_key(line: str) -> int | None:
     return int.from_bytes(blake2b(norm.encode(), digest_size=8).digest(), "big") >> 1
 
 
-def _keyed_lines(text: str) -> Iterator[tuple[str, int | None]]:
-    """Each line of a section's text with its boilerplate key (None: never boilerplate: fenced
-    code, its fence lines, lines without a letter or digit)."""
+def _lines_and_keys(text: str) -> tuple[list[str], list[int | None]]:
+    """A section's lines and each one's boilerplate key (None: never boilerplate: fenced code,
+    its fence lines, lines without a letter or digit). Without a fence every line is a
+    candidate and the keys come from one `map`, with no Python step per line (a tenth of
+    cutting obsidian-hub's footers)."""
+    lines = text.split("\n")
+    if "```" not in text and "~~~" not in text:
+        return lines, list(map(_line_key, lines))
+    keys: list[int | None] = []
     fence: str | None = None
-    for line in text.split("\n"):
+    for line in lines:
         stripped = line.lstrip()
         if fence is not None:
             if stripped.startswith(fence):
                 fence = None
-            yield line, None
+            keys.append(None)
         elif stripped.startswith(_FENCES):
             fence = stripped[:3]
-            yield line, None
+            keys.append(None)
         else:
-            yield line, _line_key(line)
+            keys.append(_line_key(line))
+    return lines, keys
 
 
 def line_keys(text: str) -> tuple[int, ...]:
     """The sorted distinct keys of a text's candidate boilerplate lines."""
-    if "```" in text or "~~~" in text:
-        keys = {key for _, key in _keyed_lines(text)}
-    else:  # no fence, so every line is a candidate: one map, no generator per line
-        keys = set(map(_line_key, text.split("\n")))
+    keys = set(_lines_and_keys(text)[1])
     keys.discard(None)
     return tuple(sorted(cast("set[int]", keys)))
 
@@ -240,7 +244,8 @@ def section_postings(
     `postings_lines` produce, which keeps an index that re-scores sections equal to a rebuild.
     """
     tokenize = analyzer(language).tokenize
-    kept = "\n".join(line for line, key in _keyed_lines(text) if key not in boilerplate)
+    lines, keys = _lines_and_keys(text)
+    kept = "\n".join(itertools.compress(lines, [key not in boilerplate for key in keys]))
     if heading and _line_key(heading) in boilerplate:
         heading = None
     weighted: dict[str, float] = {}
@@ -284,12 +289,9 @@ def boilerplate_weights(
 
 def _boilerplate_lines(text: str, boilerplate: frozenset[int]) -> list[str]:
     """The lines of a section's text whose key is a `boilerplate` line's, in order, each as
-    often as it occurs. Without a fence every line is a candidate: the keys come from one `map`
-    (no generator step per line, which was a tenth of cutting obsidian-hub's footers)."""
-    if "```" in text or "~~~" in text:
-        return [line for line, key in _keyed_lines(text) if key is not None and key in boilerplate]
-    lines = text.split("\n")
-    return list(itertools.compress(lines, [key in boilerplate for key in map(_line_key, lines)]))
+    often as it occurs."""
+    lines, keys = _lines_and_keys(text)
+    return list(itertools.compress(lines, [key in boilerplate for key in keys]))
 
 
 def boilerplate_tsv_lines(
