@@ -322,6 +322,26 @@ def test_word_spans_terms_are_tokenize() -> None:
     assert [t for _, _, t in word_spans(text)] == tokenize(text)
 
 
+# ASCII identifiers, URLs and paths: `tokenize` takes their terms from a memo of pieces
+# (`_ascii_terms`), spans from the word's analysis with offsets; the two must agree, in order.
+_identifiers = st.lists(
+    st.sampled_from(
+        [
+            *("Test", "PAGER", "pager", "HTTPServer", "x", "iOS", "v2", "3", "11", "The", "s"),
+            *("_", "-", ".", "/", "'", "__", "://", "github", "com", "and", " ", "\n"),
+        ]
+    ),
+    min_size=1,
+    max_size=14,
+).map("".join)
+
+
+@given(_identifiers, st.sampled_from(["english", "none", "german", "polish"]))
+def test_identifier_terms_are_the_spans_terms(text: str, language: str) -> None:
+    analysis = analyzer(language)
+    assert analysis.tokenize(text) == [t for _, _, t in analysis.spans(text)]
+
+
 # --- properties ----------------------------------------------------------------------------
 
 _texts = st.text(max_size=200) | st.lists(

@@ -229,6 +229,7 @@ def _script_run() -> re.Pattern[str]:
 _PIECE = re.compile(r"(?:[^-_/.\u2010\u2011]|(?<=\d)\.(?=\d))+")
 _DROP = str.maketrans("", "", _IGNORABLE + "'\u2019\u02bc")
 _PIECE_SEPS = "_-./\u2010\u2011"
+_EDGES = _PIECE_SEPS + "'\u2019"  # trimmed off a word's ends before it is split
 
 
 @functools.cache
@@ -366,6 +367,10 @@ class _Analyzer:
         self._span_memo: dict[str, tuple[Span, ...]] = {}
         # an identifier's part -> its term, or () for none; parts recur across identifiers
         self._part_terms: dict[str, tuple[str, ...]] = {}
+        # a piece of an ASCII identifier -> its terms (`_ascii_terms`): one of several pieces,
+        # its own term and its case-change parts'; a lone piece, its parts' alone
+        self._pieces = _Memo(self._piece_terms)
+        self._lone_pieces = _Memo(self._camel_terms)
 
     def _fold(self, word: str) -> str:
         return self._stem(_normalise(word))
@@ -374,7 +379,35 @@ class _Analyzer:
         if _SIMPLE.fullmatch(raw):  # most words: ASCII, one case change at most, nothing to split
             word = raw.lower()
             return () if word in STOPWORDS else (self._stem(word),)
+        if raw.isascii():
+            return self._ascii_terms(raw)
         return tuple(term for _, _, term in self.word(raw, spans=False))
+
+    def _ascii_terms(self, raw: str) -> tuple[str, ...]:
+        """`word(raw, spans=False)`'s terms for an ASCII identifier, URL or path, in the same
+        order, without their offsets: the whole word's term, then each piece's terms from a
+        memo (`github`, `com`, `obsidian` recur across thousands of distinct URLs). Two thirds
+        of obsidian-hub's distinct words take this path; through `_latin`'s spans they were
+        ~40% of its tokenizer's CPU (benchmarks/HISTORY.md)."""
+        word = raw.strip(_EDGES)
+        if not word:
+            return ()
+        pieces = _PIECE.findall(word)
+        memo = self._pieces if len(pieces) > 1 else self._lone_pieces
+        if len(memo) > _MEMO_LIMIT:
+            memo.clear()
+        return self._part(word) + tuple(
+            itertools.chain.from_iterable(map(memo.__getitem__, pieces))
+        )
+
+    def _piece_terms(self, piece: str) -> tuple[str, ...]:
+        return self._part(piece) + self._camel_terms(piece)
+
+    def _camel_terms(self, piece: str) -> tuple[str, ...]:
+        camel = _camel_split(piece)
+        if len(camel) == 1:
+            return ()
+        return tuple(itertools.chain.from_iterable(self._part(piece[s:e]) for s, e in camel))
 
     def _terms(self, text: str) -> Iterator[str]:
         """The terms of `text`, lazily: findall, then one C-level dict lookup per word, so no
@@ -472,8 +505,8 @@ class _Analyzer:
 
     def _latin(self, raw: str) -> list[Span]:
         # A script split can leave separators at the edges (`索引-v2`); trim them and `_`.
-        left = len(raw) - len(raw.lstrip(_PIECE_SEPS + "'\u2019"))
-        word = raw.strip(_PIECE_SEPS + "'\u2019")
+        left = len(raw) - len(raw.lstrip(_EDGES))
+        word = raw.strip(_EDGES)
         if not word:
             return []
         whole = (left, left + len(word))
@@ -498,6 +531,12 @@ class _Analyzer:
         return out
 
     def _emit(self, out: list[Span], word: str, start: int) -> None:
+        term = self._part(word)
+        if term:
+            out.append((start, start + len(word), term[0]))
+
+    def _part(self, word: str) -> tuple[str, ...]:
+        """The term of one part of a word (the whole word, a piece, a case-change part), or ()."""
         terms = self._part_terms
         term = terms.get(word)
         if term is None:
@@ -511,8 +550,7 @@ class _Analyzer:
                 and (norm.isascii() or norm not in segment.KO_STOPWORDS)
             )
             term = terms[word] = (self._stem(norm),) if keep else ()
-        if term:
-            out.append((start, start + len(word), term[0]))
+        return term
 
 
 def _maps_one_to_one(word: str) -> bool:
