@@ -355,9 +355,9 @@ def test_russian_stemming_reaches_an_index_made_without_it(
     want, want_answers = fresh_build(vault)
     with monkeypatch.context() as older:
         older.setattr(tokenizer, "script_language", lambda word: None)
-        tokenizer.analyzer.cache_clear()  # each analyzer keeps the words it stemmed
+        tokenizer._analyzer.cache_clear()  # each analyzer keeps the words it stemmed
         reconcile(vault, rebuild=True)
-    tokenizer.analyzer.cache_clear()
+    tokenizer._analyzer.cache_clear()
     assert any(row[0] == "заметки" for row in dump_index(vault.index_path)["postings"])
     # the fixture's two notes of Han and kana are in the scope too
     assert_cut_in_place(vault, want, want_answers, notes=3)
@@ -378,9 +378,9 @@ def test_a_real_segmentation_change_is_cut_again_in_place_as_a_build_would(
     with monkeypatch.context() as older:
         older.setattr(segment, "STOPWORDS", old_stop)
         older.setattr(segment, "_STOP_CHARS", frozenset("".join(old_stop)))
-        tokenizer.analyzer.cache_clear()  # each analyzer keeps the words it cut
+        tokenizer._analyzer.cache_clear()  # each analyzer keeps the words it cut
         reconcile(vault, rebuild=True)
-    tokenizer.analyzer.cache_clear()
+    tokenizer._analyzer.cache_clear()
     stale = dump_index(vault.index_path)
     assert any(row[0] == "机上" for row in stale["postings"])
     assert_cut_in_place(vault, want, want_answers, notes=3)

@@ -570,11 +570,19 @@ def _bigrams(run: str) -> list[Span]:
     return [(i, i + 2, norm[i : i + 2]) for i in range(len(norm) - 1)]
 
 
-@functools.cache
 def analyzer(language: str = DEFAULT_LANGUAGE, cjk: str | None = None) -> _Analyzer:
     """The analysis pipeline stemming with `language` (one instance per language); `cjk`
     (`zh`, `ja`) segments runs of Han alone as that language (None: Chinese), see
     `segment.note_cjk`."""
+    return _analyzer(language, cjk)
+
+
+@functools.cache
+def _analyzer(language: str, cjk: str | None) -> _Analyzer:
+    """One instance, and so one memo of analysed words, per (language, cjk), however the
+    caller spelled them: cached on `analyzer` itself, `analyzer()`, `analyzer("english")`
+    and `analyzer("english", None)` were three instances, and a build's worker analysed
+    every word of a boilerplate line again for its cut."""
     if language not in LANGUAGES:
         raise ValueError(f"unknown stemmer language {language!r}; have {', '.join(LANGUAGES)}")
     return _Analyzer(_stemmer(language), cjk)
