@@ -12,6 +12,7 @@ import pytest
 
 from tests.helpers import count_postings_runs, dump_index
 from vaultmem.core.documents import BOILERPLATE_NOTES
+from vaultmem.index import early_cut
 from vaultmem.storage import search_rows, store
 from vaultmem.vault import Vault
 
@@ -149,6 +150,7 @@ def test_boilerplate_weights_cut_in_a_pool_equal_those_cut_here(
 
     monkeypatch.setattr(parallel, "cut_boilerplate", counted_cut)
     monkeypatch.setattr(parallel, "CUT_PART_SECTIONS", 7)  # several parts per worker
+    monkeypatch.setattr(early_cut.EarlyCut, "cut", lambda self, notes, folder, stem: ())
     dumps = []
     for name, cut_from in (("here", 10**9), ("pool", 1)):
         monkeypatch.setattr(search_rows, "CUT_APART_SECTIONS", cut_from)
@@ -175,3 +177,81 @@ def test_staged_rows_probed_by_their_files_load_as_under_duckdbs_plan(
     vault.reconcile(rebuild=True)
     assert probed == dump_index(vault.config.index_path)
     assert any(row[-2] is not None for row in probed["links"])  # resolved links carry their id
+
+
+def _sections_cut_by_the_load(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many sections the load cut itself (the rest the workers cut early), added to the
+    list's last number: append a 0 before each build."""
+    counts: list[int] = []
+    real = search_rows.boilerplate_tsv_lines
+
+    def counted(sections, lines, language):  # type: ignore[no-untyped-def]
+        sections = list(sections)
+        counts[-1] += len(sections)
+        return real(sections, lines, language)
+
+    monkeypatch.setattr(search_rows, "boilerplate_tsv_lines", counted)
+    return counts
+
+
+def test_boilerplate_cut_early_by_the_workers_is_the_loads_cut(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In a build from nothing the workers cut the boilerplate lines their own notes already
+    show (`index.early_cut`): all of them when one chunk holds every note, the later chunks'
+    when each note is a chunk of its own (the first notes were parsed before the footer was
+    known, and the first seven of the last notes before their second footer line was: the
+    load cuts those). The tables must be a build's without the early cut."""
+    from vaultmem.index import parallel
+
+    signed = "Signed by the editors of the zeppelin wiki"
+    more = {
+        f"Zeppelin {i}.md": f"# Zeppelin {i}\n\nAbout zeppelin {i}.\n\n---\n{FOOTER}\n{signed}\n"
+        for i in range(BOILERPLATE_NOTES)
+    }
+
+    cut_here = _sections_cut_by_the_load(monkeypatch)
+    real_cut, real_chunks = early_cut.EarlyCut.cut, parallel.chunk_jobs
+    dumps = []
+    for name, early, chunk_bytes in (
+        ("late", False, parallel.CHUNK_BYTES),
+        ("early", True, parallel.CHUNK_BYTES),
+        ("some", True, 1),
+    ):
+        monkeypatch.setattr(
+            parallel, "chunk_jobs", lambda jobs, workers=1, b=chunk_bytes: real_chunks(jobs, b)
+        )
+        monkeypatch.setattr(
+            early_cut.EarlyCut, "cut", real_cut if early else lambda self, notes, f, s: ()
+        )
+        cut_here.append(0)
+        dumps.append(dump_index(rebuilt(tmp_path / name, more).config.index_path))
+    assert len(dumps[0]["boilerplate_lines"]) == 3, "the footer, `## Links` and the signature"
+    assert cut_here == [30 + BOILERPLATE_NOTES, 0, 2 * (BOILERPLATE_NOTES - 1)], cut_here
+    for table in ("postings", "terms", "search_stats", "boilerplate_lines", "documents"):
+        assert dumps[1][table] == dumps[0][table], table
+        assert dumps[2][table] == dumps[0][table], table
+
+
+def test_a_line_a_worker_took_for_boilerplate_wrongly_is_cut_again_by_the_load(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Should a worker's count ever exceed the vault's (it must not: each note is counted
+    by one worker, once), the load takes no section whose early cut is not exactly its
+    boilerplate lines: here the workers take a line of three notes for boilerplate."""
+    cut_here = _sections_cut_by_the_load(monkeypatch)
+    shared = "A line three notes share, with its own words: quince, walnut."
+    more = {f"Extra {i}.md": f"# Extra {i}\n\n{shared}\n\n---\n{FOOTER}\n" for i in range(3)}
+    real_cut = early_cut.EarlyCut.cut
+    monkeypatch.setattr(early_cut.EarlyCut, "cut", lambda self, notes, f, s: ())
+    cut_here.append(0)
+    want = dump_index(rebuilt(tmp_path / "want", more).config.index_path)
+    monkeypatch.setattr(early_cut.EarlyCut, "cut", real_cut)
+    monkeypatch.setattr(early_cut, "BOILERPLATE_NOTES", 2)
+    cut_here.append(0)
+    got = dump_index(rebuilt(tmp_path / "got", more).config.index_path)
+    # the load cuts again the three sections holding the shared line and the footer
+    assert cut_here == [33, 3], cut_here
+    assert any(row[0] == "quinc" for row in got["postings"]), "the line is ordinary text"
+    for table in ("postings", "terms", "search_stats", "boilerplate_lines", "documents"):
+        assert got[table] == want[table], table

@@ -21,6 +21,7 @@ its link destinations and URLs (a footer's "Edit on GitHub" link names the note'
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from bisect import bisect_right
@@ -194,11 +195,17 @@ def _line_key(line: str) -> int | None:
     return int.from_bytes(blake2b(norm.encode(), digest_size=8).digest(), "big") >> 1
 
 
+@functools.lru_cache(maxsize=2048)
 def _lines_and_keys(text: str) -> tuple[list[str], list[int | None]]:
     """A section's lines and each one's boilerplate key (None: never boilerplate: fenced code,
     its fence lines, lines without a letter or digit). Without a fence every line is a
     candidate and the keys come from one `map`, with no Python step per line (a tenth of
-    cutting obsidian-hub's footers)."""
+    cutting obsidian-hub's footers).
+
+    The last 2,048 sections' are kept (callers only read them): a build's worker keys a
+    chunk's sections when it makes their documents, then cuts the boilerplate of those
+    holding a known line (`index.early_cut`), and keying was half of that cut. A chunk holds
+    ~1,000 sections; one not kept is keyed again."""
     lines = text.split("\n")
     if "```" not in text and "~~~" not in text:
         return lines, list(map(_line_key, lines))

@@ -49,6 +49,7 @@ from vaultmem.core.models import ParsedNote, Problem, Resolution
 from vaultmem.core.secrets import compile_patterns, redact_value
 from vaultmem.files.scan import content_hash, read_note_fingerprinted
 from vaultmem.index.conflicts import marker_problem
+from vaultmem.index.early_cut import EarlyCut
 from vaultmem.note.links import LinkResolver, SubpathIndex, outline_digest, resolve_link
 from vaultmem.note.parse import parse_note, redacted_note
 from vaultmem.storage.rows import NoteRecord, StagedRows
@@ -138,6 +139,9 @@ class Chunk(NamedTuple):
     They are the worker's, shared by every chunk it prepares in the run (`PostingsWriter`):
     `steps.collect` lists each once."""
     vectors: Path | None = None
+    precut: tuple[Path, ...] = ()
+    """The worker's files of boilerplate weights cut early (`early_cut.EarlyCut.cut`), shared
+    by its chunks like the postings files."""
 
 
 class Context(NamedTuple):
@@ -155,6 +159,9 @@ class Context(NamedTuple):
     run: str = ""
     """A token of this `prepare_all` call, in the names of the files its processes append to
     (`process_stem`): no two calls of a run share one."""
+    fresh: bool = False
+    """A build from nothing: the workers cut the boilerplate lines they can tell early
+    (`early_cut`)."""
 
 
 def process_stem(kind: str, run: str) -> str:
@@ -207,6 +214,7 @@ class _Worker:
         self.config = context.config
         self.resolver = resolver if resolver is not None else LinkResolver(context.files)
         self.patterns = compile_patterns(self.config.secret_patterns)
+        self.early = EarlyCut(self.config.search_language) if context.fresh else None
 
     def chunk(self, index: int, jobs: Sequence[Job]) -> Chunk:
         rows = StagedRows()
@@ -219,9 +227,10 @@ class _Worker:
         shared = process_stem("chunk", self.context.run)
         staged = rows.write(out, shared)
         written = postings.write(out, shared)
+        precut = self.early.cut(embedded, out, shared) if self.early is not None else ()
         embed = self.context.embed
         vectors = embed(out / f"{stem}.vectors.parquet", embedded) if embed and embedded else None
-        return Chunk(tuple(notes), staged, written, vectors)
+        return Chunk(tuple(notes), staged, written, vectors, precut)
 
     def note(
         self,

@@ -23,10 +23,13 @@ def prepare(
     staging: Path,
     first_number: int,
     resolver: Callable[[], LinkResolver],
+    *,
+    fresh: bool = False,
 ) -> Preparation:
     """Prepare the notes `todo` in the workers, numbered from `first_number`, their rows
     staged under `staging`. `resolver` gives the run's link resolver over `survey.files`
-    for the work done in this process."""
+    for the work done in this process. `fresh`: for a build from nothing (the workers then
+    cut the boilerplate they can tell, `early_cut`)."""
     from vaultmem.index.parallel import BUCKET_POSTINGS_BYTES, Context, Embed, Job, prepare_all
 
     staging.mkdir(parents=True, exist_ok=True)
@@ -47,7 +50,7 @@ def prepare(
     # Unsorted: a resolver's answers do not depend on the order it is given files in (its
     # buckets sort themselves), and sorting 100,000 paths cost a one-note edit ~35 ms.
     bucketed = sum(job.size for job in jobs) >= BUCKET_POSTINGS_BYTES
-    context = Context(run.config, tuple(survey.files), str(staging), embed, bucketed)
+    context = Context(run.config, tuple(survey.files), str(staging), embed, bucketed, fresh=fresh)
     chunks = prepare_all(jobs, context, progress=run.progress, resolver=resolver) if jobs else []
     return collect(chunks, first_number + len(jobs), staging.parent / "spill")
 

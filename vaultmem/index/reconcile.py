@@ -236,7 +236,8 @@ def _run(
         embedding.embedder()  # the model loads now: a missing extra fails before any work
     with staging_folder() as staging:
         resolver = link_resolver(survey.files)
-        prep = prepare(run, to_prepare(changes), survey, staging / "a", 0, resolver)
+        todo = to_prepare(changes)
+        prep = prepare(run, todo, survey, staging / "a", 0, resolver, fresh=state.create)
         _check_writable(config)
         with writer_lock(config.state_dir, timeout_s=run.lock_timeout_s):
             if index_token(config.index_path) != state.token:

@@ -172,6 +172,8 @@ class Preparation(NamedTuple):
     largest: Mapping[str, int] = {}
     """{table: the bytes of its largest staged object}: what DuckDB's JSON reader must hold
     at once (a file holds many: a worker appends each chunk's)."""
+    precut: tuple[Path, ...] = ()
+    """A build's boilerplate weights the workers cut early (`index.early_cut`)."""
 
 
 class Outcomes(NamedTuple):
@@ -279,6 +281,7 @@ def merged(prep: Preparation, more: Preparation) -> Preparation:
         more.next_number,
         prep.spill_dir,
         {t: max(prep.largest.get(t, 0), more.largest.get(t, 0)) for t in tables},
+        tuple(dict.fromkeys([*prep.precut, *more.precut])),
     )
 
 
@@ -288,6 +291,7 @@ def collect(chunks: Sequence[Chunk], next_number: int, spill_dir: Path) -> Prepa
     staged: dict[str, dict[Path, None]] = {}
     largest: dict[str, int] = {}
     postings: list[Path] = []
+    precut: list[Path] = []
     vectors: list[Path] = []
     for chunk in chunks:
         for prepared in chunk.notes:
@@ -296,12 +300,22 @@ def collect(chunks: Sequence[Chunk], next_number: int, spill_dir: Path) -> Prepa
             staged.setdefault(table, {})[path] = None
             largest[table] = max(largest.get(table, 0), size)
         postings.extend(chunk.postings)
+        precut.extend(chunk.precut)
         if chunk.vectors is not None:
             vectors.append(chunk.vectors)
     # a worker's chunks share its files: each file once, or its rows load twice
     postings = list(dict.fromkeys(postings))
     files = {table: list(paths) for table, paths in staged.items()}
-    return Preparation(by_path, files, postings, vectors, next_number, spill_dir, largest)
+    return Preparation(
+        by_path,
+        files,
+        postings,
+        vectors,
+        next_number,
+        spill_dir,
+        largest,
+        tuple(dict.fromkeys(precut)),
+    )
 
 
 def outcomes(changes: ChangeSet[Fingerprint], prep: Preparation, survey: Survey) -> Outcomes:

@@ -98,6 +98,7 @@ def transaction(
                     max_line_bytes=config.max_note_bytes + 64,
                     language=config.search_language,
                     cut=cut_boilerplate,
+                    precut=prep.precut,
                 )
             else:
                 search_rows.load_changed_postings(

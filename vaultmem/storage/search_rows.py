@@ -185,15 +185,23 @@ def build_postings(
     language: str = DEFAULT_LANGUAGE,
     scored: Sequence[tuple[Any, Any]] | None = None,
     cut: BoilerplateCut | None = None,
+    precut: Sequence[Path] = (),
 ) -> None:
     """A fresh build's postings, then its `terms` and `search_stats` counted from them
     (`recount_terms(con, None)`): what a build from nothing and an upgrade of the search
     tables both end with. `scored`: the (line key, notes) of `count_boilerplate_lines`, when
     the files' postings already lack those lines' weights (`documents.without_boilerplate`,
     an upgrade's workers): they are then loaded as they are. `cut`: where many sections'
-    boilerplate weights are cut (a pool's parts), else this process."""
+    boilerplate weights are cut (a pool's parts), else this process. `precut`: the weights
+    the workers cut while they parsed, and the lines they cut (`index.early_cut`)."""
     _insert_fresh_postings(
-        con, files, max_line_bytes=max_line_bytes, language=language, scored=scored, cut=cut
+        con,
+        files,
+        max_line_bytes=max_line_bytes,
+        language=language,
+        scored=scored,
+        cut=cut,
+        precut=precut,
     )
     recount_terms(con, None)
 
@@ -206,6 +214,7 @@ def _insert_fresh_postings(
     language: str,
     scored: Sequence[tuple[Any, Any]] | None = None,
     cut: BoilerplateCut | None = None,
+    precut: Sequence[Path] = (),
 ) -> None:
     """The workers' TSV files, boilerplate lines taken out, joined to note ids and sorted by
     term, in one INSERT straight from the files.
@@ -229,7 +238,9 @@ def _insert_fresh_postings(
     weights = (
         scored is None
         and bool(lines)
-        and _stage_boilerplate_weights(con, lines, files[0].parent, language, max_line_bytes, cut)
+        and _stage_boilerplate_weights(
+            con, lines, files[0].parent, language, max_line_bytes, cut, precut
+        )
     )
     tf, join, keep = "s.tf", "", ""
     if weights:
@@ -277,6 +288,20 @@ SEMI JOIN (SELECT x.note_id, x.ord FROM (
     SEMI JOIN boilerplate_lines b ON b.line_key = x.k) h
 ON h.note_id = d.note_id AND h.ord = d.ord"""
 
+# The sections whose weights the workers cut (`index.early_cut`) under exactly their
+# boilerplate lines: no line of theirs cut that is not one, none of theirs left uncut.
+_PRECUT_DONE = """CREATE OR REPLACE TEMP TABLE precut_done AS
+WITH held AS (
+    SELECT m.number, x.ord, x.k FROM (
+        SELECT note_id, ord, unnest(line_keys) AS k FROM documents WHERE ord > 0) x
+    SEMI JOIN boilerplate_lines b ON b.line_key = x.k
+    JOIN note_numbers m USING (note_id)),
+cut AS (SELECT DISTINCT number, ord, k FROM read_csv($1, delim='\t', header=false, quote='',
+    escape='', columns={'number': 'INTEGER', 'ord': 'INTEGER', 'k': 'BIGINT'}))
+SELECT number, ord FROM cut
+EXCEPT SELECT number, ord FROM (SELECT * FROM held EXCEPT SELECT * FROM cut)
+EXCEPT SELECT number, ord FROM (SELECT * FROM cut EXCEPT SELECT * FROM held)"""
+
 
 BoilerplateCut = Callable[[Sequence[tuple[Any, ...]], frozenset[int], str, Path], list[Path]]
 """Writes `documents.boilerplate_tsv_lines` of the sections (number, ord, heading, text) for
@@ -298,15 +323,30 @@ def _stage_boilerplate_weights(
     language: str,
     max_line_bytes: int,
     cut: BoilerplateCut | None = None,
+    precut: Sequence[Path] = (),
 ) -> bool:
     """Temp table `fresh_boilerplate` (term, number, ord, tf): what the boilerplate `lines`
     add to each staged section holding one (`documents.boilerplate_tsv_lines`), written as
     TSV into the staging `folder` (by `cut`'s workers for many sections) and read back (~10x
-    faster than list parameters). False when no staged section holds one (no table then)."""
-    rows = con.execute(_FRESH_SECTIONS).fetchall()
-    if not rows:
+    faster than list parameters). A section the workers cut already under exactly its lines
+    (`precut`: `index.early_cut`'s weights and lines files) takes their weights instead.
+    False when no staged section holds a boilerplate line (no table then)."""
+    weights = [str(p) for p in precut if p.name.endswith(".precut.tsv") and p.stat().st_size]
+    cut_lines = [str(p) for p in precut if p.name.endswith(".precut-lines.tsv")]
+    early = bool(weights) and bool(cut_lines)
+    if early:
+        con.execute(_PRECUT_DONE, [cut_lines])
+        rows = con.execute(
+            f"SELECT * FROM ({_FRESH_SECTIONS}) s "
+            "ANTI JOIN precut_done p ON p.number = s.number AND p.ord = s.ord"
+        ).fetchall()
+    else:
+        rows = con.execute(_FRESH_SECTIONS).fetchall()
+    if not rows and not early:
         return False
-    if cut is not None and len(rows) >= CUT_APART_SECTIONS:
+    if not rows:
+        parts: list[Path] = []
+    elif cut is not None and len(rows) >= CUT_APART_SECTIONS:
         parts = cut(rows, lines, language, folder)
     else:
         parts = [folder / "fresh-boilerplate.tsv"]
@@ -314,19 +354,39 @@ def _stage_boilerplate_weights(
             out.writelines(boilerplate_tsv_lines(rows, lines, language))
     try:
         filled = [str(part) for part in parts if part.stat().st_size]
-        if not filled:
+        selects: list[str] = []
+        params: list[list[str]] = []
+        if filled:
+            params.append(filled)
+            selects.append(f"SELECT * FROM {_read_weights(len(params), max_line_bytes)}")
+        if early:
+            params.append(weights)
+            selects.append(
+                f"SELECT w.* FROM {_read_weights(len(params), max_line_bytes)} w "
+                "SEMI JOIN precut_done p ON p.number = w.number AND p.ord = w.ord"
+            )
+        if not selects:
             return False
         con.execute(
-            "CREATE OR REPLACE TEMP TABLE fresh_boilerplate AS SELECT * FROM read_csv($1, "
-            "delim='\t', header=false, quote='', escape='', columns={'term': 'VARCHAR', "
-            "'number': 'INTEGER', 'ord': 'INTEGER', 'tf': 'DOUBLE'}, "
-            f"max_line_size={max(max_line_bytes, 2_097_152)})",
-            [filled],
+            "CREATE OR REPLACE TEMP TABLE fresh_boilerplate AS " + " UNION ALL ".join(selects),
+            params,
         )
         return True
     finally:
         for part in parts:
             part.unlink(missing_ok=True)
+        if early:
+            con.execute("DROP TABLE precut_done")
+
+
+def _read_weights(param: int, max_line_bytes: int) -> str:
+    """`read_csv` of boilerplate weights TSV files (list parameter `$param`): term, number,
+    ord, tf (`documents.boilerplate_tsv_lines`)."""
+    return (
+        f"read_csv(${param}, delim='\t', header=false, quote='', escape='', columns={{'term': "
+        "'VARCHAR', 'number': 'INTEGER', 'ord': 'INTEGER', 'tf': 'DOUBLE'}, "
+        f"max_line_size={max(max_line_bytes, 2_097_152)})"
+    )
 
 
 def _read_postings(max_line_bytes: int) -> str:
