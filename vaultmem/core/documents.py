@@ -177,6 +177,11 @@ _ALNUM = re.compile(r"[^\W_]")
 """A letter or digit (`str.isalnum`: `\\w` is exactly that plus `_`)."""
 
 
+_LINE_HASH = blake2b(digest_size=8)
+"""Copied per line: half the cost of making a hasher with its parameters (~0.5 against ~1.1
+µs), for every line of every section a build keys."""
+
+
 def _line_key(line: str) -> int | None:
     """63 bits of BLAKE2b of the line, link destinations and URLs removed, case-folded, white
     space collapsed; None for a line with no letter or digit (it yields no term either)."""
@@ -192,7 +197,9 @@ def _line_key(line: str) -> int | None:
         norm = " ".join(line.split()).casefold()
         if _ALNUM.search(norm) is None:
             return None
-    return int.from_bytes(blake2b(norm.encode(), digest_size=8).digest(), "big") >> 1
+    hasher = _LINE_HASH.copy()
+    hasher.update(norm.encode())
+    return int.from_bytes(hasher.digest(), "big") >> 1
 
 
 @functools.lru_cache(maxsize=2048)
