@@ -258,3 +258,43 @@ def test_the_indented_code_test_on_the_first_character_is_mistunes(text: str) ->
             block, want
         )
         assert got.tokens == want.tokens
+
+
+_HREF_TEXT = st.text(
+    alphabet=st.sampled_from(list("ab/:.%<>()\\ \t\n\r\f\x0b\x00\x7f\u00a0\u2028é)\"'[]")),
+    max_size=40,
+)
+
+
+@settings(max_examples=400)
+@given(_HREF_TEXT, st.integers(0, 45), st.booleans(), st.integers(0, 3))
+def test_the_fast_link_destination_scanner_is_mistunes(
+    src: str, start: int, block: bool, nested: int
+) -> None:
+    """A destination taken in one regex match is what mistune's character loop returns, for
+    any text, start, block or inline use and nesting limit (core/compat.py)."""
+    start = min(start, len(src))
+    assert markdown._link_href(
+        src, start, block=block, max_nested_level=nested
+    ) == markdown._plain_link_href(src, start, block=block, max_nested_level=nested)
+
+
+def test_the_fast_link_destination_scanner_is_installed_and_taken(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """mistune's helpers call ours; a plain URL never reaches mistune's character loop, an
+    angle-bracketed destination does."""
+    from mistune import helpers
+
+    assert helpers._parse_link_href is markdown._link_href
+    handed: list[str] = []
+
+    def spy(src: str, start: int, block: bool = False, **kwargs: Any) -> Any:
+        handed.append(src[start : start + 12])
+        return markdown._plain_link_href(src, start, block, **kwargs)
+
+    monkeypatch.setattr(helpers, "_parse_link_href", markdown._fast_link_href(spy))
+    text = b"[a](notes/x_y.md) [b](<spaced name.md>) [c](https://example.com/page)\n"
+    note = parse_note("N.md", text).note
+    assert [link.target for link in note.links][:2] == ["notes/x_y.md", "spaced name.md"]
+    assert handed == ["<spaced name"], handed

@@ -13,6 +13,10 @@ pyproject.toml's upper bounds keep installs inside the ranges.
   first (`replace_list_break_scanner`, here) and overrides the other two in its parser
   subclasses (calling mistune's through `super()`); all keep mistune's output as it is and only
   skip repeated work per list item, per block start and per inline scan.
+- mistune `helpers._parse_link_href` (mistune 3.4): a link destination's scanner, a Python
+  loop over every character of it, is replaced (`replace_link_href`, here) by one that takes
+  the usual destination (no parenthesis, backslash or control character before its end) with
+  one regex match and hands every other to mistune's own.
 - `yaml._yaml.CParser` (PyYAML 6.0): libyaml's parser and composer without PyYAML's
   constructors, which note/properties.py pairs with its YAML 1.2 core resolver.
 - `_duckdb` (duckdb 1.1-2.0): the engine module without the `duckdb` package's Python
@@ -30,7 +34,9 @@ from typing import Any, cast
 
 __all__ = [
     "TESTED",
+    "LinkHrefScanner",
     "ListBreakScanner",
+    "replace_link_href",
     "replace_list_break_scanner",
     "sre_constants",
     "sre_parser",
@@ -57,6 +63,22 @@ def replace_list_break_scanner(
     plain = list_parser._compile_list_break_sc
     installed = make(plain)
     list_parser._compile_list_break_sc = installed  # type: ignore[assignment]
+    return plain, installed
+
+
+LinkHrefScanner = Callable[..., tuple[Any, Any, int]]
+
+
+def replace_link_href(
+    make: Callable[[LinkHrefScanner], LinkHrefScanner],
+) -> tuple[LinkHrefScanner, LinkHrefScanner]:
+    """Replace mistune's `helpers._parse_link_href` (inline links and reference definitions
+    both call it) by `make(mistune's own)`; both functions, mistune's first."""
+    from mistune import helpers
+
+    plain = helpers._parse_link_href
+    installed = make(plain)
+    helpers._parse_link_href = installed
     return plain, installed
 
 
