@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from vaultmem.core.documents import BOILERPLATE_NOTES, SearchDocument, boilerplate_tsv_lines
+from vaultmem.storage.rows import PRECUT_LINES, PRECUT_WEIGHTS
 
 PRUNE_AT = 200_000
 """Distinct lines a worker counts before it forgets those seen once (~20 MB of counter)."""
@@ -50,9 +51,9 @@ class EarlyCut:
         stem: str,
     ) -> tuple[Path, ...]:
         """Count a chunk's notes (number, title, documents), then append the weights of its
-        sections holding a known line to `<stem>.precut.tsv` (`term, number, ord, tf`) and
-        the lines cut to `<stem>.precut-lines.tsv` (`number, ord, line key`); both paths when
-        a section was cut, else none."""
+        sections holding a known line to `<stem>` + `PRECUT_WEIGHTS` and the lines cut to
+        `<stem>` + `PRECUT_LINES` (`storage.rows`; the load reads both); both paths when a
+        section was cut, else none."""
         self._count(notes)
         known = self.known
         if not known:
@@ -66,7 +67,7 @@ class EarlyCut:
                     lines += [f"{number}\t{doc.ord}\t{k}\n" for k in doc.line_keys if k in known]
         if not sections:
             return ()
-        weights, cut = folder / f"{stem}.precut.tsv", folder / f"{stem}.precut-lines.tsv"
+        weights, cut = folder / f"{stem}{PRECUT_WEIGHTS}", folder / f"{stem}{PRECUT_LINES}"
         with open(weights, "a", encoding="utf-8", newline="\n") as out:
             out.writelines(boilerplate_tsv_lines(sections, frozenset(known), self.language))
         with open(cut, "a", encoding="utf-8", newline="\n") as out:

@@ -27,6 +27,14 @@ from vaultmem.core.models import Note, Resolution, Scope
 from vaultmem.note.links import file_name_key, fold_name, link_name_key
 from vaultmem.storage.schema import table_docs
 
+PRECUT_WEIGHTS = ".precut.tsv"
+"""The suffix of a parse worker's file of boilerplate weights cut early (`index.early_cut`):
+TSV of `term, number, ord, tf`, as `documents.boilerplate_tsv_lines` writes them; the load
+reads it (`search_rows`)."""
+PRECUT_LINES = ".precut-lines.tsv"
+"""The suffix of a parse worker's file of the lines it cut, per section: TSV of `number, ord,
+line key`."""
+
 if TYPE_CHECKING:  # a type only: loading the index need not import the topic parser
     from vaultmem.note.topics import Topic
 

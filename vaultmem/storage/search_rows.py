@@ -44,6 +44,7 @@ from vaultmem.core.documents import (
     section_postings,
 )
 from vaultmem.core.tokenizer import DEFAULT_LANGUAGE
+from vaultmem.storage.rows import PRECUT_LINES, PRECUT_WEIGHTS
 from vaultmem.storage.store import Connection, scanning_once
 
 
@@ -331,8 +332,8 @@ def _stage_boilerplate_weights(
     faster than list parameters). A section the workers cut already under exactly its lines
     (`precut`: `index.early_cut`'s weights and lines files) takes their weights instead.
     False when no staged section holds a boilerplate line (no table then)."""
-    weights = [str(p) for p in precut if p.name.endswith(".precut.tsv") and p.stat().st_size]
-    cut_lines = [str(p) for p in precut if p.name.endswith(".precut-lines.tsv")]
+    weights = [str(p) for p in precut if p.name.endswith(PRECUT_WEIGHTS) and p.stat().st_size]
+    cut_lines = [str(p) for p in precut if p.name.endswith(PRECUT_LINES)]
     early = bool(weights) and bool(cut_lines)
     if early:
         con.execute(_PRECUT_DONE, [cut_lines])
@@ -344,14 +345,7 @@ def _stage_boilerplate_weights(
         rows = con.execute(_FRESH_SECTIONS).fetchall()
     if not rows and not early:
         return False
-    if not rows:
-        parts: list[Path] = []
-    elif cut is not None and len(rows) >= CUT_APART_SECTIONS:
-        parts = cut(rows, lines, language, folder)
-    else:
-        parts = [folder / "fresh-boilerplate.tsv"]
-        with parts[0].open("w", encoding="utf-8") as out:
-            out.writelines(boilerplate_tsv_lines(rows, lines, language))
+    parts = _cut_sections(rows, lines, language, folder, cut) if rows else []
     try:
         filled = [str(part) for part in parts if part.stat().st_size]
         selects: list[str] = []
@@ -377,6 +371,23 @@ def _stage_boilerplate_weights(
             part.unlink(missing_ok=True)
         if early:
             con.execute("DROP TABLE precut_done")
+
+
+def _cut_sections(
+    rows: Sequence[tuple[Any, ...]],
+    lines: frozenset[int],
+    language: str,
+    folder: Path,
+    cut: BoilerplateCut | None,
+) -> list[Path]:
+    """The boilerplate weights of `rows` written as TSV under `folder`: by `cut`'s workers for
+    many sections, else here."""
+    if cut is not None and len(rows) >= CUT_APART_SECTIONS:
+        return cut(rows, lines, language, folder)
+    part = folder / "fresh-boilerplate.tsv"
+    with part.open("w", encoding="utf-8") as out:
+        out.writelines(boilerplate_tsv_lines(rows, lines, language))
+    return [part]
 
 
 def _read_weights(param: int, max_line_bytes: int) -> str:
