@@ -114,6 +114,14 @@ def test_importing_the_cli_loads_no_capability() -> None:
     assert _offenders(_loaded("import vaultmem.adapters.cli"), NOT_AT_START) == []
 
 
+def test_the_parse_workers_module_loads_no_database() -> None:
+    """The forkserver preloads `index.parallel` into every worker: DuckDB must stay out of it
+    (its module, its threads), whatever the workers share with the load (`storage.rows`)."""
+    loaded = _loaded("import vaultmem.index.parallel")
+    assert "vaultmem.index.early_cut" in loaded
+    assert _offenders(loaded, ("duckdb", "_duckdb", "vaultmem.storage.store")) == []
+
+
 def test_the_check_sees_an_eager_import() -> None:
     loaded = _loaded("import vaultmem.adapters.cli, mistune")
     assert "mistune" in _offenders(loaded, NOT_AT_START)
