@@ -36,6 +36,9 @@ def test_the_private_names_exist() -> None:
     from mistune.inline_parser import InlineParser
 
     assert callable(InlineParser._get_fast_trigger_re)
+    from mistune import helpers
+
+    assert callable(helpers._parse_link_href)
     assert compat.sre_parser.parse("(a|b)+")
     assert compat.sre_constants.MAXREPEAT
     assert compat.yaml_c_parser().__name__ == "CParser"
