@@ -129,6 +129,15 @@ def test_init_reconcile_rebuild(cli: Cli, tmp_path: Path) -> None:
 
     exists = cli.fails("config_invalid", "init", str(vault))
     assert "config" in exists["message"].lower()
+    # `--vault DIR`, as every other command takes it, names the same folder as DIR
+    again = cli.fails("config_invalid", "init", "--vault", str(vault))
+    assert again["message"] == exists["message"]
+    other = tmp_path / "other"
+    twice = cli.usage("init", str(other), "--vault", str(vault))
+    assert str(other) in twice["message"] and not other.exists()
+    other.mkdir()
+    assert cli.ok("init", "--vault", str(other))["vault"] == str(other)
+    assert (other / ".vaultmem" / "config.toml").is_file()
     bad_map = cli.usage("init", str(vault), "--force", "--map", "Projects=nowhere")
     assert "--map" in bad_map["message"]
 

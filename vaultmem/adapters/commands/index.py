@@ -17,6 +17,7 @@ from vaultmem.adapters.commands.params import MAX_NAME, VAULT, text
 from vaultmem.adapters.contract import Call, Initialised, Operation, Param
 from vaultmem.adapters.output import escape
 from vaultmem.core.config import DEFAULT_MANAGED_FOLDER, parse_mapping
+from vaultmem.core.errors import InvalidArgumentError
 from vaultmem.core.models import PROBLEM_CODES
 from vaultmem.vault import Vault
 
@@ -28,6 +29,7 @@ P = output.plural
 
 def _init(call: Call) -> Initialised:
     a = call.args
+    a["path"] = _init_folder(a["path"], a["vault"])
     mappings = [parse_mapping(spec) for spec in a["map"]]
     existing = (Path(a["path"]).expanduser() / ".vaultmem" / "config.toml").is_file()
     if a["git"] and existing and not a["force"] and not mappings:
@@ -41,6 +43,20 @@ def _init(call: Call) -> Initialised:
     return Initialised(
         vault.root, c.config_path, c.managed_folder, c.mappings, vault.init_warnings, written
     )
+
+
+def _init_folder(path: Path | str, vault: Path | str | None) -> Path | str:
+    """The vault folder `init` works on: DIR, or `--vault DIR` as every other command takes
+    it (`vaultmem init --vault ~/Notes` was refused as an unknown option); both, only when
+    they name the same folder."""
+    if vault is None:
+        return path
+    if Path(path) != Path(".") and Path(path).expanduser() != Path(vault).expanduser():
+        raise InvalidArgumentError(
+            f"Two vault folders were given: {path} and --vault {vault}.",
+            hint="Name the vault once: `vaultmem init DIR` or `vaultmem init --vault DIR`.",
+        )
+    return vault
 
 
 def _init_text(result: Initialised, args: dict[str, Any]) -> None:
@@ -190,6 +206,7 @@ OPERATIONS: tuple[Operation, ...] = (
                 metavar="DIR",
                 mcp=False,
             ),
+            VAULT._replace(help="The vault folder, as DIR (every other command's option)."),
             Param(
                 "managed_folder",
                 "str",
