@@ -51,10 +51,18 @@ def _walk(config: Config, now_ns: int | None = None) -> ScanResult:
 
 
 def _forge(config: Config, folder: str, edit: Callable[[list[str]], None]) -> None:
-    """Change the recorded note names of `folder` behind the walk's back (`edit` gets the list)."""
+    """Change the recorded note names of `folder` behind the walk's back (`edit` gets the list).
+    The record keeps them as flags over the folder's files (a name dropped from the notes is
+    dropped from the files too)."""
     path = config.state_dir / folder_cache.RECORD_NAME
     data = json.loads(path.read_bytes())
-    edit(data["folders"][folder][1])
+    entry = data["folders"][folder]
+    files, flags = entry[1], entry[2]
+    notes = [name for name, flag in zip(files, flags, strict=True) if flag == "1"]
+    others = [name for name, flag in zip(files, flags, strict=True) if flag == "0"]
+    edit(notes)
+    entry[1] = sorted({*others, *notes})
+    entry[2] = "".join("1" if name in notes else "0" for name in entry[1])
     path.write_text(json.dumps(data), encoding="utf-8")
 
 
@@ -201,3 +209,40 @@ def test_rebuild_lists_every_folder(tmp_path: Path) -> None:
     _walk(config)
     _forge(config, "Notes/", lambda names: names.remove("b.md"))
     assert "Notes/b.md" in [n.path for n in walk(config, rebuild=True).notes]
+
+
+def test_a_walk_through_the_record_digests_as_one_that_lists_every_folder(tmp_path: Path) -> None:
+    """The digest a no-op compares (`storage.last_survey`) is the folders' columns in the
+    walk's order (`files.walked`): a folder listed again, because it changed in the two
+    seconds before the last walk, must digest as its recorded listing does."""
+    config = _vault(tmp_path / "v")
+    listed = walk(config, rebuild=True).digest
+    _walk(config)  # the record is written
+    assert set(_record(config)) == {"", "Notes/", "Notes/deep/", "Daily/"}
+    assert walk(config, rebuild=False).digest == listed
+    note = config.root / "Notes/deep/c.md"
+    os.utime(note, ns=(10**18, 10**18))  # an edit in place: the same names, another mtime
+    assert walk(config, rebuild=False).digest != listed
+    assert walk(config, rebuild=False).digest == walk(config, rebuild=True).digest
+
+
+def test_the_record_keeps_each_name_once(tmp_path: Path) -> None:
+    """A folder's note names are flags over its files (`_note_flags`): flags that do not fit
+    the files are a damaged record, and a listing whose notes are not among its files (none a
+    walk makes) is left out of the record rather than recorded wrong."""
+    config = _vault(tmp_path / "v")
+    _walk(config)
+    entry = _record(config)["Notes/"]
+    assert entry[1:3] == [["a.md", "b.md"], "11"]  # type: ignore[index]
+    path = config.state_dir / folder_cache.RECORD_NAME
+    data = json.loads(path.read_bytes())
+    data["folders"]["Notes/"][2] = "1"  # one flag for two files
+    path.write_text(json.dumps(data), encoding="utf-8")
+    assert _walk(config) == scan_vault(config)
+    cache = folder_cache.load(config, time.time_ns() + LATER)
+    assert set(cache.kept) == {"", "Notes/", "Notes/deep/", "Daily/"}
+    key, listing = cache.kept["Notes/"]
+    cache.found = {"Notes/": (key, listing._replace(notes=("a.md", "ghost.md")))}
+    cache.changed = True
+    folder_cache.save(config, cache)
+    assert _record(config) == {}

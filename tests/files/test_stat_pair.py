@@ -141,7 +141,8 @@ def walk():
 first = walk()
 record = config.state_dir / folder_cache.RECORD_NAME
 data = json.loads(record.read_bytes())
-data["folders"]["Notes/b/"][1].append("ghost.md")  # a recorded name the folder lost
+data["folders"]["Notes/b/"][1].append("ghost.md")  # a recorded note the folder lost
+data["folders"]["Notes/b/"][2] += "1"  # (the record's note names are flags over its files)
 record.write_text(json.dumps(data), encoding="utf-8")
 second = walk()
 truth = [list(fp) for fp in scan_vault(config).notes]

@@ -30,6 +30,7 @@ import json
 import os
 from contextlib import suppress
 from hashlib import blake2b
+from itertools import compress
 from typing import Any, NamedTuple
 
 from vaultmem.core.atomic import replace_file
@@ -38,7 +39,7 @@ from vaultmem.core.models import Problem
 from vaultmem.core.secrets import builtin_digest
 
 RECORD_NAME = "folders.json"
-_FORMAT = 1
+_FORMAT = 2  # 2: the note names as flags over the files
 SETTLE_NS = 2_000_000_000
 """A folder changed this recently when it was listed is not recorded (FAT's 2 s timestamps)."""
 
@@ -133,12 +134,13 @@ def save(config: Config, cache: FolderCache) -> None:
     folders = {
         prefix: [
             list(key),
-            list(listing.notes),
             list(listing.files),
+            flags,
             [[name, mapped] for name, mapped in listing.folders],
             [[p.path, p.code, p.message, p.line] for p in listing.problems],
         ]
         for prefix, (key, listing) in cache.found.items()
+        if (flags := _note_flags(listing)) is not None
     }
     data = json.dumps({"format": _FORMAT, "config": config_digest(config), "folders": folders})
     if config.state_dir.is_dir():
@@ -146,14 +148,30 @@ def save(config: Config, cache: FolderCache) -> None:
             replace_file(config.state_dir / RECORD_NAME, data.encode("utf-8"))
 
 
+def _note_flags(listing: Listing) -> str | None:
+    """Which of a listing's files are its notes, as one `0`/`1` character each: the note names
+    are recorded once, among the files (parsing each name twice was half of a load). None
+    when a note is not among the files, which no walk's listing is: that folder goes
+    unrecorded, to be listed again."""
+    notes = set(listing.notes)
+    if not notes.issubset(listing.files):
+        return None
+    return "".join("1" if name in notes else "0" for name in listing.files)
+
+
+_FLAG_BITS = bytes.maketrans(b"01", b"\x00\x01")
+
+
 def _decode(data: Any, digest: str) -> dict[str, tuple[FolderKey, Listing]]:
     if data.get("format") != _FORMAT or data.get("config") != digest:
         return {}
     out: dict[str, tuple[FolderKey, Listing]] = {}
-    for prefix, (key, notes, files, folders, problems) in data["folders"].items():
+    for prefix, (key, files, flags, folders, problems) in data["folders"].items():
         mtime, ctime, inode, device = (int(k) for k in key)
+        if len(flags) != len(files):
+            raise ValueError("a damaged record")
         listing = Listing(
-            tuple(notes),
+            tuple(compress(files, flags.encode("ascii").translate(_FLAG_BITS))),
             tuple(files),
             tuple((str(name), bool(mapped)) for name, mapped in folders),
             tuple(Problem(path, code, message, line) for path, code, message, line in problems),

@@ -39,7 +39,6 @@ import stat
 from collections.abc import Iterable
 from functools import lru_cache
 from hashlib import blake2b
-from operator import itemgetter
 from typing import BinaryIO, NamedTuple
 
 from vaultmem.core.config import Config
@@ -48,6 +47,9 @@ from vaultmem.core.names import conflict_copy_original, default_note_id
 from vaultmem.core.secrets import SecretPattern, compile_patterns, redact, secret_names
 from vaultmem.files.folder_cache import FolderCache, Listing, folder_key
 from vaultmem.files.stat_pair import stat_folders
+from vaultmem.files.walked import Fingerprint, Folder, WalkedNotes, folder_of
+
+__all__ = ["Fingerprint"]  # defined with the walk's notes (`files.walked`), imported from here
 
 NOTE_SUFFIX = ".md"
 CANVAS_SUFFIX = ".canvas"
@@ -70,24 +72,14 @@ _CONFLICT_RE = re.compile(r"\.sync-conflict-|\bconflicted copy\b", re.IGNORECASE
 _DROPPING_SUFFIXES = (".icloud", ".tmp", "~")
 
 
-class Fingerprint(NamedTuple):
-    """What the scan knows about a note without reading it; a change means "re-read me".
-
-    A named tuple, not a dataclass: the walk makes one per note (100,000 in a large vault) and
-    a tuple is built at a third of the cost; sorted, tuples order by path (paths are unique)."""
-
-    path: str
-    size: int
-    mtime_ns: int
-
-
 class ScanResult(NamedTuple):
-    """`notes`: eligible notes in mapped folders; `files`: every visible file (notes included).
+    """`notes`: eligible notes in mapped folders (`files.walked`: sorted fingerprints made on
+    first use); `files`: every visible file (notes included).
 
     Named tuples here, not dataclasses, which compile their methods from source at import:
     every run, a no-op included, imports this module."""
 
-    notes: tuple[Fingerprint, ...]
+    notes: WalkedNotes
     files: tuple[str, ...]
     problems: tuple[Problem, ...]
 
@@ -229,10 +221,9 @@ def scan_vault(config: Config, folders: FolderCache | None = None) -> ScanResult
     patterns = compile_patterns(config.secret_patterns)
     notes, files, problems, named = _walk(config, patterns, folders)
     notes, files, problems = _without_secret_names(patterns, named, notes, files, problems)
-    notes.sort(key=_note_path)  # paths are unique: comparing them alone sorts ~2x faster
     files.sort()
     problems.sort(key=lambda p: (p.path, p.code))
-    return ScanResult(tuple(notes), tuple(files), tuple(problems))
+    return ScanResult(notes, tuple(files), tuple(problems))
 
 
 def secret_named_note(config: Config, note_id: str) -> str | None:
@@ -246,17 +237,19 @@ def secret_named_note(config: Config, note_id: str) -> str | None:
 
 def _walk(
     config: Config, patterns: tuple[SecretPattern, ...], folders: FolderCache | None
-) -> tuple[list[Fingerprint], list[str], list[Problem], dict[str, str]]:
+) -> tuple[WalkedNotes, list[str], list[Problem], dict[str, str]]:
     """The walk itself: notes, files and problems as found (names holding secrets included),
     and those names: {path: the path redacted}."""
     root = str(config.root)
     lister = _Lister(config)
     named: dict[str, str] = {}  # path -> the path redacted, for paths holding a secret
-    notes: list[Fingerprint] = []
+    # Each folder's notes in the walk's order; a recorded folder's place is filled after the
+    # stats (`_stat_recorded`), so the order is the same whichever way a folder was listed.
+    notes: list[Folder | None] = []
     files: list[str] = []
     problems: list[Problem] = []
     stack: list[tuple[str, str, bool]] = [(root, "", config.mapping_for("") is not None)]
-    recorded: list[tuple[str, str, tuple[str, ...]]] = []  # notes of recorded listings, to stat
+    recorded: list[_Recorded] = []  # notes of recorded listings, to stat
     while stack:
         abs_dir, prefix, mapped = stack.pop()
         try:
@@ -264,10 +257,12 @@ def _walk(
             listing = None if folders is None else folders.listing(prefix, key)
             if listing is not None:
                 if listing.notes:
-                    recorded.append((abs_dir, prefix, listing.notes))
+                    recorded.append(_Recorded(len(notes), abs_dir, prefix, listing.notes))
+                    notes.append(None)
             else:
                 listing, cacheable, found = lister.list(abs_dir, prefix, mapped)
-                notes.extend(found)
+                if found:
+                    notes.append(folder_of(prefix, found))
                 # Judged here, once per listing: a recorded listing holds no secret (none is
                 # kept in the state folder), so a folder taken from the record needs no look.
                 held = secret_names(
@@ -309,28 +304,31 @@ def _walk(
     missing = _missing_folders(config)
     named.update(secret_names([p.path for p in missing], patterns))
     problems.extend(missing)
-    return notes, files, problems, named
+    return WalkedNotes(f for f in notes if f is not None), files, problems, named
 
 
-def _stat_recorded(
-    recorded: list[tuple[str, str, tuple[str, ...]]], notes: list[Fingerprint]
-) -> list[str]:
+class _Recorded(NamedTuple):
+    """A folder whose listing came from the record: its place among the walk's folders, its
+    absolute path, its prefix and the note names to stat."""
+
+    place: int
+    abs_dir: str
+    prefix: str
+    names: tuple[str, ...]
+
+
+def _stat_recorded(recorded: list[_Recorded], notes: list[Folder | None]) -> list[str]:
     """Stat the notes of the folders whose listing was taken from the record, all at once
-    (on two cores for a large vault: `files.stat_pair`), into `notes`; return the prefixes of
-    the folders where a note had vanished (none of theirs is added)."""
-    new_tuple = tuple.__new__  # a named tuple's own `__new__` is Python code: half the cost
+    (on two cores for a large vault: `files.stat_pair`), into their places in `notes`; return
+    the prefixes of the folders where a note had vanished (none of theirs is added). The
+    stats stay the columns they come as: no tuple per note (`files.walked`)."""
     vanished: list[str] = []
-    answers = stat_folders([(abs_dir, names) for abs_dir, _, names in recorded])
-    for (_, prefix, names), stats in zip(recorded, answers, strict=True):
+    answers = stat_folders([(r.abs_dir, r.names) for r in recorded])
+    for (place, _, prefix, names), stats in zip(recorded, answers, strict=True):
         if stats is None:
             vanished.append(prefix)
             continue
-        notes.extend(
-            [
-                new_tuple(Fingerprint, (prefix + name, size, mtime))
-                for name, size, mtime in zip(names, *stats, strict=True)
-            ]
-        )
+        notes[place] = Folder(prefix, names, *stats)
     return vanished
 
 
@@ -441,10 +439,10 @@ def conflict_copy_problem(rel: str) -> Problem | None:
 def _without_secret_names(
     patterns: tuple[SecretPattern, ...],
     named: dict[str, str],
-    notes: list[Fingerprint],
+    notes: WalkedNotes,
     files: list[str],
     problems: list[Problem],
-) -> tuple[list[Fingerprint], list[str], list[Problem]]:
+) -> tuple[WalkedNotes, list[str], list[Problem]]:
     """The walk without the files whose path holds a secret (`named`: those paths, redacted;
     `xoxb-….md`, a folder named after a token): the index never holds a secret, and a path is
     its key, so such a file is neither a note nor a link target. Each becomes a
@@ -488,14 +486,11 @@ def _without_secret_names(
             )
         )
     return (
-        [fp for fp in notes if fp.path not in named],
+        notes.without(named),
         [path for path in files if path not in named],
         out_problems,
     )
 
-
-_note_path = itemgetter(0)
-"""A `Fingerprint`'s path, as a sort key."""
 
 MAX_PATH_BYTES = 4096
 """Linux's PATH_MAX: a longer absolute path cannot be opened (ENAMETOOLONG)."""

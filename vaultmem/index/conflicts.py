@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import json
 import os
-from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 from contextlib import suppress
 from datetime import UTC, datetime
@@ -34,6 +33,7 @@ from typing import TYPE_CHECKING, Final
 from vaultmem.core.config import Config
 from vaultmem.core.models import SCOPES, Problem
 from vaultmem.core.names import KEY_RE, conflict_copy_original
+from vaultmem.files.walked import in_folder
 
 if TYPE_CHECKING:
     from vaultmem.files.scan import Fingerprint
@@ -138,10 +138,9 @@ def unite_walked(
     scanner left out, among `problems`) and its topics holding conflict markers. A topic is
     read only when its fingerprint moved since it was last found clean. The paths changed."""
     prefix = config.managed_folder + "/"
-    first = bisect_left(notes, (prefix,))
-    last = bisect_left(notes, (prefix[:-1] + chr(ord("/") + 1),))
     folders = tuple(prefix + scope + "/" for scope in SCOPES)
-    topics = [fp for fp in notes[first:last] if fp.path.startswith(folders)]  # no hidden name
+    # The managed folder's notes alone: a walk makes no tuple for the rest (`files.walked`).
+    topics = [fp for fp in in_folder(notes, prefix) if fp.path.startswith(folders)]
     # A copy's name holds a space (a valid key none), the only one the walk lists (`x 2.md`).
     copies = [fp.path for fp in topics if " " in fp.path and original_of(fp.path.split("/")[-1])]
     copies += [

@@ -495,8 +495,10 @@ def _steady(run: Run, walked: Survey, warnings: Sequence[str]) -> ReconcileRepor
     known, token = last_survey(run.config)
     if known is None or not settles(known, walked, token, run.config):
         return None
-    changes: ChangeSet[Fingerprint] = ChangeSet((), (), (), tuple(map(path_of, walked.notes)))
-    return _report(run, walked, changes, known.problems, known.notes, warnings)
+    # Every note unchanged: counted, not listed (listing them makes every note's tuple).
+    changes: ChangeSet[Fingerprint] = ChangeSet((), (), (), ())
+    unchanged = len(walked.notes)
+    return _report(run, walked, changes, known.problems, known.notes, warnings, unchanged)
 
 
 def _report(
@@ -506,11 +508,12 @@ def _report(
     problems: int,
     notes: int,
     warnings: Sequence[str],
+    unchanged: int | None = None,
 ) -> ReconcileReport:
-    """The report of a run that wrote nothing."""
+    """The report of a run that wrote nothing (`unchanged`: as `steps.report` takes it)."""
     duration = time.perf_counter() - run.started
     outside = outside_mapping(run.config, survey)
-    return report(survey, changes, None, problems, notes, duration, warnings, outside)
+    return report(survey, changes, None, problems, notes, duration, warnings, outside, unchanged)
 
 
 def _complete(

@@ -149,7 +149,7 @@ class Survey(NamedTuple):
     `digest` (`plan.survey_digest`) only for a walk of the whole vault."""
 
     mode: Mode
-    notes: tuple[Fingerprint, ...]
+    notes: Sequence[Fingerprint]  # a walk's: `files.walked.WalkedNotes`
     files: frozenset[str]
     problems: tuple[Problem, ...] | None
     candidates: frozenset[str] | None
@@ -441,9 +441,11 @@ def report(
     duration_s: float,
     warnings: Sequence[str],
     outside: tuple[int, tuple[str, ...]] = (0, ()),
+    unchanged: int | None = None,
 ) -> ReconcileReport:
     """The run's report; `out` None when nothing was prepared (a no-op); `outside`: the notes
-    no mapped folder holds, and their folders (`outside_mapping`)."""
+    no mapped folder holds, and their folders (`outside_mapping`); `unchanged`: how many notes
+    did not change, when `changes` does not list them (a walk equal to the last one)."""
     parsed = out.parsed if out else {}
     changed = sum(1 for p in parsed if p in survey.indexed)
     renamed = len(out.renames) if out else 0
@@ -456,7 +458,7 @@ def report(
         removed=len(changes.gone) - renamed,
         renamed=renamed,
         # Touched notes are unchanged (same bytes); `touched` counts them again.
-        unchanged=len(changes.unchanged) + kept + touched,
+        unchanged=(len(changes.unchanged) if unchanged is None else unchanged) + kept + touched,
         touched=touched,
         problems=problems,
         notes=notes,

@@ -1,0 +1,101 @@
+"""The walk's notes as folders of columns (`files/walked.py`): as a sequence they are the sorted
+fingerprints a walk always gave, and a no-op reconcile never makes them."""
+
+from __future__ import annotations
+
+import random
+from hashlib import blake2b
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from vaultmem.core.config import Config, FolderMapping
+from vaultmem.files.walked import Fingerprint, Folder, WalkedNotes, in_folder
+from vaultmem.index import reconcile
+
+_NAMES = st.text(alphabet="ab/ .-_é", min_size=1, max_size=8).filter(
+    lambda p: not p.startswith("/") and not p.endswith("/") and "//" not in p
+)
+
+
+def _fingerprints(paths: set[str]) -> list[Fingerprint]:
+    rng = random.Random(len(paths))
+    return [Fingerprint(p, rng.randrange(10**6), rng.randrange(10**18)) for p in paths]
+
+
+def _digest(notes: WalkedNotes) -> str:
+    hasher = blake2b(digest_size=16)
+    notes.digest_into(hasher)
+    return hasher.hexdigest()
+
+
+@given(st.sets(_NAMES, max_size=30), st.sampled_from(["", "a/", "b/", "a/b/", "a/a/"]))
+def test_the_sequence_is_the_sorted_fingerprints(paths: set[str], prefix: str) -> None:
+    fps = _fingerprints(paths)
+    expected = tuple(sorted(fps))
+    shuffled = list(fps)
+    random.Random(7).shuffle(shuffled)
+    notes = WalkedNotes.of(shuffled)
+    assert len(notes) == len(expected)
+    assert notes.in_folder(prefix) == [fp for fp in expected if fp.path.startswith(prefix)]
+    assert notes == expected and list(notes) == list(expected) and notes[:3] == expected[:3]
+    assert in_folder(expected, prefix) == tuple(notes.in_folder(prefix))
+    # once made, the fingerprints answer the same
+    assert notes.in_folder(prefix) == [fp for fp in expected if fp.path.startswith(prefix)]
+    gone = {fp.path for fp in expected[::2]}
+    assert notes.without(gone) == tuple(fp for fp in expected if fp.path not in gone)
+
+
+def test_the_digest_sees_every_column() -> None:
+    base = WalkedNotes([Folder("a/", ["x.md", "y.md"], [1, 2], [10, 20])])
+    same = WalkedNotes.of([Fingerprint("a/y.md", 2, 20), Fingerprint("a/x.md", 1, 10)])
+    assert _digest(base) == _digest(same)
+    for other in (
+        [Folder("a/", ["x.md", "z.md"], [1, 2], [10, 20])],  # a name
+        [Folder("a/", ["x.md", "y.md"], [1, 3], [10, 20])],  # a size
+        [Folder("a/", ["x.md", "y.md"], [1, 2], [10, 21])],  # an mtime
+        [Folder("b/", ["x.md", "y.md"], [1, 2], [10, 20])],  # the folder
+        [Folder("a/", ["x.md"], [1], [10]), Folder("a/", ["y.md"], [2], [20])],  # split
+    ):
+        assert _digest(WalkedNotes(other)) != _digest(base)
+
+
+@pytest.fixture
+def current(tmp_path: Path) -> Config:
+    """A vault whose index is current (reconciled, then reconciled again to a no-op)."""
+    root = tmp_path / "v"
+    for rel in ("Notes/a.md", "Notes/deep/b.md", "agent-memory/project/p/key.md"):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(f"# {rel}\n", encoding="utf-8")
+    config = Config(
+        root=root.resolve(),
+        mappings=(
+            FolderMapping("Notes", "project", "p"),
+            FolderMapping("agent-memory", "project", "p"),
+        ),
+    )
+    config.state_dir.mkdir(parents=True, exist_ok=True)
+    reconcile.reconcile(config)
+    return config
+
+
+def test_a_no_op_reconcile_makes_no_tuple_per_note(
+    current: Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    made: list[int] = []
+    fingerprints = WalkedNotes.fingerprints
+
+    def counted(self: WalkedNotes) -> tuple[Fingerprint, ...]:
+        made.append(len(self))
+        return fingerprints(self)
+
+    monkeypatch.setattr(WalkedNotes, "fingerprints", counted)
+    report = reconcile.reconcile(current)
+    # only the managed folder's one topic (for its conflict copies), never the whole walk's
+    assert (report.unchanged, report.changed, made) == (3, 0, [1])
+    (current.root / "Notes" / "a.md").write_text("# a\n\nedited\n", encoding="utf-8")
+    report = reconcile.reconcile(current)
+    assert (report.unchanged, report.changed) == (2, 1)
+    assert 3 in made  # an edit plans, and so makes them
