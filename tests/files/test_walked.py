@@ -48,6 +48,24 @@ def test_the_sequence_is_the_sorted_fingerprints(paths: set[str], prefix: str) -
     assert notes.without(gone) == tuple(fp for fp in expected if fp.path not in gone)
 
 
+@given(st.sets(_NAMES, max_size=40), st.randoms(use_true_random=False))
+def test_the_columns_are_the_sorted_fingerprints(paths: set[str], rng: random.Random) -> None:
+    """A folder's notes and its sub-folders' interleave in path order (`a/b.md`, `a/c/d.md`,
+    `a/e.md`): the columns cut each folder's names around them, whatever the walk's order."""
+    expected = sorted(_fingerprints(paths))
+    folders = list(WalkedNotes.of(expected)._folders)
+    rng.shuffle(folders)
+    notes = WalkedNotes(folders)
+    columns = notes.columns()
+    assert columns.paths == [fp.path for fp in expected]
+    assert list(columns.sizes) == [fp.size for fp in expected]
+    assert list(columns.mtimes) == [fp.mtime_ns for fp in expected]
+    assert notes.columns() is columns
+    made = WalkedNotes(folders)
+    made.fingerprints()
+    assert made.columns() == columns  # from the fingerprints once they are made
+
+
 def test_the_digest_sees_every_column() -> None:
     base = WalkedNotes([Folder("a/", ["x.md", "y.md"], [1, 2], [10, 20])])
     same = WalkedNotes.of([Fingerprint("a/y.md", 2, 20), Fingerprint("a/x.md", 1, 10)])
@@ -97,5 +115,9 @@ def test_a_no_op_reconcile_makes_no_tuple_per_note(
     assert (report.unchanged, report.changed, made) == (3, 0, [1])
     (current.root / "Notes" / "a.md").write_text("# a\n\nedited\n", encoding="utf-8")
     report = reconcile.reconcile(current)
-    assert (report.unchanged, report.changed) == (2, 1)
-    assert 3 in made  # an edit plans, and so makes them
+    # an edit in place plans from the columns: a tuple for the edited note alone
+    assert (report.unchanged, report.changed, made) == (2, 1, [1, 1])
+    (current.root / "Notes" / "new.md").write_text("# new\n", encoding="utf-8")
+    report = reconcile.reconcile(current)
+    assert (report.added, report.unchanged) == (1, 3)
+    assert 4 in made  # a note came: the plan compares fingerprints

@@ -14,10 +14,10 @@ from collections.abc import Collection, Iterable, Iterator, KeysView, Mapping, S
 from hashlib import blake2b
 from itertools import compress, filterfalse
 from operator import itemgetter, le, ne
-from typing import Any, Generic, NamedTuple, Protocol, TypeVar
+from typing import Any, Generic, NamedTuple, Protocol, TypeVar, cast
 
 from vaultmem.core.names import default_note_id
-from vaultmem.files.walked import WalkedNotes
+from vaultmem.files.walked import Fingerprint, WalkedNotes
 
 
 class Stat(Protocol):
@@ -254,10 +254,10 @@ def plan_changes(indexed: IndexedNotes, scanned: Sequence[F]) -> ChangeSet[F]:
     """
     in_place = _moved_in_place(indexed, scanned)
     if in_place is not None:  # the same paths in the same order: an edit, a touch, nothing
-        kept, at = in_place
+        kept, at, suspects = in_place
         for i in reversed(at):
             del kept[i]
-        return ChangeSet((), tuple(scanned[i] for i in at), (), tuple(kept))
+        return ChangeSet((), suspects, (), tuple(kept))
     known = indexed.fingerprints()
     moved = list(filterfalse(known.__contains__, scanned))
     new = tuple(fp for fp in moved if fp[0] not in indexed)
@@ -277,20 +277,38 @@ def _ascending(values: Sequence[str]) -> bool:
 
 def _moved_in_place(
     indexed: IndexedNotes, scanned: Sequence[F]
-) -> tuple[list[str], list[int]] | None:
-    """When the index holds exactly the scanned paths in the same (path) order: those paths
-    and the positions whose size or mtime moved; else None. Column comparisons in C, where
-    hashing every fingerprint into a set took ~0.2 s of CPU at 100,000 notes."""
+) -> tuple[list[str], list[int], tuple[F, ...]] | None:
+    """When the index holds exactly the scanned paths in the same (path) order: those paths,
+    the positions whose size or mtime moved and their fingerprints; else None. Column
+    comparisons in C, where hashing every fingerprint into a set took ~0.2 s of CPU at
+    100,000 notes; a walk's notes give their columns without a tuple per note
+    (`files.walked`)."""
     paths, _, sizes, mtimes, _, _ = indexed.columns()
     if len(paths) != len(scanned):
         return None
-    walked = list(map(itemgetter(0), scanned))
+    walked_sizes: Sequence[int]
+    walked_mtimes: Sequence[int]
+    if isinstance(scanned, WalkedNotes):
+        columns = scanned.columns()
+        walked = list(columns.paths)  # the caller deletes from it
+        walked_sizes, walked_mtimes = columns.sizes, columns.mtimes
+    else:
+        walked = list(map(itemgetter(0), scanned))
+        walked_sizes = list(map(itemgetter(1), scanned))
+        walked_mtimes = list(map(itemgetter(2), scanned))
     if walked != list(paths):
         return None
     positions = range(len(paths))
-    moved = set(compress(positions, map(ne, map(itemgetter(1), scanned), sizes)))
-    moved.update(compress(positions, map(ne, map(itemgetter(2), scanned), mtimes)))
-    return walked, sorted(moved)
+    moved = set(compress(positions, map(ne, walked_sizes, sizes)))
+    moved.update(compress(positions, map(ne, walked_mtimes, mtimes)))
+    at = sorted(moved)
+    if isinstance(scanned, WalkedNotes):
+        new_tuple = tuple.__new__
+        found = tuple(
+            new_tuple(Fingerprint, (walked[i], walked_sizes[i], walked_mtimes[i])) for i in at
+        )
+        return walked, at, cast("tuple[F, ...]", found)
+    return walked, at, tuple(scanned[i] for i in at)
 
 
 def pair_renames(
