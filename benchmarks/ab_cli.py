@@ -18,6 +18,11 @@ A cold search, the same way (no `--prepare`: a search changes nothing):
         --a "env PYTHONPATH=<old tree> python -m vaultmem search 'meeting notes budget' --json" \\
         --b "python -m vaultmem search 'meeting notes budget' --json"
 
+Give each tree a state folder of its own (`env VAULTMEM_STATE_DIR=<copy> ...` on each side)
+when the two record the walk or the index's state differently (a digest, a record's format):
+sharing one, each run would find the other's record, take the slow path and rewrite it, and
+both sides would measure that.
+
 Compile both trees first (`python -m compileall -q <tree>/vaultmem`): with
 PYTHONDONTWRITEBYTECODE set, a tree edited since its last import compiles its changed modules
 in every process, which an installed package never does (`floor.ensure_bytecode`).
