@@ -355,3 +355,32 @@ def test_a_resolver_over_the_very_same_files_is_taken_again() -> None:
     assert link_resolver(files)() is first
     other = link_resolver(frozenset(set(files)))()
     assert other is not first and other.resolve("C", "A.md") == "sub/C.md"
+
+
+def test_the_walks_files_stand_for_the_records_when_their_listings_match(
+    vault: Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A one-note edit compares the state record's files with its walk's as two byte strings
+    (`index_state.ListedFiles`); equal, the state takes the walk's very set, and the set
+    comparisons after it (`steps.same_files`, `link_work`) have nothing to do. A file that
+    came makes them differ, and the state's files are then the record's own."""
+    from vaultmem.index.reconcile import recorded_state
+    from vaultmem.index.survey import walk
+    from vaultmem.storage import index_state
+    from vaultmem.storage.last_survey import index_token
+
+    monkeypatch.setattr(index_state, "_KEPT", {})  # a new process reads the record's file
+    token = index_token(vault.index_path)
+    walked = walk(vault, False)
+    state = recorded_state(vault, token, walked)
+    assert state is not None and state.files is walked.files
+    own = recorded_state(vault, token)  # without a walk: its own set, equal
+    assert own is not None and own.files is not walked.files and own.files == walked.files
+    monkeypatch.setattr(index_state, "_KEPT", {})
+    (vault.root / "sub" / "brand new.md").write_text("# new\n", encoding="utf-8")
+    walked = walk(vault, False)
+    state = recorded_state(vault, token, walked)
+    assert state is not None and state.files is not walked.files
+    assert walked.files - state.files == {"sub/brand new.md"}
+    report = reconcile(vault)
+    assert (report.added, report.notes) == (1, len(walked.notes))

@@ -397,14 +397,17 @@ def ids_of_added(
 
 
 def survey_digest(
-    notes: Iterable[Stat], files: Iterable[str], problems: Iterable[tuple[str, str, str]]
+    notes: Iterable[Stat],
+    files: Iterable[str] | bytes,
+    problems: Iterable[tuple[str, str, str]],
 ) -> str:
     """A digest of a whole-vault stat walk: every note's fingerprint, every file, the scan's
     problems, each in the order given (the walk sorts them). Equal digests mean the walk saw
     the same vault, which is all a no-op reconcile needs to know (`storage.last_survey`).
 
     A walk's own notes (`files.walked`) are digested folder by folder from their columns, with
-    no tuple per note; a walk always gives them so, so its digests compare with each other."""
+    no tuple per note; a walk always gives them so, so its digests compare with each other.
+    `files` may come joined already (a walk's listing, `index_state.join_listing`)."""
     digest = blake2b(digest_size=16)
     if isinstance(notes, WalkedNotes):
         digest.update(b"walked\0")
@@ -417,7 +420,10 @@ def survey_digest(
         digest.update(array("q", [n.size for n in notes]).tobytes())
         digest.update(array("q", [n.mtime_ns for n in notes]).tobytes())
     digest.update(b"\0")
-    digest.update("\n".join(files).encode("utf-8", "surrogateescape"))
+    if isinstance(files, bytes):
+        digest.update(files)
+    else:
+        digest.update("\0".join(files).encode("utf-8", "surrogateescape"))
     digest.update(b"\0")
     digest.update("\n".join("\t".join(p) for p in problems).encode("utf-8", "surrogateescape"))
     return digest.hexdigest()

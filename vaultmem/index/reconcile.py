@@ -77,6 +77,7 @@ from vaultmem.index.steps import (
     outside_mapping,
     path_of,
     report,
+    same_files,
     scan_problems_after,
     settles,
     state_after,
@@ -285,7 +286,7 @@ def _write_small(
             return None  # another writer: the usual path waits for it after the parse
         if index_token(path) != token:
             return None  # a writer committed since the walk: the usual path re-reads
-        recorded = recorded_state(config, token)  # taken before it is forgotten
+        recorded = recorded_state(config, token, walked)  # taken before it is forgotten
         from vaultmem.storage.index_state import forget_before_write
 
         forget_before_write(config.state_dir)  # the index may change from here
@@ -363,10 +364,13 @@ def load_state(
     )
 
 
-def recorded_state(config: Config, token: IndexToken) -> State | None:
+def recorded_state(config: Config, token: IndexToken, walked: Survey | None = None) -> State | None:
     """The state the last writer recorded (`storage.index_state`), when the index is still
-    the file it wrote and was built with this configuration; else None (read the rows)."""
+    the file it wrote and was built with this configuration; else None (read the rows).
+    `walked`: this run's whole-vault walk; when its listing is the record's files, the state
+    takes the walk's set of files (`index_state.ListedFiles`)."""
     from vaultmem.storage.index_state import (
+        ListedFiles,
         keep_state_record,
         kept_state_record,
         read_state_record,
@@ -382,9 +386,16 @@ def recorded_state(config: Config, token: IndexToken) -> State | None:
     notes = IndexedNotes.from_columns(
         record.paths, record.ids, record.sizes, record.mtimes, record.hashes, record.claims
     )
+    files = record.files
+    same = (
+        walked is not None
+        and walked.listing is not None
+        and isinstance(files, ListedFiles)
+        and files.same_as(walked.listing)
+    )
     return State(
         notes,
-        frozenset(record.files),
+        walked.files if same and walked is not None else frozenset(files),
         frozenset(record.scan_problems),
         record.problem_count,
         token,
@@ -477,7 +488,7 @@ def _survey(
     # Numbered conflict copies (`x 2.md` beside `x.md`) are a function of the files, which
     # the walk's digest covers: found here, past the steady state's check, not digested;
     # and while no file came or went, the index's own are still right (a one-note edit).
-    if walked.files == state.files:
+    if same_files(walked, state):
         copies = [
             Problem(path, "conflict_copy", message)
             for path, code, message in sorted(state.scan_problems)

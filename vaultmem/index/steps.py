@@ -157,6 +157,9 @@ class Survey(NamedTuple):
     digest: str | None = None
     copies: tuple[Problem, ...] = ()
     """Paths mode: the `conflict_copy` problems of the candidates (`conflicts.path_problems`)."""
+    listing: bytes | None = None
+    """A whole-vault walk's files as a state record keeps its own (`index_state.join_listing`):
+    equal, the record's files are the walk's, and the run takes the walk's set for them."""
 
 
 class Preparation(NamedTuple):
@@ -228,6 +231,13 @@ def settles(known: LastSurvey | None, walk: Survey, token: IndexToken, config: C
     return known.token == token and known.versions == index_versions(config)
 
 
+def same_files(survey: Survey, state: State) -> bool:
+    """Whether the survey's files are the index's: the very set when the state record's files
+    matched the walk's listing (`index.reconcile.recorded_state`), which a comparison of two
+    sets of 100,000 paths need not check again."""
+    return survey.files is state.files or survey.files == state.files
+
+
 def is_noop(
     state: State, survey: Survey, changes: ChangeSet[Fingerprint], recovering: bool = False
 ) -> bool:
@@ -235,7 +245,7 @@ def is_noop(
     `recovering`: the run moves a damaged index aside or warns of something (always a write)."""
     if state.create or recovering:
         return False
-    if changes.new or changes.suspect or changes.gone or survey.files != state.files:
+    if changes.new or changes.suspect or changes.gone or not same_files(survey, state):
         return False
     if survey.problems is None:  # paths mode: no stored read problem for these paths
         assert survey.candidates is not None
@@ -408,6 +418,8 @@ def link_work(state: State, survey: Survey, out: Outcomes) -> LinkWork:
     if survey.candidates is not None:  # the watcher's paths: no other file can have moved
         added = {p for p in survey.candidates if p in survey.files and p not in state.files}
         removed = {p for p in survey.candidates if p in state.files and p not in survey.files}
+    elif survey.files is state.files:  # the walk's set stood for the index's (no file moved)
+        added = removed = frozenset()
     else:
         added = survey.files - state.files
         removed = state.files - survey.files

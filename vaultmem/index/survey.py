@@ -15,6 +15,7 @@ from vaultmem.files import folder_cache
 from vaultmem.files.scan import is_eligible_file, scan_paths, scan_vault
 from vaultmem.index.plan import IndexedNotes, survey_digest
 from vaultmem.index.steps import Mode, State, Survey, index_versions
+from vaultmem.storage.index_state import join_listing
 from vaultmem.storage.last_survey import (
     IndexToken,
     LastSurvey,
@@ -32,11 +33,13 @@ def walk(config: Config, rebuild: bool) -> Survey:
     scan = scan_vault(config, folders)
     folder_cache.save(config, folders)
     mode: Mode = "rebuild" if rebuild else "full"
+    listing = join_listing(scan.files)  # sorted: what a state record compares (`ListedFiles`)
     digest = survey_digest(
-        scan.notes, scan.files, [(p.path, p.code, p.message) for p in scan.problems]
+        scan.notes, listing, [(p.path, p.code, p.message) for p in scan.problems]
     )
     empty = IndexedNotes(())
-    return Survey(mode, scan.notes, frozenset(scan.files), scan.problems, None, empty, digest)
+    files = frozenset(scan.files)
+    return Survey(mode, scan.notes, files, scan.problems, None, empty, digest, listing=listing)
 
 
 def survey_paths(config: Config, paths: Iterable[str], state: State) -> Survey:

@@ -33,7 +33,7 @@ import json
 import os
 from array import array
 from bisect import bisect_left
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import suppress
 from itertools import compress
 from operator import lt
@@ -73,6 +73,62 @@ class StateRecord(NamedTuple):
     scan_problems: Sequence[tuple[str, str, str]]
     problem_count: int
     journal: str | None
+
+
+class ListedFiles(Collection[str]):
+    """A base record's files as it stores them: sorted, joined by NUL, split on first use.
+
+    A one-note edit's run compares them with its walk's listing (`same_as`): one comparison
+    of two byte strings, where splitting 100,000 paths, making a set of them and comparing
+    it with the walk's set cost ~0.05 s at 100,000 notes. Equal, the run takes the walk's
+    set for the index's (`index.reconcile.recorded_state`)."""
+
+    __slots__ = ("_count", "_joined", "_split")
+
+    def __init__(self, joined: bytes, count: int) -> None:
+        self._joined = joined
+        self._count = count
+        self._split: list[str] | None = None
+
+    def same_as(self, listing: bytes) -> bool:
+        """Whether these are the files `join_listing` made `listing` of."""
+        return self._joined == listing
+
+    def _values(self) -> list[str]:
+        if self._split is None:
+            self._split = _split(self._joined, self._count)
+        return self._split
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values())
+
+    def __contains__(self, path: object) -> bool:
+        return path in self._values()
+
+    def __eq__(self, other: object) -> bool:
+        """The same files, as a set: a record's files have no order that means anything."""
+        if isinstance(other, ListedFiles):
+            return self._joined == other._joined
+        if isinstance(other, Collection) and not isinstance(other, str | bytes):
+            return len(other) == self._count and set(self._values()) == set(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def join_listing(files: Iterable[str]) -> bytes:
+    """Files as a base record stores them (sorted, NUL-joined): a walk's listing, already
+    sorted, made comparable with `ListedFiles.same_as`."""
+    return _join(files)
+
+
+def _join_files(files: Collection[str]) -> bytes:
+    if isinstance(files, ListedFiles):
+        return files._joined  # read back from a base: sorted already
+    return _join(sorted(files))
 
 
 def _join(values: Iterable[str]) -> bytes:
@@ -243,7 +299,7 @@ def write_state_record(state_dir: Path, record: StateRecord) -> None:
         "paths": _join(record.paths),
         "ids": _join(record.ids),
         "hashes": _join(record.hashes),
-        "files": _join(record.files),
+        "files": _join_files(record.files),
         "sizes": array("q", record.sizes).tobytes(),
         "mtimes": array("q", record.mtimes).tobytes(),
     }
@@ -257,6 +313,7 @@ def write_state_record(state_dir: Path, record: StateRecord) -> None:
         "problem_count": record.problem_count,
         "journal": record.journal,
         "in_path_order": all(map(lt, record.paths, record.paths[1:])),
+        "files_sorted": True,
         "lengths": {name: len(data) for name, data in columns.items()},
     }
     tmp = state_dir / f".{RECORD_NAME}.{os.getpid()}.tmp"
@@ -428,7 +485,9 @@ def _read_base(state_dir: Path) -> tuple[StateRecord, bool] | None:
             mtimes.tolist(),
             _split(raw["hashes"], n),
             claims,
-            _split(raw["files"], file_count),
+            ListedFiles(raw["files"], file_count)
+            if header.get("files_sorted") is True
+            else _split(raw["files"], file_count),
             [(str(p), str(c), str(m)) for p, c, m in header["scan_problems"]],
             int(header["problem_count"]),
             None if journal is None else str(journal),
