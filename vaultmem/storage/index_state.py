@@ -15,7 +15,9 @@ the rows. A writer holds it with the last survey before the index changes
 
 The format is columns, not rows, so reading and writing stay in C: one line of JSON (counts,
 sizes, the few claimed ids and scan problems), then the text columns joined by NUL (which no
-path holds) and the integer columns as 64-bit arrays.
+path holds) and the integer columns as 64-bit arrays. The files are written sorted and read
+joined (`ListedFiles`): a run whose walk lists the same files compares two byte strings and
+takes the walk's set.
 
 Rewriting that whole record after a one-note edit cost ~0.05 s at 100,000 notes (16 MB), so a
 small write records only what it changed: `<state>/index-state.change.json` holds, for the base
