@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from vaultmem.core.config import Config, FolderMapping
 from vaultmem.files.walked import Fingerprint, Folder, WalkedNotes, in_folder
 from vaultmem.index import reconcile
+from vaultmem.index.plan import IndexedNote, IndexedNotes, plan_changes
 
 _NAMES = st.text(alphabet="ab/ .-_é", min_size=1, max_size=8).filter(
     lambda p: not p.startswith("/") and not p.endswith("/") and "//" not in p
@@ -64,6 +65,27 @@ def test_the_columns_are_the_sorted_fingerprints(paths: set[str], rng: random.Ra
     made = WalkedNotes(folders)
     made.fingerprints()
     assert made.columns() == columns  # from the fingerprints once they are made
+
+
+@given(st.sets(_NAMES, min_size=1, max_size=30), st.data())
+def test_an_edit_in_place_plans_from_the_columns_as_from_the_fingerprints(
+    paths: set[str], data: st.DataObject
+) -> None:
+    """`plan._moved_in_place` reads a walk's columns and makes a tuple for each moved note
+    only: the plan is the one the sorted fingerprints give."""
+    expected = sorted(_fingerprints(paths))
+    moved = data.draw(st.sets(st.integers(0, len(expected) - 1)))
+    indexed = IndexedNotes(
+        [
+            IndexedNote(fp.path, f"n-{i}", fp.size + (i in moved), fp.mtime_ns, "h", None)
+            for i, fp in enumerate(expected)
+        ]
+    )
+    walked = WalkedNotes.of(expected)
+    changes = plan_changes(indexed, walked)
+    assert changes == plan_changes(indexed, tuple(expected))
+    assert [fp.path for fp in changes.suspect] == [expected[i].path for i in sorted(moved)]
+    assert walked._sorted is None  # no tuple for the notes that did not move
 
 
 def test_the_digest_sees_every_column() -> None:

@@ -386,16 +386,15 @@ def recorded_state(config: Config, token: IndexToken, walked: Survey | None = No
     notes = IndexedNotes.from_columns(
         record.paths, record.ids, record.sizes, record.mtimes, record.hashes, record.claims
     )
-    files = record.files
-    same = (
-        walked is not None
-        and walked.listing is not None
-        and isinstance(files, ListedFiles)
-        and files.same_as(walked.listing)
-    )
+    listed = record.files
+    if walked is not None and walked.listing is not None and isinstance(listed, ListedFiles):
+        same = listed.same_as(walked.listing)
+        files = walked.files if same else frozenset(listed)
+    else:
+        files = frozenset(listed)
     return State(
         notes,
-        walked.files if same and walked is not None else frozenset(files),
+        files,
         frozenset(record.scan_problems),
         record.problem_count,
         token,
