@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from vaultmem.core import segment
 from vaultmem.core.tokenizer import analyzer, tokenize, word_spans
-from vaultmem.search.query import snippet
+from vaultmem.search.query import parse_query, snippet
 
 
 def test_chinese_question_words_weigh_nothing() -> None:
@@ -85,6 +85,43 @@ def test_snippet_of_japanese_marks_whole_words() -> None:
     text = "デバイス間でノートを同期するには、Obsidian Syncを使います。"
     out = snippet(text, set(tokenize("ノート 同期")))
     assert "**ノート**" in out and "**同期**" in out and "****" not in out
+
+
+def test_a_snippet_marks_words_holding_a_query_word_not_words_sharing_a_bigram() -> None:
+    # ノート's bigram ート is in リモート, サポート and アップデート: ranking counts it, a reader
+    # would see three unrelated words marked
+    text = "リモートの保管庫、サポート、アップデート。ノートを同期するには、タグペインを開きます。"
+    query = parse_query("ノートを同期する方法 タグ")
+    out = snippet(text, set(query.terms), words=query.cjk_words)
+    for unrelated in ("リモート", "サポート", "アップデート"):
+        assert f"**{unrelated}**" not in out and f"{unrelated}**" not in out
+    assert "**ノート**" in out and "**同期**" in out
+    assert "**タグペイン**" in out  # a word holding the query's タグ is marked whole
+    assert "**する**" not in out and "**方法**" not in out  # stop words are never marked
+    # without the query's words, every word sharing a bigram is marked (the old rule)
+    assert "**リモート**" in snippet(text, set(query.terms))
+
+
+def test_a_chinese_snippet_marks_the_query_words_it_holds() -> None:
+    text = "文件夹在设备间同步后，打开仓库。"
+    query = parse_query("怎么在多个设备之间同步笔记")
+    out = snippet(text, set(query.terms), words=query.cjk_words)
+    assert "**设备**" in out and "**同步**" in out
+    assert "**设备间" not in out  # 间 alone is no query word (之间 is)
+
+
+def test_a_snippet_sharing_only_bigrams_with_the_query_still_marks_them() -> None:
+    # a section that ranked on a shared bigram alone is shown where it matched
+    text = "x " * 400 + "リモートの保管庫"
+    query = parse_query("ノート")
+    out = snippet(text, set(query.terms), words=query.cjk_words)
+    assert "**リモート**" in out
+
+
+def test_query_words_are_the_han_and_kana_words_asked() -> None:
+    query = parse_query("ノートを同期する方法 obsidian")
+    assert set(query.cjk_words) == {frozenset({"ノー", "ート"}), frozenset({"同期"})}
+    assert parse_query("obsidian sync").cjk_words == ()
 
 
 def test_a_han_only_run_follows_the_note_language() -> None:

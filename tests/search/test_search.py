@@ -764,3 +764,18 @@ def test_an_index_of_the_previous_tokenizer_rebuilds_and_segmented_search_works(
     hits = Vault(root).search("怎么在多个设备之间同步")
     assert hits[0].path == "同步.md"
     assert "**同步笔记**" in hits[0].snippet or "**同步**" in hits[0].snippet
+
+
+def test_a_japanese_hit_marks_the_words_asked_not_words_sharing_a_bigram(tmp_path: Path) -> None:
+    vault = make_vault(
+        tmp_path / "v",
+        {
+            "同期.md": "# ノートの同期\n\nリモートの保管庫とサポートについて。"
+            "ノートを同期するにはSyncを使います。\n",
+            "別.md": "# 別のノート\n\n関係のない文章です。\n",
+        },
+    )
+    hit = vault.search("ノートを同期する方法")[0]
+    assert hit.path == "同期.md"
+    assert "**ノート**" in hit.snippet and "**同期**" in hit.snippet
+    assert "リモート**" not in hit.snippet and "サポート**" not in hit.snippet

@@ -162,6 +162,26 @@ def spans(run: str, lang: str | None) -> list[Span]:
     return out
 
 
+def word_terms(run: str, lang: str | None) -> list[tuple[int, int, frozenset[str]]]:
+    """Each word of a Han/kana `run` that is no stop word, as (start, end, the terms inside
+    it: its character bigrams, a one-character word itself). What a snippet marks by
+    (`Analyzer.matching_spans` with the query's words): a word holding a whole word of the
+    query, not one that shares a bigram with it (`リモート` holds `ート` of `ノート`). Stop
+    words are left out in Japanese too, where their bigrams still count for ranking: `する`
+    or `方法` marked in every hit tells a reader nothing."""
+    norm = unicodedata.normalize("NFKC", run).casefold()
+    if len(norm) != len(run):  # no per-character offsets (`spans`): the run is one word
+        return [(0, len(run), frozenset(t for _, _, t in spans(run, lang)))]
+    bounds = words(norm, "ja" if has_kana(norm) or lang == "ja" else "zh")
+    out: list[tuple[int, int, frozenset[str]]] = []
+    for (s, e), stopped in zip(bounds, _stopped(norm, bounds), strict=True):
+        if not stopped and e > s:
+            word = norm[s:e]
+            held = frozenset(word[i : i + 2] for i in range(len(word) - 1))
+            out.append((s, e, held or frozenset((word,))))
+    return out
+
+
 _STOP_CHARS = frozenset("".join(STOPWORDS))
 """Every character of a stop word: a run holding none of them has no stop word to cut."""
 

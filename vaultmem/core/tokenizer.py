@@ -50,7 +50,7 @@ import operator
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Callable, Container, Iterator
+from collections.abc import Callable, Container, Iterator, Sequence
 from typing import NamedTuple
 
 from vaultmem.core import segment
@@ -365,6 +365,7 @@ class _Analyzer:
         self.fold: Callable[[str], str] = functools.lru_cache(maxsize=1 << 16)(self._fold)
         self._memo = _Memo(self._word_terms)
         self._span_memo: dict[str, tuple[Span, ...]] = {}
+        self._mark_memo: dict[str, tuple[tuple[int, int, frozenset[str]], ...]] = {}
         # an identifier's part -> its term, or () for none; parts recur across identifiers
         self._part_terms: dict[str, tuple[str, ...]] = {}
         # a piece of an ASCII identifier -> its terms (`_ascii_terms`): one of several pieces,
@@ -450,11 +451,17 @@ class _Analyzer:
         return WordScan(words, list(map(memo.__getitem__, map(_GROUP, words))))
 
     def matching_spans(
-        self, text: str, terms: Container[str], scan: WordScan | None = None
+        self,
+        text: str,
+        terms: Container[str],
+        scan: WordScan | None = None,
+        words: Sequence[frozenset[str]] = (),
     ) -> list[tuple[int, int]]:
         """(start, end) of the words of `text` whose terms are in `terms`: `spans` filtered,
         without building a span for every other word (snippets mark a few words of many).
-        `scan` is `scan(text)` when the caller has it already."""
+        `scan` is `scan(text)` when the caller has it already. `words`: the query's Han and
+        kana words (`cjk_words`); with them a word of such a run is marked only when it holds
+        one of them whole, or every term it has is asked (`_marked_words`)."""
         if scan is None:
             scan = self.scan(text)
         if isinstance(terms, set | frozenset):
@@ -468,14 +475,63 @@ class _Analyzer:
         memo = self._span_memo
         if len(memo) > _MEMO_LIMIT:
             memo.clear()
+        han_kana = _han_kana()
         for m in itertools.compress(scan.words, map(operator.not_, misses)):
             raw = m.group()
+            if words and not raw.isascii() and han_kana.search(raw):
+                base = m.start()
+                out += [(base + s, base + e) for s, e in self._marked_words(raw, wanted, words)]
+                continue
             spans = memo.get(raw)
             if spans is None:
                 spans = memo[raw] = tuple(self.word(raw))
             base = m.start()
             out += [(base + s, base + e) for s, e, t in spans if t in wanted]
         return out
+
+    def cjk_words(self, text: str) -> list[frozenset[str]]:
+        """The terms of each Han or kana word of `text` that is no stop word
+        (`segment.word_terms`): what a query asks whole, for `matching_spans`."""
+        if text.isascii():
+            return []
+        out: list[frozenset[str]] = []
+        han_kana = _han_kana()
+        for m in _word_pattern(text).finditer(text):
+            for run in _script_run().finditer(m.group()):
+                if han_kana.match(run.group()):
+                    out += [t for _, _, t in segment.word_terms(run.group(), self._cjk)]
+        return out
+
+    def _marked_words(
+        self, raw: str, wanted: Container[str], words: Sequence[frozenset[str]]
+    ) -> list[tuple[int, int]]:
+        """(start, end) of the words of one regex word `raw` holding Han or kana to mark: a
+        Han/kana word (`segment.word_terms`) that holds a query word whole or whose every term
+        is asked; any other part of `raw` by its terms, as `matching_spans` marks. Bigrams
+        alone mark too much: `ート` of the query's `ノート` is in `リモート` and `サポート`."""
+        if len(self._mark_memo) > _MEMO_LIMIT:
+            self._mark_memo.clear()
+        marks = self._mark_memo.get(raw)
+        if marks is None:
+            marks = self._mark_memo[raw] = tuple(self._word_marks(raw))
+        out: list[tuple[int, int]] = []
+        for start, end, held in marks:
+            if all(t in wanted for t in held) or any(q <= held for q in words):
+                out.append((start, end))
+        return out
+
+    def _word_marks(self, raw: str) -> Iterator[tuple[int, int, frozenset[str]]]:
+        """`word(raw)`'s spans, a Han/kana run's as its words with their terms."""
+        han_kana, has_nospace = _han_kana(), _has_nospace()
+        for m in _script_run().finditer(raw):
+            run, base = m.group(), m.start()
+            if han_kana.match(run):
+                for s, e, held in segment.word_terms(run, self._cjk):
+                    yield base + s, base + e, held
+                continue
+            spans = _bigrams(run) if has_nospace.match(run) else self._latin(run)
+            for s, e, t in spans:
+                yield base + s, base + e, frozenset((t,))
 
     def word(self, raw: str, spans: bool = True) -> list[Span]:
         """Terms of one regex word with offsets relative to it; with `spans` False, the

@@ -63,6 +63,9 @@ class ParsedQuery:
     """Terms of adjacent query words written as one (`joined_terms`), looked for too."""
     compound_words: tuple[str, ...] = ()
     """Words of a German query that may be a compound's last part (`search/compounds.py`)."""
+    cjk_words: tuple[frozenset[str], ...] = ()
+    """The terms of each Han or kana word asked (`Analyzer.cjk_words`): a snippet marks a word
+    of such text only when it holds one of them whole (`snippet`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +125,7 @@ def parse_query(text: str, language: str = DEFAULT_LANGUAGE) -> ParsedQuery:
     paths: list[str] = []
     types: list[str] = []
     scored: list[str | None] = []  # the scored words, for `joined_terms`
+    cjk_words: list[frozenset[str]] = []
     for part in parts:
         negative = part.startswith("-") and len(part) > 1
         body = part[1:] if negative else part
@@ -143,6 +147,7 @@ def parse_query(text: str, language: str = DEFAULT_LANGUAGE) -> ParsedQuery:
         if body in quoted and len(found) > 1:
             phrases.append(tuple(found))
         terms.extend(found)
+        cjk_words += analyse.cjk_words(body)
         # a stop word (no term) is skipped; an identifier (several terms) is never joined
         scored += [
             m.group() if len(t) == 1 else None
@@ -160,6 +165,7 @@ def parse_query(text: str, language: str = DEFAULT_LANGUAGE) -> ParsedQuery:
         tuple((term, n) for term, n in counts.items() if n > 1),
         tuple(joined_terms(scored, counts, language, cjk)),
         compounds.candidate_words(text, tuple(counts)),
+        tuple(dict.fromkeys(cjk_words)),
     )
 
 
@@ -381,7 +387,8 @@ def search(
         ]
     order = proximity.rerank([note.score for note in ranked], shares, titles)
     return [
-        _hit(ranked[i], shown[i], shares[i], wanted, language, titles[i]) for i in order[:limit]
+        _hit(ranked[i], shown[i], shares[i], wanted, language, titles[i], query.cjk_words)
+        for i in order[:limit]
     ]
 
 
@@ -611,6 +618,7 @@ def _hit(
     wanted: set[str],
     language: str,
     title_named: float = 0.0,
+    words: Sequence[frozenset[str]] = (),
 ) -> SearchHit:
     _, path, title, scope, scope_id = note.note
     return SearchHit(
@@ -623,7 +631,12 @@ def _hit(
         line=shown.line,
         score=round(note.score * proximity.boost(share, title_named), 6),
         snippet=snippet(
-            shown.text, wanted, language=language, head=shown.head, japanese=shown.cjk == "ja"
+            shown.text,
+            wanted,
+            language=language,
+            head=shown.head,
+            japanese=shown.cjk == "ja",
+            words=words,
         ),
         sections=tuple({"ord": o, "score": round(s, 6)} for o, s in note.documents[:5]),
         score_parts={
@@ -667,6 +680,7 @@ def snippet(
     *,
     head: WordScan | None = None,
     japanese: bool = False,
+    words: Sequence[frozenset[str]] = (),
 ) -> str:
     """The densest window of `text` around matched words, each marked `**like this**`.
 
@@ -675,14 +689,22 @@ def snippet(
     own `**bold**` markers are dropped first: kept, they would nest with ours (`****x**:**`);
     so is markup a reader never sees (HTML tags, callout and quote markers: `without_markup`).
     `head` is the tokenizer's scan of `_snippet_head(text)` when the caller made it already;
-    `japanese`: the query holds kana (`section_cjk`).
+    `japanese`: the query holds kana (`section_cjk`); `words`: the query's Han and kana words
+    (`ParsedQuery.cjk_words`), so that a word of such text is marked when it holds one whole,
+    not when it shares a character bigram with one (`リモート` for `ノート`).
     """
     text = without_markup(text).replace("**", "")
     head_text = text[:SNIPPET_SCAN_CHARS]
     matching = analyzer(language, section_cjk(text, japanese)).matching_spans
-    spans = matching(head_text, terms, head)
-    if not spans and len(text) > len(head_text):
-        spans = matching(text, terms)
+    spans: list[tuple[int, int]] = []
+    # Whole query words first; a section that shares only bigrams with them (it ranked on
+    # those) is still shown where they are, marked as they match.
+    for asked in (words, ()) if words else ((),):
+        spans = matching(head_text, terms, head, asked)
+        if not spans and len(text) > len(head_text):
+            spans = matching(text, terms, None, asked)
+        if spans:
+            break
     if not spans:
         return _clip(" ".join(text.split()), 0, width)
     best_start, best_count = spans[0][0], 0

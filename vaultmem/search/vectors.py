@@ -107,7 +107,7 @@ def semantic_search(
     )
     terms = set(parsed.terms)
     if mode == "vectors":
-        return _hits(con, nearest, terms, language, clean)
+        return _hits(con, nearest, terms, language, clean, parsed.cjk_words)
     worded: list[search_queries.RankedNote] = []
     if parsed.terms:  # a query of stop words only: the vectors still understand it
         worded, terms = query.ranked_notes(
@@ -120,7 +120,7 @@ def semantic_search(
     scores = dict(fused)
     return [
         replace(hit, score=round(scores[hit.note_id], 6))
-        for hit in _hits(con, ranked, terms, language, clean)
+        for hit in _hits(con, ranked, terms, language, clean, parsed.cjk_words)
     ]
 
 
@@ -140,6 +140,7 @@ def _hits(
     terms: set[str],
     language: str,
     clean: Callable[[str], str] | None,
+    words: Sequence[frozenset[str]] = (),
 ) -> list[SearchHit]:
     """Hits for ranked notes: the best-ranked section with text is the one shown."""
     ids = [note_id for note_id, _ in ranked]
@@ -163,7 +164,7 @@ def _hits(
                 heading=heading,
                 line=line,
                 score=round(docs[0][1], 6) if docs else 0.0,
-                snippet=query.snippet(body, terms, language=language),
+                snippet=query.snippet(body, terms, language=language, words=words),
                 sections=tuple({"ord": o, "score": round(sc, 6)} for o, sc in docs[:5]),
             )
         )
