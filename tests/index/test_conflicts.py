@@ -30,6 +30,8 @@ OUTSIDE = {
 NOT_COPIES = {
     "Knowledge/Note.md": "# Note\n",
     "Knowledge/Chapter 2.md": "# Chapter 2\nno Chapter.md beside it: a chapter\n",
+    # Obsidian's own second note of a name ("Make a copy", `Untitled 1.md`): iCloud starts at 2
+    "Knowledge/Note 1.md": "# Note 1\na copy made in Obsidian\n",
     "Knowledge/Rule.md": "# Rule\n=======\nA setext line is no conflict.\n",
 }
 
@@ -84,7 +86,7 @@ def test_copies_outside_the_managed_folder_are_problems_and_never_touched(vault:
     # The named copies stay out of the index; the numbered one and the merged note are notes.
     paths = {row[0] for row in ok(run_cli("sql", "SELECT path FROM notes", *v))["rows"]}
     assert paths == {"Knowledge/Note.md", "Knowledge/Chapter 2.md", "Knowledge/Rule.md",
-                     "Knowledge/Note 2.md", "Knowledge/Merged.md"}  # fmt: skip
+                     "Knowledge/Note 1.md", "Knowledge/Note 2.md", "Knowledge/Merged.md"}  # fmt: skip
     # Resolved by hand: the rows go.
     (vault / "Knowledge/Note 2.md").unlink()
     (vault / "Knowledge/Merged.md").write_text("# Merged\nours and theirs\n")

@@ -77,12 +77,16 @@ def marker_problem(path: str, data: bytes) -> Problem | None:
 def copy_problems(notes: Iterable[str], files: frozenset[str]) -> list[Problem]:
     """A `conflict_copy` problem for each numbered copy among `notes` (`x 2.md` with `x.md`
     beside it, as iCloud and OneDrive name them). They stay notes: the name may be a person's
-    own (`Chapter 2.md`), so only the report says what it looks like."""
+    own (`Chapter 2.md`), so only the report says what it looks like. `x 1.md` is never one:
+    iCloud numbers its copies from 2, and 1 is what Obsidian itself gives a second note of a
+    name (`Untitled 1.md`, "Make a copy" of `x.md`), which is no clash to merge."""
     out = []
     for path in notes:
         # Cheap tests first (a digit, a space before it): this runs over every note of a
         # full reconcile that finds a change, and dated notes (`2026-12-01.md`) are common.
         if path[-4:-3].isdigit() and " " in path[-8:-4] and path.endswith(".md"):
+            if path.endswith(" 1.md"):
+                continue
             folder, _, name = path.rpartition("/")
             found = conflict_copy_original(name)
             if found is None or found[1]:
