@@ -86,7 +86,8 @@ def test_copies_outside_the_managed_folder_are_problems_and_never_touched(vault:
     # The named copies stay out of the index; the numbered one and the merged note are notes.
     paths = {row[0] for row in ok(run_cli("sql", "SELECT path FROM notes", *v))["rows"]}
     assert paths == {"Knowledge/Note.md", "Knowledge/Chapter 2.md", "Knowledge/Rule.md",
-                     "Knowledge/Note 1.md", "Knowledge/Note 2.md", "Knowledge/Merged.md"}  # fmt: skip
+                     "Knowledge/Note 1.md", "Knowledge/Note 2.md",
+                     "Knowledge/Merged.md"}  # fmt: skip
     # Resolved by hand: the rows go.
     (vault / "Knowledge/Note 2.md").unlink()
     (vault / "Knowledge/Merged.md").write_text("# Merged\nours and theirs\n")
