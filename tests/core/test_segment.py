@@ -110,6 +110,18 @@ def test_a_chinese_snippet_marks_the_query_words_it_holds() -> None:
     assert "**设备间" not in out  # 间 alone is no query word (之间 is)
 
 
+def test_a_korean_snippet_marks_words_sharing_a_stem_not_an_ending() -> None:
+    # 기기에서 and 동기화하는 share 에서 and 하는 with every word of those endings
+    text = "노트를 기기에 저장하므로 오프라인에서도 가이드에서는 동기화는 해결하는 여러 기기에서"
+    query = parse_query("여러 기기에서 노트 동기화하는 방법")
+    out = snippet(text, set(query.terms), words=query.cjk_words)
+    for marked in ("노트를", "기기에", "동기화는", "여러", "기기에서"):
+        assert f"**{marked}**" in out, marked
+    for unrelated in ("오프라인에서도", "가이드에서는", "해결하는"):
+        assert f"**{unrelated}**" not in out, unrelated
+    assert "**오프라인에서도**" in snippet(text, set(query.terms))  # the old rule
+
+
 def test_a_snippet_sharing_only_bigrams_with_the_query_still_marks_them() -> None:
     # a section that ranked on a shared bigram alone is shown where it matched
     text = "x " * 400 + "リモートの保管庫"
@@ -118,10 +130,12 @@ def test_a_snippet_sharing_only_bigrams_with_the_query_still_marks_them() -> Non
     assert "**リモート**" in out
 
 
-def test_query_words_are_the_han_and_kana_words_asked() -> None:
+def test_query_words_are_the_han_kana_and_hangul_words_asked() -> None:
     query = parse_query("ノートを同期する方法 obsidian")
     assert set(query.cjk_words) == {frozenset({"ノー", "ート"}), frozenset({"同期"})}
     assert parse_query("obsidian sync").cjk_words == ()
+    korean = parse_query("노트 동기화 방법")  # 방법 is a question word: no term, no word
+    assert set(korean.cjk_words) == {frozenset({"노트"}), frozenset({"동기화", "동기", "기화"})}
 
 
 def test_a_han_only_run_follows_the_note_language() -> None:

@@ -50,7 +50,7 @@ import operator
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Callable, Container, Iterator, Sequence
+from collections.abc import Callable, Container, Iterable, Iterator, Sequence
 from typing import NamedTuple
 
 from vaultmem.core import segment
@@ -475,10 +475,9 @@ class _Analyzer:
         memo = self._span_memo
         if len(memo) > _MEMO_LIMIT:
             memo.clear()
-        han_kana = _han_kana()
         for m in itertools.compress(scan.words, map(operator.not_, misses)):
             raw = m.group()
-            if words and not raw.isascii() and han_kana.search(raw):
+            if words and not raw.isascii() and _marks_by_word(raw):
                 base = m.start()
                 out += [(base + s, base + e) for s, e in self._marked_words(raw, wanted, words)]
                 continue
@@ -490,25 +489,31 @@ class _Analyzer:
         return out
 
     def cjk_words(self, text: str) -> list[frozenset[str]]:
-        """The terms of each Han or kana word of `text` that is no stop word
-        (`segment.word_terms`): what a query asks whole, for `matching_spans`."""
+        """The terms of each Han, kana or Hangul word of `text` that is no stop word (a Han or
+        kana run's words: `segment.word_terms`): what a query asks whole, for
+        `matching_spans`."""
         if text.isascii():
             return []
         out: list[frozenset[str]] = []
-        han_kana = _han_kana()
         for m in _word_pattern(text).finditer(text):
-            for run in _script_run().finditer(m.group()):
-                if han_kana.match(run.group()):
-                    out += [t for _, _, t in segment.word_terms(run.group(), self._cjk)]
+            raw = m.group()
+            if not raw.isascii() and _marks_by_word(raw):
+                # a Latin word beside them (`Obsidian에서`'s parts) is marked by its terms
+                out += [
+                    held
+                    for _, _, held in self._word_marks(raw)
+                    if not all(t.isascii() for t in held)
+                ]
         return out
 
     def _marked_words(
         self, raw: str, wanted: Container[str], words: Sequence[frozenset[str]]
     ) -> list[tuple[int, int]]:
-        """(start, end) of the words of one regex word `raw` holding Han or kana to mark: a
-        Han/kana word (`segment.word_terms`) that holds a query word whole or whose every term
-        is asked; any other part of `raw` by its terms, as `matching_spans` marks. Bigrams
-        alone mark too much: `ート` of the query's `ノート` is in `リモート` and `サポート`."""
+        """(start, end) of the words of one regex word `raw` holding Han, kana or Hangul to
+        mark (`_word_marks`): one that holds a query word whole, shares two terms with one
+        (`동기화는` with `동기화하는`: an ending of its own), or whose every term is asked.
+        Bigrams alone mark too much: `ート` of the query's `ノート` is in `リモート` and
+        `サポート`, `에서` of `기기에서` in `오프라인에서도`."""
         if len(self._mark_memo) > _MEMO_LIMIT:
             self._mark_memo.clear()
         marks = self._mark_memo.get(raw)
@@ -516,22 +521,28 @@ class _Analyzer:
             marks = self._mark_memo[raw] = tuple(self._word_marks(raw))
         out: list[tuple[int, int]] = []
         for start, end, held in marks:
-            if all(t in wanted for t in held) or any(q <= held for q in words):
+            if all(t in wanted for t in held) or any(
+                q <= held or len(q & held) >= 2 for q in words
+            ):
                 out.append((start, end))
         return out
 
-    def _word_marks(self, raw: str) -> Iterator[tuple[int, int, frozenset[str]]]:
-        """`word(raw)`'s spans, a Han/kana run's as its words with their terms."""
+    def _word_marks(self, raw: str) -> list[tuple[int, int, frozenset[str]]]:
+        """The words of `raw` with their terms: a Han/kana run's as `segment.word_terms` cuts
+        them, any other part's as `word` spans them (a Hangul word's term and bigrams share
+        the word's extent; a Thai bigram is a word of its own)."""
         han_kana, has_nospace = _han_kana(), _has_nospace()
+        if not han_kana.search(raw):
+            return _by_extent(self.word(raw))
+        out: list[tuple[int, int, frozenset[str]]] = []
         for m in _script_run().finditer(raw):
             run, base = m.group(), m.start()
             if han_kana.match(run):
-                for s, e, held in segment.word_terms(run, self._cjk):
-                    yield base + s, base + e, held
-                continue
-            spans = _bigrams(run) if has_nospace.match(run) else self._latin(run)
-            for s, e, t in spans:
-                yield base + s, base + e, frozenset((t,))
+                out += [(base + s, base + e, t) for s, e, t in segment.word_terms(run, self._cjk)]
+            else:
+                spans = _bigrams(run) if has_nospace.match(run) else self._latin(run)
+                out += [(base + s, base + e, t) for s, e, t in _by_extent(spans)]
+        return out
 
     def word(self, raw: str, spans: bool = True) -> list[Span]:
         """Terms of one regex word with offsets relative to it; with `spans` False, the
@@ -614,6 +625,20 @@ def _maps_one_to_one(word: str) -> bool:
     return all(len(unicodedata.normalize("NFKC", c)) == 1 for c in word) and len(
         unicodedata.normalize("NFKC", word)
     ) == len(word)
+
+
+def _marks_by_word(raw: str) -> bool:
+    """Whether a snippet marks `raw` word by word (`_Analyzer._marked_words`): it holds Han,
+    kana or Hangul, whose terms include bigrams that other words share."""
+    return _han_kana().search(raw) is not None or _hangul().search(raw) is not None
+
+
+def _by_extent(spans: Iterable[Span]) -> list[tuple[int, int, frozenset[str]]]:
+    """Spans grouped by their (start, end): each extent's terms together."""
+    grouped: dict[tuple[int, int], set[str]] = {}
+    for start, end, term in spans:
+        grouped.setdefault((start, end), set()).add(term)
+    return [(s, e, frozenset(terms)) for (s, e), terms in grouped.items()]
 
 
 def _bigrams(run: str) -> list[Span]:
