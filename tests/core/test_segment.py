@@ -96,7 +96,9 @@ def test_a_snippet_marks_words_holding_a_query_word_not_words_sharing_a_bigram()
     for unrelated in ("リモート", "サポート", "アップデート"):
         assert f"**{unrelated}**" not in out and f"{unrelated}**" not in out
     assert "**ノート**" in out and "**同期**" in out
-    assert "**タグペイン**" in out  # a word holding the query's タグ is marked whole
+    # a word holding the query's タグ is marked whole (the small dictionary keeps タグペイン
+    # one word; the `cjk-full` one may cut it in two)
+    assert "**タグペイン**" in out or "**タグ**ペイン" in out
     assert "**する**" not in out and "**方法**" not in out  # stop words are never marked
     # without the query's words, every word sharing a bigram is marked (the old rule)
     assert "**リモート**" in snippet(text, set(query.terms))
