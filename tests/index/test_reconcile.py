@@ -247,6 +247,69 @@ def test_links_into_a_note_move_with_its_outline_and_only_then(
         assert_equals_rebuild(vault)
 
 
+def _structure_rowids(config: Config, note_id: str) -> list[tuple[Any, ...]]:
+    """The rowids of one note's aliases, tags, headings, blocks and links rows: rows written
+    again get new ones, rows left in place keep theirs."""
+    sql = " UNION ALL ".join(
+        f"SELECT '{table}', rowid FROM {table} WHERE {key} = $1"
+        for table, key in [
+            ("aliases", "note_id"),
+            ("tags", "note_id"),
+            ("headings", "note_id"),
+            ("blocks", "note_id"),
+            ("links", "source_id"),
+        ]
+    )
+    return sorted(query(config, sql, [note_id]))
+
+
+def test_an_edit_of_a_notes_text_alone_leaves_its_structure_rows_in_place(vault: Config) -> None:
+    """`notes.structure` unchanged: the note's links, headings, blocks, tags and aliases stay
+    as stored (no delete, no insert); changed, they are written again. Either way the index
+    is what a rebuild writes."""
+    root = vault.root
+    write(root, "B.md", "# B\n\n## Sec\n\ntext ^blk\n")
+    note = "---\naliases: [Bee note]\ntags: [x/y]\n---\n# A\n\n[[B#Sec]] [[B#^blk]] [[C]] #t\n"
+    write(root, "A.md", note)
+    reconcile(vault)
+    (a_id,) = query(vault, "SELECT id FROM notes WHERE path = 'A.md'")[0]
+    rows = _structure_rowids(vault, a_id)
+    assert {table for table, _ in rows} == {"aliases", "tags", "headings", "links"}
+    write(root, "A.md", note + "\nMore text, no link.\n")  # appended: every line stays
+    reconcile(vault)
+    assert _structure_rowids(vault, a_id) == rows
+    assert_equals_rebuild(vault)
+    rows = _structure_rowids(vault, a_id)  # the rebuild wrote them anew
+    write(root, "A.md", note.replace("[[C]]", "[[D]]") + "\nMore text, no link.\n")
+    reconcile(vault)
+    assert _structure_rowids(vault, a_id) != rows
+    assert query(vault, "SELECT target FROM links WHERE source_id = $1 AND ord = 2", [a_id]) == [
+        ("D",)
+    ]
+    assert_equals_rebuild(vault)
+
+
+def test_kept_links_still_follow_other_notes_and_files(vault: Config) -> None:
+    """A note whose structure rows stay keeps links that resolve as a rebuild resolves them:
+    into a note whose outline changed in the same run, and (its rows then written again) to
+    a file that came in the same run."""
+    root = vault.root
+    write(root, "B.md", "## Sec\n\ntext\n")
+    write(root, "A.md", "[[B#Sec]] [[B#Other]] [[C]]\n")
+    reconcile(vault)
+    write(root, "A.md", "[[B#Sec]] [[B#Other]] [[C]]\nmore text\n")
+    write(root, "B.md", "## Other\n\ntext\n")  # the outline moves in the same run
+    reconcile(vault)
+    sql = "SELECT subpath, subpath_found FROM links WHERE target_path = 'B.md' ORDER BY ord"
+    assert query(vault, sql) == [("#Sec", False), ("#Other", True)]
+    assert_equals_rebuild(vault)
+    write(root, "A.md", "[[B#Sec]] [[B#Other]] [[C]]\nmore text, again\n")
+    write(root, "C.md", "# C\n")  # the dangling link finds a file in the same run
+    reconcile(vault)
+    assert query(vault, "SELECT target_path FROM links WHERE target = 'C'") == [("C.md",)]
+    assert_equals_rebuild(vault)
+
+
 def test_a_walk_rewrites_only_the_scan_problems_that_changed(vault: Config) -> None:
     """Every whole-vault walk re-examines the scan problems (here conflict copies): an edit
     elsewhere leaves their rows as they are, and copies that come and go are written as a

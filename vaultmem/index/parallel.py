@@ -124,6 +124,8 @@ class Prepared(NamedTuple):
     subpaths: tuple[tuple[int, str, str], ...] = ()
     outline: str = ""
     """`links.outline_digest` of the parsed note's (redacted) headings and blocks."""
+    structure: str = ""
+    """`notes.structure` of its staged rows (`storage.rows.structure_digest`)."""
 
 
 class Chunk(NamedTuple):
@@ -290,7 +292,7 @@ class _Worker:
         problems = redact_value(parsed.problems, patterns)
         documents = note_documents(note, config.search_language)
         claimed = topic.id if topic else None
-        rows.add_note(
+        structure = rows.add_note(
             NoteRecord(
                 note=note,
                 number=job.number,
@@ -319,6 +321,7 @@ class _Worker:
             problems,
             tuple(subpaths),
             outline_digest(note.headings, note.blocks),
+            structure,
         )
 
 

@@ -12,7 +12,7 @@ what the index answered.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -73,7 +73,11 @@ def transaction(
             removed_stats = search_rows.document_stats(con, ident.removed_ids)
             gone_lines = [] if create else search_rows.line_keys_of(con, ident.removed_ids)
             was = writes.delete_notes(
-                con, ident.removed_ids, postings=False, outlines=len(out.parsed) <= FEW_OUTLINES
+                con,
+                ident.removed_ids,
+                postings=False,
+                outlines=len(out.parsed) <= FEW_OUTLINES,
+                structures=None if create else edited_structures(write),
             )
             writes.replace_problems(
                 con, **problem_changes(survey, out), stored=None if create else state.scan_problems
@@ -82,13 +86,14 @@ def transaction(
             if ident.journal != state.journal:  # else `meta` holds this digest already
                 writes.record_journal(con, ident.journal)
             writes.number_notes(
-                con, [(p.number, ident.ids[path]) for path, p in out.parsed.items()]
+                con, [(p.number, ident.ids[path]) for path, p in out.parsed.items()], was.kept
             )
             writes.load_staged(con, prep.staged, prep.largest)
-            steady = frozenset() if create else steady_targets(write, was.outlines)
-            check_subpaths(con, out, ident, known_subpaths(out, was.subpaths, steady))
+            kept = frozenset(path for path in out.parsed if ident.ids[path] in was.kept)
+            steady = frozenset() if create else steady_targets(write, was.outlines, kept)
+            check_subpaths(con, out, ident, known_subpaths(out, was.subpaths, steady), kept)
             if not create:
-                reresolve(con, write, resolver, steady)
+                reresolve(con, write, resolver, steady, was.kept)
             if create:  # read once, straight into `postings`
                 from vaultmem.index.parallel import cut_boilerplate
 
@@ -156,13 +161,15 @@ def check_subpaths(
     out: Outcomes,
     ident: Identities,
     known: Mapping[tuple[str, str], bool] | None = None,
+    kept: Collection[str] = (),
 ) -> None:
     """Check the new links' heading and block subpaths into other notes, now that every
     note's headings are in the index; a (target, subpath) in `known` takes its answer from
-    there (`known_subpaths`) instead of the target's headings."""
+    there (`known_subpaths`) instead of the target's headings. `kept`: parsed notes whose
+    links stayed in the index as they were (`edited_structures`), answers and all."""
     from vaultmem.storage import index_writes as writes
 
-    by_target = subpath_targets(out, ident)
+    by_target = subpath_targets(out, ident, kept)
     answered: list[tuple[str, int, bool | None]] = []
     if known:
         for target in list(by_target):
@@ -192,10 +199,15 @@ def known_subpaths(
     return {key: found for key, found in stored.items() if key[0] not in parsed or key[0] in steady}
 
 
-def subpath_targets(out: Outcomes, ident: Identities) -> dict[str, list[tuple[str, int, str]]]:
-    """The parsed notes' subpath links by target path: (source id, ord, subpath)."""
+def subpath_targets(
+    out: Outcomes, ident: Identities, kept: Collection[str] = ()
+) -> dict[str, list[tuple[str, int, str]]]:
+    """The parsed notes' subpath links by target path: (source id, ord, subpath); not those
+    of the `kept` notes, whose links were not written again."""
     by_target: dict[str, list[tuple[str, int, str]]] = {}
     for path, prepared in out.parsed.items():
+        if path in kept:
+            continue
         source = ident.ids[path]
         for ord_, target, subpath in prepared.subpaths:
             by_target.setdefault(target, []).append((source, ord_, subpath))
@@ -220,19 +232,38 @@ def subpath_updates(
     ]
 
 
+def edited_structures(write: Write) -> dict[str, str]:
+    """{id: new `notes.structure`} of the notes parsed again at the path they were indexed
+    at, under the id they had: the notes whose structure rows may stay (`delete_notes`). Not
+    when files came or went this run: a kept link resolves as it did, and that needs the
+    same files."""
+    links = write.links
+    if links.added_files or links.removed_files:
+        return {}
+    indexed, ids = write.survey.indexed, write.ident.ids
+    return {
+        ids[path]: prepared.structure
+        for path, prepared in write.out.parsed.items()
+        if prepared.structure and path in indexed and indexed[path].id == ids[path]
+    }
+
+
 def steady_targets(
-    write: Write, was: Mapping[str, tuple[Sequence[Heading], Sequence[Block]]]
+    write: Write,
+    was: Mapping[str, tuple[Sequence[Heading], Sequence[Block]]],
+    kept: Collection[str] = (),
 ) -> frozenset[str]:
     """The parsed notes no stored link into can answer differently: indexed at that path
     before, under the same id, with the outline they had (`was`: old headings and blocks by
-    old id). A link resolves by path, and its subpath by the outline; an edit of the text
-    alone (the usual save) keeps both."""
+    old id), or whose structure rows stayed as they were (`kept` paths: headings and blocks
+    among them). A link resolves by path, and its subpath by the outline; an edit of the
+    text alone (the usual save) keeps both."""
     from vaultmem.note.links import outline_digest
 
     indexed = write.survey.indexed
-    steady = []
+    steady = [path for path in write.out.parsed if path in kept]
     for path, prepared in write.out.parsed.items():
-        if path not in indexed:
+        if path in kept or path not in indexed:
             continue
         old_id = indexed[path].id
         if write.ident.ids[path] != old_id or (old := was.get(old_id)) is None:
@@ -247,9 +278,12 @@ def reresolve(
     write: Write,
     resolver: Callable[[], LinkResolver],
     steady: frozenset[str] = frozenset(),
+    kept: frozenset[str] = frozenset(),
 ) -> None:
     """Re-resolve exactly the stored links whose answer can have changed: by the name keys
-    of files that came or went, and into the changed and gone notes but the `steady` ones."""
+    of files that came or went, and into the changed and gone notes but the `steady` ones.
+    The links of parsed notes were resolved by the parse, but those of the `kept` ones (ids):
+    they stayed as stored, so they are looked at like any other note's."""
     from vaultmem.note.links import SubpathIndex
     from vaultmem.storage import index_writes as writes
 
@@ -259,7 +293,7 @@ def reresolve(
     targets = links.changed_targets - steady - links.added_files
     if not (links.affected_keys or targets):
         return
-    fresh = {ident.ids[p] for p in write.out.parsed}
+    fresh = {ident.ids[p] for p in write.out.parsed} - kept
     rows = writes.links_to_reresolve(con, links.affected_keys, targets, fresh)
     if not rows:
         return

@@ -24,7 +24,14 @@ from typing import Any, NamedTuple
 
 from vaultmem.core.documents import note_key
 from vaultmem.core.models import Block, Heading, Problem
-from vaultmem.storage.rows import COLUMNS, NOTE_KEY, NOTE_TABLES, STAGED_COLUMNS, STAGED_TABLES
+from vaultmem.storage.rows import (
+    COLUMNS,
+    NOTE_KEY,
+    NOTE_TABLES,
+    STAGED_COLUMNS,
+    STAGED_TABLES,
+    STRUCTURE_TABLES,
+)
 from vaultmem.storage.store import (
     Batch,
     Connection,
@@ -104,10 +111,17 @@ class Deleted(NamedTuple):
 
     outlines: dict[str, tuple[list[Heading], list[Block]]]
     subpaths: dict[tuple[str, str], bool]
+    kept: frozenset[str] = frozenset()
+    """The notes whose `STRUCTURE_TABLES` rows stayed (`delete_notes`' `structures`)."""
 
 
 def delete_notes(
-    con: Connection, note_ids: Iterable[str], *, postings: bool = True, outlines: bool = False
+    con: Connection,
+    note_ids: Iterable[str],
+    *,
+    postings: bool = True,
+    outlines: bool = False,
+    structures: Mapping[str, str] | None = None,
 ) -> Deleted:
     """Delete every row of these notes from every note table (but `postings` when False:
     reconcile deletes those with `search_rows.delete_postings`, which counts them too); with
@@ -119,9 +133,15 @@ def delete_notes(
     ~22M rows (100,000 notes) is looked at, and comparing a BIGINT costs a fifth of comparing
     the id string (measured: 0.1 s against 0.5 s of CPU). The key is unique per note already
     (search groups on it).
+
+    `structures`: the new `notes.structure` of notes parsed again under the same id. A note
+    whose stored structure is that one keeps its `STRUCTURE_TABLES` rows (the load then
+    stages none of them, `number_notes`' `kept`): an edit of its text alone rewrites no link,
+    heading, block, tag or alias, and scans none of those tables (they have no index by note).
     """
     ids = sorted(note_ids)
     was = Deleted({i: ([], []) for i in ids}, {})
+    kept: frozenset[str] = frozenset()
     for table in NOTE_TABLES:
         if table == "postings":
             if ids and postings:
@@ -129,16 +149,20 @@ def delete_notes(
                     "DELETE FROM postings WHERE note_key IN (SELECT unnest($1::BIGINT[]))",
                     [[note_key(i) for i in ids]],
                 )
+        elif table == "notes" and structures:
+            stored = delete_where_in(con, table, NOTE_KEY[table], ids, "id, structure")
+            kept = frozenset(i for i, old in stored if structures.get(i) == old)
         else:
+            gone = [i for i in ids if i not in kept] if table in STRUCTURE_TABLES else ids
             returning = _OUTLINE_RETURNING.get(table, "") if outlines else ""
-            for row in delete_where_in(con, table, NOTE_KEY[table], ids, returning):
+            for row in delete_where_in(con, table, NOTE_KEY[table], gone, returning):
                 if table == "headings":
                     was.outlines[row[0]][0].append(Heading(row[1], row[2], row[3], ""))
                 elif table == "blocks":
                     was.outlines[row[0]][1].append(Block(row[1], 0))
                 elif row[0] and row[1] and row[2] is not None:  # a checked subpath link
                     was.subpaths[(row[0], row[1])] = bool(row[2])
-    return was if outlines else Deleted({}, {})
+    return was._replace(kept=kept) if outlines else Deleted({}, {}, kept)
 
 
 _OUTLINE_RETURNING = {
@@ -276,13 +300,23 @@ def change_ids(con: Connection, id_changes: Mapping[str, str]) -> None:
     )
 
 
-def number_notes(con: Connection, numbers: Sequence[tuple[int, str]]) -> None:
-    """Record (note number, id, integer note key) for this run's staged rows, as temp table
-    `note_numbers`: staged rows and postings join it to learn their note's id."""
+def number_notes(
+    con: Connection, numbers: Sequence[tuple[int, str]], kept: Collection[str] = ()
+) -> None:
+    """Record (note number, id, integer note key, whether its structure rows were kept) for
+    this run's staged rows, as temp table `note_numbers`: staged rows and postings join it to
+    learn their note's id; `kept` (`Deleted.kept`): the notes whose `STRUCTURE_TABLES` rows
+    stayed in the index, whose staged ones the load leaves out."""
     con.execute(
         "CREATE OR REPLACE TEMP TABLE note_numbers AS SELECT unnest($1::INTEGER[]) AS number, "
-        "unnest($2::VARCHAR[]) AS note_id, unnest($3::BIGINT[]) AS note_key",
-        [[n for n, _ in numbers], [i for _, i in numbers], [note_key(i) for _, i in numbers]],
+        "unnest($2::VARCHAR[]) AS note_id, unnest($3::BIGINT[]) AS note_key, "
+        "unnest($4::BOOLEAN[]) AS kept",
+        [
+            [n for n, _ in numbers],
+            [i for _, i in numbers],
+            [note_key(i) for _, i in numbers],
+            [i in kept for _, i in numbers],
+        ],
     )
 
 
@@ -323,6 +357,8 @@ def load_staged(
             for c, _ in columns
         )
         target = " LEFT JOIN notes t ON t.path = s.target_path" if table == "links" else ""
+        if table in STRUCTURE_TABLES:  # a note whose structure stayed keeps its rows
+            target += " WHERE NOT m.kept"
         # A large load is probed by its files, as many threads as files (`build_side_as_written`);
         # not the documents: their insert is one thread's work either way (one thread writing
         # compressed rows, or the commit merging two threads' row groups: benchmarks/HISTORY.md).

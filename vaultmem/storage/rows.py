@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from hashlib import blake2b
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -102,6 +103,27 @@ class NoteRecord(NamedTuple):
     """For a managed topic, what its file says of itself (either topic form)."""
 
 
+STRUCTURE_TABLES = ("aliases", "tags", "headings", "blocks", "links")
+"""The note tables whose rows `notes.structure` digests: what an edit of a note's text alone
+(the usual save) leaves as it was, so the write leaves them in place (`index_writes`)."""
+
+
+def structure_digest(children: dict[str, list[tuple[object, ...]]]) -> str:
+    """BLAKE2b-64 hex of a note's `STRUCTURE_TABLES` rows as staged, without the note's number
+    in the run (the first value of each) and without what a link resolved to (its last three:
+    target path, target id, subpath found): those follow the other files and notes, and the
+    write keeps them current in stored rows (`index.transaction.reresolve`), so the digest is
+    the note's own and equals a rebuild's. Written as JSON: exact for strings, numbers,
+    booleans and None, and the same bytes in every process (a pickle is not: it shares an
+    object met twice, so equal rows could pickle differently)."""
+    rows = [
+        [row[1:-3] if table == "links" else row[1:] for row in children[table]]
+        for table in STRUCTURE_TABLES
+    ]
+    text = json.dumps(rows, ensure_ascii=False, separators=(",", ":"))
+    return blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+
+
 class StagedRows:
     """Rows of some notes, table by table, held as tuples until written (then turned into
     column lists in one C-level `zip`: a third of the cost of appending value by value)."""
@@ -109,12 +131,42 @@ class StagedRows:
     def __init__(self) -> None:
         self.rows: dict[str, list[tuple[object, ...]]] = {t: [] for t in STAGED_TABLES}
 
-    def add_note(self, rec: NoteRecord) -> None:
+    def add_note(self, rec: NoteRecord) -> str:
+        """Stage the note's rows; return its `notes.structure` (`structure_digest`)."""
         note = rec.note
         fm = note.frontmatter
         n = rec.number
         topic = rec.topic
         rows = self.rows
+        path = note.path
+        children: dict[str, list[tuple[object, ...]]] = {
+            "aliases": [(n, alias, name_key(alias)) for alias in note.aliases],
+            "tags": [(n, *tag) for tag in expand_tags(note.tags)] if note.tags else [],
+            "headings": [
+                (n, ord_, h.level, h.text, h.anchor, h.line) for ord_, h in enumerate(note.headings)
+            ],
+            "blocks": [(n, block.id, block.line) for block in note.blocks],
+            "links": [
+                (
+                    n,
+                    ord_,
+                    link.kind,
+                    link.relation,
+                    link.raw,
+                    link.target,
+                    link.subpath,
+                    link.display,
+                    link.embed,
+                    link.line,
+                    link_key(link.target, path),
+                    res.path,
+                    None,  # target_id: filled by the load
+                    res.subpath_found,
+                )
+                for ord_, (link, res) in enumerate(zip(note.links, rec.resolutions, strict=True))
+            ],
+        }
+        structure = structure_digest(children)
         rows["notes"].append(
             (
                 n,
@@ -134,36 +186,11 @@ class StagedRows:
                 rec.mtime_ns,
                 rec.content_hash,
                 rec.claimed_id,
+                structure,
             )
         )
-        if note.aliases:
-            rows["aliases"] += [(n, alias, name_key(alias)) for alias in note.aliases]
-        if note.tags:
-            rows["tags"] += [(n, *tag) for tag in expand_tags(note.tags)]
-        rows["headings"] += [
-            (n, ord_, h.level, h.text, h.anchor, h.line) for ord_, h in enumerate(note.headings)
-        ]
-        rows["blocks"] += [(n, block.id, block.line) for block in note.blocks]
-        path = note.path
-        rows["links"] += [
-            (
-                n,
-                ord_,
-                link.kind,
-                link.relation,
-                link.raw,
-                link.target,
-                link.subpath,
-                link.display,
-                link.embed,
-                link.line,
-                link_key(link.target, path),
-                res.path,
-                None,  # target_id: filled by the load
-                res.subpath_found,
-            )
-            for ord_, (link, res) in enumerate(zip(note.links, rec.resolutions, strict=True))
-        ]
+        for table, staged in children.items():
+            rows[table] += staged
         rows["documents"] += [
             (n, doc.ord, doc.heading, doc.line, doc.length, doc.text, doc.line_keys)
             for doc in rec.documents
@@ -175,6 +202,7 @@ class StagedRows:
                 for ord_, section in enumerate(note.sections, start=1)
                 if ord_ not in ords
             ]
+        return structure
 
     def write(self, folder: Path, stem: str) -> dict[str, tuple[Path, int]]:
         """Append one object per table that has rows, `{column: [values]}`, to

@@ -14,7 +14,7 @@ import re
 import sys
 from typing import NamedTuple
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 """The note tables' layout (every table but `SEARCH_TABLES`, and `documents`' note_id, ord,
 heading, line and text): a change re-parses every note."""
 
@@ -46,6 +46,7 @@ CREATE TABLE notes (
     mtime_ns BIGINT NOT NULL, -- file modification time in nanoseconds since the epoch
     content_hash VARCHAR NOT NULL, -- BLAKE2b-128 hex digest of the file's bytes
     claimed_id VARCHAR, -- the frontmatter `id` the note asked for (may differ from `id` on a clash)
+    structure VARCHAR NOT NULL, -- digest of the note's aliases, tags, headings, blocks and links rows as parsed: an edit that leaves it as it was leaves those rows in place
     note_key BIGINT NOT NULL -- integer key of the note, as in `postings.note_key`: search reads the ranked notes' rows by it
 );
 
