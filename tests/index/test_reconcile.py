@@ -291,8 +291,7 @@ def test_an_edit_of_a_notes_text_alone_leaves_its_structure_rows_in_place(vault:
 
 def test_kept_links_still_follow_other_notes_and_files(vault: Config) -> None:
     """A note whose structure rows stay keeps links that resolve as a rebuild resolves them:
-    into a note whose outline changed in the same run, and (its rows then written again) to
-    a file that came in the same run."""
+    into a note whose outline changed in the same run, and to a file that came in it."""
     root = vault.root
     write(root, "B.md", "## Sec\n\ntext\n")
     write(root, "A.md", "[[B#Sec]] [[B#Other]] [[C]]\n")
@@ -303,9 +302,12 @@ def test_kept_links_still_follow_other_notes_and_files(vault: Config) -> None:
     sql = "SELECT subpath, subpath_found FROM links WHERE target_path = 'B.md' ORDER BY ord"
     assert query(vault, sql) == [("#Sec", False), ("#Other", True)]
     assert_equals_rebuild(vault)
+    (a_id,) = query(vault, "SELECT id FROM notes WHERE path = 'A.md'")[0]
+    rows = _structure_rowids(vault, a_id)
     write(root, "A.md", "[[B#Sec]] [[B#Other]] [[C]]\nmore text, again\n")
     write(root, "C.md", "# C\n")  # the dangling link finds a file in the same run
     reconcile(vault)
+    assert _structure_rowids(vault, a_id) == rows  # kept, and answered again
     assert query(vault, "SELECT target_path FROM links WHERE target = 'C'") == [("C.md",)]
     assert_equals_rebuild(vault)
 

@@ -459,9 +459,9 @@ class _Analyzer:
     ) -> list[tuple[int, int]]:
         """(start, end) of the words of `text` whose terms are in `terms`: `spans` filtered,
         without building a span for every other word (snippets mark a few words of many).
-        `scan` is `scan(text)` when the caller has it already. `words`: the query's Han and
-        kana words (`cjk_words`); with them a word of such a run is marked only when it holds
-        one of them whole, or every term it has is asked (`_marked_words`)."""
+        `scan` is `scan(text)` when the caller has it already. `words`: the query's Han, kana
+        and Hangul words (`cjk_words`); with them a word of such text is marked as
+        `_marked_words` decides."""
         if scan is None:
             scan = self.scan(text)
         if isinstance(terms, set | frozenset):

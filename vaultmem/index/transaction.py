@@ -89,9 +89,10 @@ def transaction(
                 con, [(p.number, ident.ids[path]) for path, p in out.parsed.items()], was.kept
             )
             writes.load_staged(con, prep.staged, prep.largest)
-            kept = frozenset(path for path in out.parsed if ident.ids[path] in was.kept)
-            steady = frozenset() if create else steady_targets(write, was.outlines, kept)
-            check_subpaths(con, out, ident, known_subpaths(out, was.subpaths, steady), kept)
+            kept_paths = frozenset(path for path in out.parsed if ident.ids[path] in was.kept)
+            steady = frozenset() if create else steady_targets(write, was.outlines, kept_paths)
+            known = known_subpaths(out, was.subpaths, steady)
+            check_subpaths(con, out, ident, known, kept_paths)
             if not create:
                 reresolve(con, write, resolver, steady, was.kept)
             if create:  # read once, straight into `postings`
@@ -234,12 +235,9 @@ def subpath_updates(
 
 def edited_structures(write: Write) -> dict[str, str]:
     """{id: new `notes.structure`} of the notes parsed again at the path they were indexed
-    at, under the id they had: the notes whose structure rows may stay (`delete_notes`). Not
-    when files came or went this run: a kept link resolves as it did, and that needs the
-    same files."""
-    links = write.links
-    if links.added_files or links.removed_files:
-        return {}
+    at, under the id they had: the notes whose structure rows may stay (`delete_notes`).
+    Files that came or went need no exception: `reresolve` answers a kept link again as it
+    does any stored note's."""
     indexed, ids = write.survey.indexed, write.ident.ids
     return {
         ids[path]: prepared.structure

@@ -64,8 +64,8 @@ class ParsedQuery:
     compound_words: tuple[str, ...] = ()
     """Words of a German query that may be a compound's last part (`search/compounds.py`)."""
     cjk_words: tuple[frozenset[str], ...] = ()
-    """The terms of each Han or kana word asked (`Analyzer.cjk_words`): a snippet marks a word
-    of such text only when it holds one of them whole (`snippet`)."""
+    """The terms of each Han, kana or Hangul word asked (`Analyzer.cjk_words`): a snippet
+    marks a word of such text by them (`snippet`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -689,9 +689,9 @@ def snippet(
     own `**bold**` markers are dropped first: kept, they would nest with ours (`****x**:**`);
     so is markup a reader never sees (HTML tags, callout and quote markers: `without_markup`).
     `head` is the tokenizer's scan of `_snippet_head(text)` when the caller made it already;
-    `japanese`: the query holds kana (`section_cjk`); `words`: the query's Han and kana words
-    (`ParsedQuery.cjk_words`), so that a word of such text is marked when it holds one whole,
-    not when it shares a character bigram with one (`リモート` for `ノート`).
+    `japanese`: the query holds kana (`section_cjk`); `words`: the query's Han, kana and
+    Hangul words (`ParsedQuery.cjk_words`), so that a word of such text is marked when it
+    holds one, not when it shares a single bigram with one (`リモート` for `ノート`).
     """
     text = without_markup(text).replace("**", "")
     head_text = text[:SNIPPET_SCAN_CHARS]
