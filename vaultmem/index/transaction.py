@@ -88,8 +88,10 @@ def transaction(
             writes.number_notes(
                 con, [(p.number, ident.ids[path]) for path, p in out.parsed.items()], was.kept
             )
-            writes.load_staged(con, prep.staged, prep.largest)
             kept_paths = frozenset(path for path in out.parsed if ident.ids[path] in was.kept)
+            writes.load_staged(
+                con, prep.staged, prep.largest, structure=len(kept_paths) < len(out.parsed)
+            )
             steady = frozenset() if create else steady_targets(write, was.outlines, kept_paths)
             known = known_subpaths(out, was.subpaths, steady)
             check_subpaths(con, out, ident, known, kept_paths)

@@ -321,7 +321,11 @@ def number_notes(
 
 
 def load_staged(
-    con: Connection, files: Mapping[str, Sequence[Path]], largest: Mapping[str, int] | None = None
+    con: Connection,
+    files: Mapping[str, Sequence[Path]],
+    largest: Mapping[str, int] | None = None,
+    *,
+    structure: bool = True,
 ) -> None:
     """Load the staged files table by table, numbers joined to ids.
 
@@ -330,11 +334,13 @@ def load_staged(
     position. `largest`: each table's largest object in bytes (else the largest file's size
     stands for it). Notes load first: a link's `target_id` is the id of the note at its
     target path, so the links' load joins `notes` once every note, new or kept, is there.
+    `structure=False`: every note of the run kept its `STRUCTURE_TABLES` rows (`Deleted.kept`),
+    so their files are not read at all (an edit of a paragraph: 4-11 ms a table saved).
     """
     con.execute("SET enable_progress_bar = false")
     for table in STAGED_TABLES:
         paths = [str(p) for p in files.get(table, ())]
-        if not paths:
+        if not paths or (not structure and table in STRUCTURE_TABLES):
             continue
         # DuckDB reads a JSON object whole: its buffer must hold the largest one
         known = None if largest is None else largest.get(table)
