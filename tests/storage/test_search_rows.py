@@ -50,3 +50,28 @@ def test_a_fresh_recount_counts_everything(tmp_path: Path) -> None:
     search_rows.recount_terms(con, None)
     assert con.execute("SELECT * FROM terms").fetchall() == [("alpha", 1)]
     assert con.execute("SELECT * FROM search_stats").fetchall() == [(3, 2, 10)]
+
+
+def test_notes_documents_reads_as_the_two_aggregates_do(tmp_path: Path) -> None:
+    """Counted here (few documents) or by DuckDB (more than `few`), the same figures."""
+    con = _index(tmp_path)
+    con.execute(
+        "INSERT INTO documents VALUES ('c', 0, NULL, 1, 4, '', [7, 8]), "
+        "('c', 1, 'H', 3, 6, 'y', [8, 9]), ('d', 0, NULL, 1, 1, '', [8])"
+    )
+    con.execute("UPDATE documents SET line_keys = [7] WHERE note_id = 'a' AND ord = 1")
+    ids = ["a", "c", "d"]
+    expected = search_rows.NotesDocuments(
+        search_rows.document_stats(con, ids), search_rows.line_keys_of(con, ids)
+    )
+    assert expected == ((5, 3, 18), [(7, 2), (8, 2), (9, 1)])
+    for few in (0, 2, 100):
+        assert search_rows.notes_documents(con, ids, few=few) == expected
+    assert search_rows.notes_documents(con, []) == ((0, 0, 0), [])
+    con.execute(
+        "CREATE TEMP TABLE note_numbers AS "
+        "SELECT * FROM (VALUES (1, 'c'), (2, 'd')) t(number, note_id)"
+    )
+    staged = search_rows.NotesDocuments(search_rows.Stats(3, 2, 11), [(7, 1), (8, 2), (9, 1)])
+    for few in (0, 100):
+        assert search_rows.notes_documents(con, few=few) == staged

@@ -70,8 +70,7 @@ def transaction(
             if create:
                 store.create_schema(con, index_versions(config))
             removed_df = search_rows.delete_postings(con, ident.removed_ids)
-            removed_stats = search_rows.document_stats(con, ident.removed_ids)
-            gone_lines = [] if create else search_rows.line_keys_of(con, ident.removed_ids)
+            removed = search_rows.notes_documents(con, () if create else ident.removed_ids)
             was = writes.delete_notes(
                 con,
                 ident.removed_ids,
@@ -113,8 +112,7 @@ def transaction(
                     con,
                     prep.postings,
                     removed_df=removed_df,
-                    removed_stats=removed_stats,
-                    gone_lines=gone_lines,
+                    removed=removed,
                     max_line_bytes=config.max_note_bytes + 64,
                     language=config.search_language,
                 )

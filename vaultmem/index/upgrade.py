@@ -324,8 +324,7 @@ def _recut_numbered(
     # Full postings, boilerplate and all: the load takes the boilerplate out, as an edit's does.
     cut = _cut_all(sources, len(ids), config, staging, progress, frozenset())
     removed_df = search_rows.delete_postings(con, ids)
-    removed_stats = search_rows.document_stats(con, ids)
-    gone_lines = search_rows.line_keys_of(con, ids)
+    removed = search_rows.notes_documents(con, ids)
     search_upgrade.save_scoped_sections(con)
     search_upgrade.drop_scoped_sections(con)
     search_upgrade.load_scoped_documents(con, cut.documents)
@@ -333,8 +332,7 @@ def _recut_numbered(
         con,
         cut.postings,
         removed_df=removed_df,
-        removed_stats=removed_stats,
-        gone_lines=gone_lines,
+        removed=removed,
         max_line_bytes=config.max_note_bytes + 64,
         language=config.search_language,
     )

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -92,18 +92,66 @@ def delete_postings(con: Connection, note_ids: Iterable[str]) -> Counter[str]:
     return counts
 
 
+class NotesDocuments(NamedTuple):
+    """What notes' documents move `search_stats` and `line_counts` by, when they go or come:
+    their `Stats`, and each candidate boilerplate line key with how many of the notes hold it."""
+
+    stats: Stats
+    lines: list[tuple[int, int]]
+
+
+FEW_DOCUMENTS = 2_000
+"""Up to this many documents, `notes_documents` reads them once and counts here."""
+
+
+def notes_documents(
+    con: Connection, note_ids: Collection[str] | None = None, *, few: int = FEW_DOCUMENTS
+) -> NotesDocuments:
+    """`document_stats` and `line_keys_of` of these notes (`note_ids` None: the notes staged in
+    this run, `note_numbers`) in one read when they hold at most `few` documents: a one-note
+    edit reads its few rows once (1.5 ms) instead of aggregating them twice (4-5 ms at 10,000
+    and at 100,000 notes). More documents are aggregated by DuckDB, as before."""
+    if note_ids is not None and not note_ids:
+        return NotesDocuments(Stats(0, 0, 0), [])
+    where, params = _documents_of(note_ids)
+    rows = con.execute(
+        f"SELECT note_id, ord, length, line_keys FROM documents WHERE {where} LIMIT {few + 1}",
+        params,
+    ).fetchall()
+    if len(rows) > few:
+        ids = None if note_ids is None else list(note_ids)
+        return NotesDocuments(document_stats(con, ids), _line_keys(con, where, params))
+    holding: dict[int, set[str]] = {}
+    for note_id, _, _, keys in rows:
+        for k in keys or ():
+            holding.setdefault(int(k), set()).add(note_id)
+    stats = Stats(len(rows), sum(1 for r in rows if r[1] == 0), sum(int(r[2]) for r in rows))
+    return NotesDocuments(stats, sorted((k, len(held)) for k, held in holding.items()))
+
+
+def _documents_of(note_ids: Collection[str] | None) -> tuple[str, list[object]]:
+    """The WHERE clause, and its parameters, of these notes' documents (None: the staged ones)."""
+    if note_ids is None:
+        return "note_id IN (SELECT note_id FROM note_numbers)", []
+    return "note_id IN (SELECT unnest($1::VARCHAR[]))", [sorted(note_ids)]
+
+
+def _line_keys(con: Connection, where: str, params: list[object]) -> list[tuple[int, int]]:
+    rows = con.execute(
+        "SELECT k, count(DISTINCT note_id) FROM (SELECT note_id, unnest(line_keys) AS k "
+        f"FROM documents WHERE {where}) GROUP BY k",
+        params,
+    ).fetchall()
+    return sorted((int(k), int(n)) for k, n in rows)
+
+
 def line_keys_of(con: Connection, note_ids: Iterable[str]) -> list[tuple[int, int]]:
     """The candidate boilerplate line keys of these notes, each with how many of them hold it
     (read before their rows go: what `line_counts` loses with them)."""
     ids = sorted(note_ids)
     if not ids:
         return []
-    rows = con.execute(
-        "SELECT k, count(DISTINCT note_id) FROM (SELECT note_id, unnest(line_keys) AS k "
-        "FROM documents WHERE note_id IN (SELECT unnest($1::VARCHAR[]))) GROUP BY k",
-        [ids],
-    ).fetchall()
-    return sorted((int(k), int(n)) for k, n in rows)
+    return _line_keys(con, *_documents_of(ids))
 
 
 def load_postings(
@@ -112,6 +160,7 @@ def load_postings(
     *,
     max_line_bytes: int,
     gone_lines: Sequence[tuple[int, int]] = (),
+    staged_lines: Sequence[tuple[int, int]] | None = None,
     language: str = DEFAULT_LANGUAGE,
 ) -> Counter[str]:
     """Load the workers' postings files into an index that has notes (a build from nothing
@@ -121,7 +170,8 @@ def load_postings(
     The files number notes by their number in the run; the temp table `note_numbers`
     (`index_writes.number_notes`) maps numbers to ids and keys. `max_line_bytes` lifts
     DuckDB's 2 MB default line limit: one "word" as long as a note must not fail the load.
-    `gone_lines`: `line_keys_of` the notes deleted in this run (changed ones included).
+    `gone_lines`: `line_keys_of` the notes deleted in this run (changed ones included);
+    `staged_lines`: those of the notes staged now, when the caller read them already.
     """
     files = [f for f in files if f.stat().st_size]
     if not files:
@@ -136,7 +186,9 @@ def load_postings(
             [[str(f) for f in files]],
         )
     rescored = _Rescore(language, files[0].parent if files else None, max_line_bytes)
-    shift = _drop_boilerplate(con, gone_lines, rescore=rescored)
+    if staged_lines is None:
+        staged_lines = _line_keys(con, *_documents_of(None))
+    shift = _drop_boilerplate(con, staged_lines, gone_lines, rescore=rescored)
     con.execute(
         "INSERT INTO postings SELECT s.term, m.note_key, s.ord, s.tf, s.length, "
         "s.note_length FROM staged_postings s JOIN note_numbers m USING (number)"
@@ -157,24 +209,28 @@ def load_changed_postings(
     files: Sequence[Path],
     *,
     removed_df: Counter[str],
-    removed_stats: Stats,
-    gone_lines: Sequence[tuple[int, int]],
+    removed: NotesDocuments,
     max_line_bytes: int,
     language: str = DEFAULT_LANGUAGE,
 ) -> None:
     """The staged notes' postings (`load_postings`), then `terms` and `search_stats` moved by
-    the change alone: documents added minus documents removed. `removed_df`, `removed_stats`
-    and `gone_lines` are what `delete_postings`, `document_stats` and `line_keys_of` read of
-    the notes whose rows went (an edit's changed and gone notes, a scoped upgrade's notes)."""
+    the change alone: documents added minus documents removed. `removed_df` and `removed`
+    are what `delete_postings` and `notes_documents` read of the notes whose rows went (an
+    edit's changed and gone notes, a scoped upgrade's notes)."""
+    added = notes_documents(con)
     added_df = load_postings(
-        con, files, max_line_bytes=max_line_bytes, gone_lines=gone_lines, language=language
+        con,
+        files,
+        max_line_bytes=max_line_bytes,
+        gone_lines=removed.lines,
+        staged_lines=added.lines,
+        language=language,
     )
     added_df.subtract(removed_df)
-    added_stats = document_stats(con)
     recount_terms(
         con,
         added_df,
-        Stats(*(a - r for a, r in zip(added_stats, removed_stats, strict=True))),
+        Stats(*(a - r for a, r in zip(added.stats, removed.stats, strict=True))),
     )
 
 
@@ -441,21 +497,23 @@ def _insert_boilerplate_lines(con: Connection, counts: Sequence[tuple[Any, Any]]
 
 
 def _drop_boilerplate(
-    con: Connection, gone_lines: Sequence[tuple[int, int]], *, rescore: _Rescore
+    con: Connection,
+    staged_lines: Sequence[tuple[int, int]],
+    gone_lines: Sequence[tuple[int, int]],
+    *,
+    rescore: _Rescore,
 ) -> Counter[str]:
     """Recount the lines this run can move, keep `boilerplate_lines` current, re-score the
     sections holding boilerplate: staged ones in `staged_postings`, stored ones (a line that
     crossed the threshold) in `postings`. Returns the stored sections' df change per term.
 
-    The recount is a delta on `line_counts`: the loaded notes' lines in, the gone notes'
-    (`gone_lines`, with how many of them held each) out. Counting the touched lines over every
-    note's `documents.line_keys` instead was a scan of them all (~0.045 s at 100,000 notes)."""
+    The recount is a delta on `line_counts`: the loaded notes' lines in (`staged_lines`), the
+    gone notes' (`gone_lines`), each with how many of the notes hold it, out. Counting the
+    touched lines over every note's `documents.line_keys` instead was a scan of them all
+    (~0.045 s at 100,000 notes)."""
     delta: Counter[int] = Counter()
-    for k, n in con.execute(
-        "SELECT k, count(DISTINCT note_id) FROM (SELECT note_id, unnest(line_keys) AS k "
-        "FROM documents WHERE note_id IN (SELECT note_id FROM note_numbers)) GROUP BY k"
-    ).fetchall():
-        delta[int(k)] += int(n)
+    for k, n in staged_lines:
+        delta[k] += n
     for k, n in gone_lines:
         delta[k] -= n
     keys = sorted(delta)
@@ -651,15 +709,10 @@ def document_stats(con: Connection, note_ids: Iterable[str] | None = None) -> St
     before they go), or, `note_ids` None, of the notes staged in this run (`note_numbers`).
 
     Through `documents_by_note`: a few notes' rows, never the whole table."""
-    if note_ids is None:
-        where = "note_id IN (SELECT note_id FROM note_numbers)"
-        params: list[object] = []
-    else:
-        ids = sorted(note_ids)
-        if not ids:
-            return Stats(0, 0, 0)
-        where = "note_id IN (SELECT unnest($1::VARCHAR[]))"
-        params = [ids]
+    ids = None if note_ids is None else sorted(note_ids)
+    if ids is not None and not ids:
+        return Stats(0, 0, 0)
+    where, params = _documents_of(ids)
     row = con.execute(
         "SELECT count(*), count(*) FILTER (WHERE ord = 0), coalesce(sum(length), 0) "
         f"FROM documents WHERE {where}",
