@@ -193,6 +193,7 @@ def bench_scale(
     cold no-ops, one-note edits and `reconcile --path` edits; with `watch`, the watcher's
     save-to-searchable latency and a burst of 500 changed notes (`bench_watch.scale_watch`)."""
     from benchmarks import bench_watch
+    from benchmarks.edit_floor import cold_floor
     from benchmarks.floor import ensure_bytecode, markdown_files
     from vaultmem.index.parallel import worker_count
 
@@ -225,6 +226,7 @@ def bench_scale(
         noop = _median_cold(vault, [], repeat, None)
         edit = _median_cold(vault, [], repeat, target)
         path_edit = _median_cold(vault, ["--path", rel], repeat, target)
+        edit_floor = cold_floor(vault, repeat, worker_count())
         _cli_tree(vault, "reconcile")  # the index current again: the watcher starts on a no-op
         watched = bench_watch.scale_watch(vault) if watch else None
         upgrade = _upgrade(vault, full.seconds)
@@ -252,6 +254,8 @@ def bench_scale(
         "noop_s": noop,
         "one_edit_s": edit,
         "path_edit_s": path_edit,
+        # what any cold reconcile pays before the edit's own work (`benchmarks.edit_floor`)
+        "edit_floor": edit_floor,
         "main_peak_mb": full.main_peak_mb,
         "largest_peak_mb": full.largest_peak_mb,
         "processes": full.processes,
@@ -299,6 +303,18 @@ def target_rows(r: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
+def _edit_floor_line(floor: dict[str, Any] | None) -> list[str]:
+    """The cold edit's floor (`benchmarks.edit_floor`), and the `--path` edit's (no stat)."""
+    if not floor:
+        return []
+    stat = floor["stat_s"] / floor["cores"]
+    return [
+        f"  cold edit floor {floor['floor_s']:.2f} s: start, imports, open and commit "
+        f"{floor['floor_s'] - stat:.2f} s (the `--path` edit's floor) + a stat of every file "
+        f"{floor['stat_s']:.2f} s / {floor['cores']} cores"
+    ]
+
+
 def render_scale(r: dict[str, Any]) -> str:
     lines = [
         f"scale: {r['notes']:,} notes, {r['workers']} workers (cold CLI processes; medians of "
@@ -313,6 +329,7 @@ def render_scale(r: dict[str, Any]) -> str:
         f"{100 * r['outside_mistune_share']:.0f}% of the build",
         f"  no-op {r['noop_s']:.2f} s; one edit {r['one_edit_s']:.2f} s; one edit named by "
         f"`reconcile --path` {r['path_edit_s']:.2f} s",
+        *_edit_floor_line(r.get("edit_floor")),
         f"  peak RSS of the build: main {r['main_peak_mb']:.0f} MB, largest process "
         f"{r['largest_peak_mb']:.0f} MB ({r['processes']} processes)",
     ]
