@@ -114,11 +114,16 @@ def notes_documents(
     if note_ids is not None and not note_ids:
         return NotesDocuments(Stats(0, 0, 0), [])
     where, params = _documents_of(note_ids)
-    rows = con.execute(
-        f"SELECT note_id, ord, length, line_keys FROM documents WHERE {where} LIMIT {few + 1}",
-        params,
-    ).fetchall()
-    if len(rows) > few:
+    many = note_ids is not None and len(note_ids) > few  # every note has a document at least
+    rows = (
+        []
+        if many
+        else con.execute(
+            f"SELECT note_id, ord, length, line_keys FROM documents WHERE {where} LIMIT {few + 1}",
+            params,
+        ).fetchall()
+    )
+    if many or len(rows) > few:
         ids = None if note_ids is None else list(note_ids)
         return NotesDocuments(document_stats(con, ids), _line_keys(con, where, params))
     holding: dict[int, set[str]] = {}
