@@ -330,6 +330,41 @@ def test_warming_up_keeps_the_recorded_state_in_the_process(
     assert kept is not None and sorted(kept.paths) == ["A.md", "B.md", "sub/C.md"]
 
 
+def test_after_warming_up_a_first_save_compiles_imports_and_folds_nothing(vault: Config) -> None:
+    """The watcher's first batch as quick as its next ones: in a fresh process, after the
+    start-up sweep and `warm_up`, a one-note edit compiles no regex (mistune compiles a
+    rule's scanner on its first parse), imports no module (DuckDB's binding imports its
+    parameter types on the first bound list) and builds no new link resolver (the vault's
+    names folded once)."""
+    code = f"""
+import json, re, sys
+from pathlib import Path
+from vaultmem.core.config import load_config
+from vaultmem.index import preparation
+from vaultmem.index.reconcile import reconcile, warm_up
+config = load_config(Path({str(vault.root)!r}))
+reconcile(config)  # the watcher's start-up sweep: a no-op here
+warm_up(config)
+resolvers = list(preparation._LAST_RESOLVER)
+compiled = []
+real = re._compiler.compile
+re._compiler.compile = lambda *a: compiled.append(str(a[0])[:40]) or real(*a)
+modules = set(sys.modules)
+Path({str(vault.root / "A.md")!r}).write_text(
+    "# A\\n\\nalpha words, edited [[B]] and [[sub/C#C]]\\n\\n- a list\\n1. ordered\\n> quote\\n",
+    encoding="utf-8",
+)
+report = reconcile(config, paths=["A.md"])
+same = [r for _, r in preparation._LAST_RESOLVER] == [r for _, r in resolvers]
+print(json.dumps([report.changed, compiled, sorted(set(sys.modules) - modules), same]))
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    changed, compiled, imported, same_resolver = json.loads(done.stdout.splitlines()[-1])
+    assert changed == 1
+    assert (compiled, imported, same_resolver) == ([], [], True), (compiled, imported)
+
+
 def test_a_recorded_state_of_another_index_file_is_not_trusted(
     vault: Config, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -376,6 +411,8 @@ def test_the_walks_files_stand_for_the_records_when_their_listings_match(
     assert state is not None and state.files is walked.files
     own = recorded_state(vault, token)  # without a walk: its own set, equal
     assert own is not None and own.files is not walked.files and own.files == walked.files
+    again = recorded_state(vault, token)  # the record's set is made once: the same resolver
+    assert again is not None and again.files is own.files
     monkeypatch.setattr(index_state, "_KEPT", {})
     (vault.root / "sub" / "brand new.md").write_text("# new\n", encoding="utf-8")
     walked = walk(vault, False)
