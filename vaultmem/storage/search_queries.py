@@ -274,20 +274,61 @@ def compounds_ending_with(con: Connection, words: list[str], longer_by: int) -> 
 
 def nearest_terms(con: Connection, term: str, max_distance: int, limit: int) -> list[str]:
     """Index terms within `max_distance` edits (Damerau–Levenshtein) of `term`: closest first,
-    then the most frequent. The length check first spares most distance computations."""
+    then the most frequent.
+
+    The distance is computed only for terms that can be that close (`near_pieces`): of the
+    123,000 terms of a 100,000-note vault a few hundred, where computing it for every term of
+    a near length took ~0.11-0.15 s, for each query word the index lacks (a hook's prompt
+    holds several). The candidates are materialised first: combined with the filter in one
+    WHERE, DuckDB computed the distance for most rows anyway."""
+    pieces = near_pieces(term, max_distance)
+    near = " OR ".join(
+        f"contains(substr(term, $at{i}, $span{i}), $piece{i})" for i in range(len(pieces))
+    )
+    params: dict[str, object] = {
+        "term": term,
+        "lo": len(term) - max_distance,
+        "hi": len(term) + max_distance,
+        "d": max_distance,
+        "limit": limit,
+    }
+    for i, (piece, at, span) in enumerate(pieces):
+        params.update({f"piece{i}": piece, f"at{i}": at, f"span{i}": span})
     rows = con.execute(
-        "SELECT term FROM terms WHERE length(term) BETWEEN $lo AND $hi "
-        "AND damerau_levenshtein(term, $term) <= $d "
+        "WITH near AS MATERIALIZED (SELECT term, df FROM terms "
+        f"WHERE length(term) BETWEEN $lo AND $hi AND ({near or 'true'})) "
+        "SELECT term FROM near WHERE damerau_levenshtein(term, $term) <= $d "
         "ORDER BY damerau_levenshtein(term, $term), df DESC, term LIMIT $limit",
-        {
-            "term": term,
-            "lo": len(term) - max_distance,
-            "hi": len(term) + max_distance,
-            "d": max_distance,
-            "limit": limit,
-        },
+        params,
     ).fetchall()
     return [r[0] for r in rows]
+
+
+def near_pieces(term: str, max_distance: int) -> list[tuple[str, int, int]]:
+    """What a term within `max_distance` edits of `term` must hold: `term` cut into
+    2·d + 1 pieces, each as (piece, 1-based first position, characters) of the stretch of a
+    candidate where it would be found. An insertion, a deletion or a substitution breaks at
+    most one piece, a transposition of two neighbours at most two, so one piece at least
+    comes through whole; and it moves by at most one position per insertion or deletion, so
+    it lies within `max_distance` characters of where it was. Empty: no piece (too short a
+    term), every term a candidate."""
+    count = 2 * max_distance + 1
+    size, extra = divmod(len(term), count)
+    out: list[tuple[str, int, int]] = []
+    start = 0
+    for i in range(count):
+        length = size + (1 if i < extra else 0)
+        if length == 0:
+            return []  # a piece of nothing is in every term: no filter at all
+        out.append(
+            (
+                term[start : start + length],
+                max(1, start + 1 - max_distance),
+                length + 2 * max_distance,
+            )
+        )
+        start += length
+    return out
 
 
 Section = tuple[str | None, int, str]
