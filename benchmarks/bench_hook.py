@@ -1,8 +1,9 @@
-"""The agents' hooks: a cold `vaultmem hook session-start` on a 10,000-note vault, and the prompt
-hook's relevance floor.
+"""The agents' hooks: a cold `vaultmem hook session-start` and `hook prompt` on a 10,000-note
+vault, and the prompt hook's relevance floor.
 
 Timing: each run is a fresh process, `vaultmem hook session-start --vault V` with the agent's
-JSON on stdin, as Claude Code or Codex starts it (the target: median ≤ 0.3 s). The vault is the
+JSON on stdin, as Claude Code or Codex starts it (the target: median ≤ 0.3 s); then `hook prompt`
+with the labelled prompts below in turn, as every message to the agent runs it. The vault is the
 generated benchmark vault (benchmarks/generate_vault.py) copied with its index, plus
 `len(TOPICS)` topics of one project and the global scope.
 
@@ -169,17 +170,24 @@ def prepare(source: Path, target: Path) -> Path:
     return target
 
 
-def time_hook(vault: Path, runs: int, cwd: Path) -> dict[str, Any]:
-    payload = json.dumps({"cwd": str(cwd), "session_id": "bench", "source": "startup"})
-    argv = [sys.executable, "-m", "vaultmem", "hook", "session-start", "--vault", str(vault)]
+def time_hook(vault: Path, runs: int, cwd: Path, event: str = "session-start") -> dict[str, Any]:
+    """Cold `vaultmem hook EVENT` processes: `session-start` as an agent starts it, or `prompt`
+    with the labelled prompts in turn (what every message a person sends an agent costs)."""
+    prompts = [p for *_, p in TOPICS] + list(UNRELATED)
+    argv = [sys.executable, "-m", "vaultmem", "hook", event, "--vault", str(vault)]
     seconds: list[float] = []
     size = 0
-    for _ in range(runs):
+    for i in range(runs):
+        event_json = {"cwd": str(cwd), "session_id": "bench", "source": "startup"}
+        if event == "prompt":  # a session of its own: nothing given before, so hits show
+            event_json.update(prompt=prompts[i % len(prompts)], session_id=f"bench-prompt-{i}")
         start = time.perf_counter()
-        done = subprocess.run(argv, input=payload, capture_output=True, text=True, check=True)
+        done = subprocess.run(
+            argv, input=json.dumps(event_json), capture_output=True, text=True, check=True
+        )
         seconds.append(time.perf_counter() - start)
-        size = len(done.stdout)
-        if not done.stdout.startswith("<vaultmem-memory>"):
+        size = max(size, len(done.stdout))
+        if event == "session-start" and not done.stdout.startswith("<vaultmem-memory>"):
             raise RuntimeError(f"the hook gave no block: {done.stdout!r}")
     return {
         "runs": runs,
@@ -236,20 +244,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     notes = 1000 if args.quick else 10_000
     runs = 5 if args.quick else args.runs
     source = args.vault or ensure_vault(notes)[0]
+    if args.vault:
+        from benchmarks.floor import markdown_files
+
+        notes = len(markdown_files(args.vault))
     with tempfile.TemporaryDirectory(prefix="bench-hook-") as tmp:
         vault = prepare(source, Path(tmp) / "vault")
         timing = time_hook(vault, runs, Path(tmp))
+        prompt = time_hook(vault, runs, Path(tmp), "prompt")
         floor = measure_floor(vault)
-    result = {"benchmark": "hook", "notes": notes, "session_start": timing, "floor": floor}
+    result = {
+        "benchmark": "hook",
+        "notes": notes,
+        "session_start": timing,
+        "prompt": prompt,
+        "floor": floor,
+    }
     if args.json:
         print(json.dumps(result))
         return 0
-    t = timing
-    print(
-        f"hook session-start, cold, {notes} notes: median {t['median_s'] * 1000:.0f} ms "
-        f"(min {t['min_s'] * 1000:.0f}, max {t['max_s'] * 1000:.0f}; {t['runs']} runs; "
-        f"{t['output_chars']} chars)"
-    )
+    for event, t in (("session-start", timing), ("prompt", prompt)):
+        print(
+            f"hook {event}, cold, {notes} notes: median {t['median_s'] * 1000:.0f} ms "
+            f"(min {t['min_s'] * 1000:.0f}, max {t['max_s'] * 1000:.0f}; {t['runs']} runs; "
+            f"largest output {t['output_chars']} chars)"
+        )
     print(f"prompt relevance floor on {floor['prompts']} labelled prompts:")
     for row in floor["table"]:
         print(
