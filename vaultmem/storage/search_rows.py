@@ -17,7 +17,7 @@ an incremental run applies per-term deltas (documents added minus documents remo
 Boilerplate (`search.documents.BOILERPLATE_NOTES`): the workers cannot know which lines the rest of
 the vault repeats, so they write every section's full postings and its candidate line keys
 (`documents.line_keys`). Between staging and inserting the postings, `load_postings` recounts, in
-how many notes, the lines of the notes loaded now and of the notes gone (`line_keys_of`, read
+how many notes, the lines of the notes loaded now and of the notes gone (`notes_documents`, read
 before their rows go), as a delta on `line_counts`, which holds every line's count;
 `boilerplate_lines` keeps the lines at or above the threshold. Then it takes out of the staged
 sections holding one what those lines add (`boilerplate_weights`: what is left is
@@ -107,10 +107,12 @@ FEW_DOCUMENTS = 2_000
 def notes_documents(
     con: Connection, note_ids: Collection[str] | None = None, *, few: int = FEW_DOCUMENTS
 ) -> NotesDocuments:
-    """`document_stats` and `line_keys_of` of these notes (`note_ids` None: the notes staged in
-    this run, `note_numbers`) in one read when they hold at most `few` documents: a one-note
-    edit reads its few rows once (1.5 ms) instead of aggregating them twice (4-5 ms at 10,000
-    and at 100,000 notes). More documents are aggregated by DuckDB, as before."""
+    """`document_stats` of these notes (`note_ids` None: the notes staged in this run,
+    `note_numbers`), and their candidate boilerplate line keys, each with how many of the notes
+    hold it (read before the rows of notes that go: what `line_counts` loses with them). In
+    one read when they hold at most `few` documents: a one-note edit reads its few rows once
+    (1.5 ms) instead of aggregating them twice (4-5 ms at 10,000 and at 100,000 notes). More
+    documents are aggregated by DuckDB, as before."""
     if note_ids is not None and not note_ids:
         return NotesDocuments(Stats(0, 0, 0), [])
     where, params = _documents_of(note_ids)
@@ -142,21 +144,13 @@ def _documents_of(note_ids: Collection[str] | None) -> tuple[str, list[object]]:
 
 
 def _line_keys(con: Connection, where: str, params: list[object]) -> list[tuple[int, int]]:
+    """Each candidate line key of the documents `where` selects, with how many notes hold it."""
     rows = con.execute(
         "SELECT k, count(DISTINCT note_id) FROM (SELECT note_id, unnest(line_keys) AS k "
         f"FROM documents WHERE {where}) GROUP BY k",
         params,
     ).fetchall()
     return sorted((int(k), int(n)) for k, n in rows)
-
-
-def line_keys_of(con: Connection, note_ids: Iterable[str]) -> list[tuple[int, int]]:
-    """The candidate boilerplate line keys of these notes, each with how many of them hold it
-    (read before their rows go: what `line_counts` loses with them)."""
-    ids = sorted(note_ids)
-    if not ids:
-        return []
-    return _line_keys(con, *_documents_of(ids))
 
 
 def load_postings(
@@ -175,7 +169,8 @@ def load_postings(
     The files number notes by their number in the run; the temp table `note_numbers`
     (`index_writes.number_notes`) maps numbers to ids and keys. `max_line_bytes` lifts
     DuckDB's 2 MB default line limit: one "word" as long as a note must not fail the load.
-    `gone_lines`: `line_keys_of` the notes deleted in this run (changed ones included);
+    `gone_lines`: the line keys of the notes deleted in this run (changed ones included,
+    `notes_documents`);
     `staged_lines`: those of the notes staged now, when the caller read them already.
     """
     files = [f for f in files if f.stat().st_size]
