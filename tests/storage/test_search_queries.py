@@ -59,6 +59,9 @@ _NEAR = {
     "σημειώσεις": 3,
     "σημειωσεις": 1,
     "configuración": 2,
+    "𝒜𝒷𝒸𝒹ef": 2,  # letters outside the BMP: one character each, in Python as in DuckDB
+    "x𝒜𝒷𝒸𝒹ef": 1,
+    "दिनांक": 1,  # combining vowel signs, each a character of its own
 }
 
 
@@ -75,6 +78,8 @@ _NEAR = {
         ("σημειώσει", 2),
         ("configuracion", 2),
         ("zzzz", 1),
+        ("𝒷𝒜𝒸𝒹ef", 1),
+        ("दिनाक", 1),
     ],
 )
 @pytest.mark.parametrize("limit", [1, 3, 20])
@@ -84,7 +89,7 @@ def test_the_lookup_finds_what_every_term_compared_finds(
     _terms(con, _NEAR)
     expected = _every_term(con, query, d, limit)
     assert search_queries.nearest_terms(con, query, d, limit) == expected
-    if query in ("rotaet", "corotuine", "xcoroutine"):
+    if query in ("rotaet", "corotuine", "xcoroutine", "𝒷𝒜𝒸𝒹ef", "दिनाक"):
         assert expected  # the cases that exercise the pieces do find something
 
 
