@@ -187,10 +187,9 @@ def one_note_bm25(index: Path, note_id: str, note: Any) -> float:
         docs = note_documents(note)
         tsv.write_text("".join(postings_lines(0, docs)), encoding="utf-8")
         con.execute("BEGIN TRANSACTION")
-        removed = rc.document_frequencies(con, {note_id})
-        removed_stats = rc.document_stats(con, {note_id})
+        removed_df = rc.delete_postings(con, [note_id])
+        removed = rc.notes_documents(con, [note_id])
         store.delete_where_in(con, "documents", "note_id", [note_id])
-        rc.delete_postings(con, [note_id])
         documents = store.new_batch("documents")
         for doc in docs:
             documents.add(
@@ -198,11 +197,9 @@ def one_note_bm25(index: Path, note_id: str, note: Any) -> float:
             )
         store.load(con, documents)
         index_writes.number_notes(con, [(0, note_id)])
-        added = rc.load_postings(con, [tsv], max_line_bytes=0)
-        added.subtract(removed)
-        added_stats = rc.document_stats(con)
-        rc.recount_terms(
-            con, added, rc.Stats(*(a - r for a, r in zip(added_stats, removed_stats, strict=True)))
+        # what an edit's transaction runs (`index.transaction`), boilerplate recount included
+        rc.load_changed_postings(
+            con, [tsv], removed_df=removed_df, removed=removed, max_line_bytes=0
         )
         seconds = time.perf_counter() - start
         con.execute("ROLLBACK")

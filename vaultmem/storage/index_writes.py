@@ -149,7 +149,7 @@ def delete_notes(
                     "DELETE FROM postings WHERE note_key IN (SELECT unnest($1::BIGINT[]))",
                     [[note_key(i) for i in ids]],
                 )
-        elif table == "notes" and structures:
+        elif table == "notes" and structures:  # first of NOTE_TABLES: `kept` is known below
             stored = delete_where_in(con, table, NOTE_KEY[table], ids, "id, structure")
             kept = frozenset(i for i, old in stored if structures.get(i) == old)
         else:
