@@ -167,6 +167,35 @@ def test_a_tokenizer_change_remakes_the_search_tables_as_a_build_would(vault: Co
     assert reconcile(vault).warnings == ()  # the meta is current now
 
 
+def test_another_release_of_the_same_analysis_cuts_nothing_again(vault: Config) -> None:
+    """Only `vaultmem_version` differs (a release that bumped no version of the analysis):
+    `meta` is brought up to date in the index itself (same inode) and no search row is made
+    again (scrambled rows stay scrambled); the run says nothing, and the next is a no-op."""
+    reconcile(vault)
+    scramble_search_tables(vault)
+    scrambled = dump_index(vault.index_path)
+    set_meta(vault, "vaultmem_version", "0.0.1")
+    inode = vault.index_path.stat().st_ino
+    report = reconcile(vault)
+    assert report.warnings == ()
+    assert (report.added, report.changed, report.removed) == (0, 0, 0)
+    assert vault.index_path.stat().st_ino == inode
+    assert_same(dump_index(vault.index_path), scrambled)
+    with store.reading(vault.index_path) as con:
+        meta = store.read_meta(con)
+    assert meta["vaultmem_version"] == index_versions(vault)["vaultmem_version"]
+    again = reconcile(vault)
+    assert again.warnings == () and again.unchanged == report.unchanged
+
+
+def test_a_release_that_bumps_the_segment_version_cuts_only_such_notes(vault: Config) -> None:
+    """A release changes `vaultmem_version` beside whatever it bumps: with `segment_version`
+    it still takes the scoped cut, in place, of the notes holding such text."""
+    want, want_answers = fresh_build(vault)
+    set_meta(vault, "vaultmem_version", "0.0.1")
+    assert_cut_in_place(vault, want, want_answers, 2)
+
+
 def test_a_line_key_change_counts_the_keys_again(vault: Config) -> None:
     """Stored line keys of another `line_key_version` are not taken: the upgrade counts them
     from the text, as a build does (and with them the boilerplate)."""
@@ -528,6 +557,12 @@ def test_what_changed_sorts_the_meta_keys(vault: Config) -> None:
         assert upgrade.what_changed({**meta, key: "old"}, wanted) == "all", key
     both = {**meta, "parser_version": "0", "tokenizer_version": "0"}
     assert upgrade.what_changed(both, wanted) == "all"
+    released = {**meta, "vaultmem_version": "0.0.1"}  # recorded, it decides nothing more
+    assert upgrade.what_changed(released, wanted) == "search"
+    assert upgrade.segment_only({**released, "segment_version": "0"}, wanted)
+    assert upgrade.vectors_only({**released, "embedding_model": "old"}, wanted)
+    assert not upgrade.segment_only(released, wanted)
+    assert not upgrade.vectors_only(released, wanted)
     assert upgrade.what_changed({}, wanted) == "all"
 
 

@@ -65,9 +65,16 @@ SEARCH_KEYS = frozenset(
         "vaultmem_version",
     }
 )
-"""`meta` keys whose change leaves every note's rows valid: only the search tables are stale.
-(vaultmem's own version too: a release that changes how notes parse bumps PARSER_VERSION or
-SCHEMA_VERSION, and one that changes only search is served by this upgrade.)"""
+"""`meta` keys whose change leaves every note's rows valid: only the search tables may be
+stale."""
+
+RECORDED_ONLY = frozenset({"vaultmem_version"})
+"""`meta` keys that decide nothing: vaultmem's own version is recorded for people reading the
+index, and a release that changes the index says so through the versions the other keys hold
+(the analysis' output is pinned to them: tests/core/test_analysis_versions.py; the built-in
+secret patterns are in `config_digest`). An index whose other keys are this code's only has
+its `meta` brought up to date, in place; a release that bumps `SEGMENT_VERSION` alone still
+takes the scoped cut (`segment_only`), and one that bumps nothing cuts no note again."""
 
 _DUCKDB_MEMORY_MB = 512
 
@@ -92,6 +99,11 @@ def _differing(meta: Mapping[str, str], wanted: Mapping[str, str]) -> set[str]:
     return {key for key, value in expected.items() if meta.get(key) != value}
 
 
+def _deciding(meta: Mapping[str, str], wanted: Mapping[str, str]) -> set[str]:
+    """`_differing` without the keys that decide nothing (`RECORDED_ONLY`)."""
+    return _differing(meta, wanted) - RECORDED_ONLY
+
+
 def what_changed(
     meta: Mapping[str, str], wanted: Mapping[str, str]
 ) -> Literal["", "search", "all"]:
@@ -110,7 +122,7 @@ def vectors_only(meta: Mapping[str, str], wanted: Mapping[str, str]) -> bool:
     (the embedding is most of it). Still into a new file: deleted in place, the vectors stay
     as free space in the file (130 MB of a 58 MB index at 10,000 notes), and a search
     meanwhile reads the old file whole."""
-    return _differing(meta, wanted) == {"embedding_model"}
+    return _deciding(meta, wanted) == {"embedding_model"}
 
 
 def search_only(con: Connection, wanted: Mapping[str, str]) -> bool:
@@ -147,11 +159,17 @@ def upgrade_search_tables(
         try:
             if not search_only(con, wanted):
                 return True  # another writer upgraded it, or it needs a build: reconcile sees
-            scoped = segment_only(store.read_meta(con), wanted)
+            meta = store.read_meta(con)
         finally:
             con.close()
+        scoped = segment_only(meta, wanted)
         notes_state = _recorded_notes_state(config.state_dir, index)
         forget_before_write(config.state_dir)
+        if not _deciding(meta, wanted):  # another release, the same analysis: nothing to cut
+            _record_versions(index, wanted)
+            if notes_state is not None:
+                _carry_notes_state(config.state_dir, index, notes_state, wanted)
+            return True
         if scoped:
             try:
                 with staging_folder() as staging:
@@ -199,10 +217,33 @@ def segment_only(meta: Mapping[str, str], wanted: Mapping[str, str]) -> bool:
     note without such text stand. Not when the index's version is newer (another vaultmem, an
     older one run after it): that analysis may have reached scripts this code's
     `SEGMENTED_CHARS` lacks, whose notes a scoped cut would leave as it made them."""
-    if _differing(meta, wanted) != {"segment_version"}:
+    if _deciding(meta, wanted) != {"segment_version"}:
         return False
     recorded, ours = meta.get("segment_version", "0"), wanted["segment_version"]
     return recorded.isdigit() and ours.isdigit() and int(recorded) < int(ours)
+
+
+def _record_versions(index: Path, wanted: Mapping[str, str]) -> None:
+    """Bring the index's `meta` up to `wanted`, in place, in one transaction: the upgrade of
+    an index whose search tables stand (`RECORDED_ONLY` keys alone differ)."""
+    from vaultmem.storage import store
+
+    con = store.connect(index, read_only=False)
+    try:
+        with store.transaction(con):
+            _current_meta(con, wanted)
+    finally:
+        con.close()
+
+
+def _current_meta(con: Connection, wanted: Mapping[str, str]) -> None:
+    """Set every `meta` key of the index open on `con` that is not `wanted`'s (or the
+    layout's versions) to its value, inside the caller's transaction."""
+    from vaultmem.storage import search_upgrade, store
+
+    expected = {**wanted, **store.SCHEMA_VERSIONS}
+    stale = _differing(store.read_meta(con), wanted)
+    search_upgrade.set_meta(con, {key: expected[key] for key in stale})
 
 
 def _recorded_notes_state(state_dir: Path, index: Path) -> StateRecord | None:
@@ -299,9 +340,7 @@ def _recut_in_place(
                 return None
             if scoped:
                 _recut_numbered(con, config, scoped, staging, progress)
-            expected = {**wanted, **store.SCHEMA_VERSIONS}
-            stale = _differing(store.read_meta(con), wanted)
-            search_upgrade.set_meta(con, {key: expected[key] for key in stale})
+            _current_meta(con, wanted)
         return len(scoped)
     finally:
         con.close()

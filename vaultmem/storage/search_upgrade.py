@@ -166,8 +166,8 @@ def _insert_cut_documents(con: Connection, files: Sequence[Path], sections: str)
 
 
 def set_meta(con: Connection, values: Mapping[str, str]) -> None:
-    """Set these `meta` keys (added when missing), in place: a segmentation-only upgrade,
-    made in the index itself."""
+    """Set these `meta` keys (added when missing), in place: an upgrade made in the index
+    itself (a segmentation-only one, or another release of the same analysis)."""
     for key, value in sorted(values.items()):
         con.execute("DELETE FROM meta WHERE key = $1", [key])
         con.execute("INSERT INTO meta VALUES ($1, $2)", [key, value])
