@@ -107,7 +107,8 @@ def _deciding(meta: Mapping[str, str], wanted: Mapping[str, str]) -> set[str]:
 def what_changed(
     meta: Mapping[str, str], wanted: Mapping[str, str]
 ) -> Literal["", "search", "all"]:
-    """What `meta` lacks against `wanted`: nothing, the search tables only, or everything."""
+    """What `meta` lacks against `wanted`: nothing, the search tables only, or everything.
+    A `RECORDED_ONLY` key alone reads "search": `upgrade_search_tables` then records it."""
     differ = _differing(meta, wanted)
     if not differ:
         return ""
