@@ -1,10 +1,18 @@
 """`vaultmem status`: what the index holds, per scope and mapped folder, and how many notes of
 the vault changed since the last reconcile (a stat walk compared with the indexed fingerprints;
-nothing is read or parsed)."""
+nothing is read or parsed).
+
+The walk takes the folder listings the last reconcile recorded (`files.folder_cache`), as a
+reconcile's does, so it lists only the folders changed since; status never writes that
+record. At 100,000 notes listing every folder was ~1 s of a 1.6 s status.
+"""
 
 from __future__ import annotations
 
+import time
+
 from vaultmem.core.config import Config
+from vaultmem.files import folder_cache
 from vaultmem.files.scan import notes_outside_mapping as outside_of
 from vaultmem.files.scan import scan_vault
 from vaultmem.query import catalog
@@ -23,15 +31,20 @@ def status(config: Config) -> Status:
         files = catalog.note_files(con)
     indexed = {path: (size, mtime) for path, size, mtime, _, _ in files}
     folders: dict[tuple[str, str, str | None], int] = {}
+    mapped: dict[str, str] = {}  # a note's folder -> its mapped folder: the same for its notes
     for path, _, _, scope, scope_id in files:
-        mapping = config.mapping_for(path)
-        folder = mapping.folder if mapping else ""
+        parent = path.rpartition("/")[0]
+        folder = mapped.get(parent)
+        if folder is None:
+            mapping = config.mapping_for(path)
+            folder = mapped[parent] = mapping.folder if mapping else ""
         key = (folder, scope, scope_id)
         folders[key] = folders.get(key, 0) + 1
-    scan = scan_vault(config)
-    changed = sum(1 for fp in scan.notes if indexed.get(fp.path) != (fp.size, fp.mtime_ns)) + len(
-        set(indexed) - {fp.path for fp in scan.notes}
-    )
+    scan = scan_vault(config, folder_cache.load(config, time.time_ns()))
+    paths, sizes, mtimes = scan.notes.columns()  # no tuple per note
+    walked = zip(paths, sizes, mtimes, strict=True)
+    changed = sum(1 for path, size, mtime in walked if indexed.get(path) != (size, mtime))
+    changed += len(indexed.keys() - set(paths))
     outside, outside_folders = outside_of(config, scan.files)
     size = sum(
         p.stat().st_size
