@@ -13,6 +13,7 @@ from vaultmem.core.config import Config, FolderMapping
 from vaultmem.files import folder_cache
 from vaultmem.files.scan import scan_vault
 from vaultmem.index.reconcile import reconcile
+from vaultmem.query.catalog import Status
 from vaultmem.query.status import status
 from vaultmem.vault import Vault
 
@@ -40,7 +41,7 @@ def build(root: Path) -> Config:
     return config
 
 
-def without_record(config: Config) -> object:
+def without_record(config: Config) -> Status:
     (config.state_dir / folder_cache.RECORD_NAME).unlink()
     return status(config)
 

@@ -128,13 +128,18 @@ def vectors_only(meta: Mapping[str, str], wanted: Mapping[str, str]) -> bool:
 
 def search_only(con: Connection, wanted: Mapping[str, str]) -> bool:
     """Whether the index open on `con` needs its search tables made again, and nothing else."""
+    return _stale_search_meta(con, wanted) is not None
+
+
+def _stale_search_meta(con: Connection, wanted: Mapping[str, str]) -> dict[str, str] | None:
+    """The `meta` of the index open on `con` when only its search side is stale, else None."""
     from vaultmem.storage import store
 
     try:
         meta = store.read_meta(con)
     except store.DatabaseError:
-        return False  # no `meta`: an index of no known shape, built again from the vault
-    return what_changed(meta, wanted) == "search"
+        return None  # no `meta`: an index of no known shape, built again from the vault
+    return meta if what_changed(meta, wanted) == "search" else None
 
 
 def upgrade_search_tables(
@@ -147,7 +152,8 @@ def upgrade_search_tables(
 ) -> bool:
     """Make the index's search tables again from its rows, for the versions `wanted`; under
     the writer lock, into a new file renamed over the index (a segmentation-only change: in
-    place, for the notes it can touch, `_recut_in_place`). False when its rows cannot make
+    place, for the notes it can touch, `_recut_in_place`; another release of the same analysis:
+    `meta` alone, in place, `_record_versions`). False when its rows cannot make
     whole notes (an index damaged by hand): the caller then builds from the vault."""
     from vaultmem.files.lock import writer_lock
     from vaultmem.index.parallel import staging_folder
@@ -158,11 +164,11 @@ def upgrade_search_tables(
     with writer_lock(config.state_dir, timeout_s=lock_timeout_s):
         con = store.connect(index, read_only=True)
         try:
-            if not search_only(con, wanted):
-                return True  # another writer upgraded it, or it needs a build: reconcile sees
-            meta = store.read_meta(con)
+            meta = _stale_search_meta(con, wanted)
         finally:
             con.close()
+        if meta is None:
+            return True  # another writer upgraded it, or it needs a build: reconcile sees
         scoped = segment_only(meta, wanted)
         notes_state = _recorded_notes_state(config.state_dir, index)
         forget_before_write(config.state_dir)
