@@ -7,12 +7,15 @@ import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 
+import duckdb
 import pytest
 
 from tests.helpers import run_cli
 from vaultmem.core.errors import InvalidArgumentError, QueryError
 from vaultmem.memory import usage
 from vaultmem.memory.recall import coverage, metadata_candidates, parse_scopes
+from vaultmem.storage import recall_queries as q
+from vaultmem.storage.search_queries import scopes_filter
 from vaultmem.vault import Vault
 
 NOW = datetime(2026, 11, 29, 12, tzinfo=UTC)
@@ -133,6 +136,55 @@ def test_scopes_filter(vault: Vault) -> None:
     assert {h.scope for h in hits} <= {"session", "global"}
     with pytest.raises(InvalidArgumentError):
         parse_scopes(["nowhere"])
+
+
+def test_several_scopes_rank_their_own_notes_not_the_whole_vault(example_vault: Path) -> None:
+    """Recall over two scopes (what an agent's prompt hook asks) ranks those scopes' notes:
+    forty notes of another project that say the word more often do not fill the pool."""
+    borealis = example_vault / "Projects" / "Borealis" / "Zebras"
+    borealis.mkdir()
+    for i in range(40):
+        (borealis / f"Herd {i}.md").write_text(
+            f"# Herd {i}\n\nZebra zebra zebra: stripes of herd {i}.\n", encoding="utf-8"
+        )
+    (example_vault / "Knowledge" / "Road markings.md").write_text(
+        "# Road markings\n\n"
+        + "Lines painted on roads guide drivers and walkers. " * 20
+        + "A crossing painted in stripes is called a zebra.\n",
+        encoding="utf-8",
+    )
+    v = Vault(example_vault)
+    v.reconcile()
+    scopes = ["project:atlas", "global"]
+    hits = v.recall("zebra", scopes=scopes, kind="notes", limit=3, now=NOW)
+    assert [h.path for h in hits] == ["Knowledge/Road markings.md"]
+    # the whole vault still finds the herds first, and one scope alone finds the note too
+    assert v.recall("zebra", kind="notes", limit=3, now=NOW)[0].path.startswith(
+        "Projects/Borealis/Zebras/"
+    )
+    (alone,) = v.recall("zebra", scopes=["global"], kind="notes", limit=3, now=NOW)
+    assert alone.path == "Knowledge/Road markings.md"
+    assert hits[0].score == alone.score  # the same statistics: atlas holds no zebra
+
+
+def test_names_and_topics_are_read_from_the_scopes_asked(vault: Vault) -> None:
+    """The name matches and the topics' texts read only the notes of the scopes asked."""
+    con = duckdb.connect(str(vault.config.index_path), read_only=True)
+    try:
+        sql = "SELECT id, scope || ':' || coalesce(scope_id, '') FROM notes"
+        scope_of = dict(con.execute(sql).fetchall())
+        words = ["duckdb", "atlas", "release", "user-preferences"]
+        every = {scope_of[i] for i, *_ in q.name_matches(con, words)}
+        assert {"global:", "project:atlas"} <= every
+        only = q.name_matches(con, words, scopes_filter([("global", None)]))
+        assert only and {scope_of[i] for i, *_ in only} == {"global:"}
+        assert {m for m in q.name_matches(con, words) if scope_of[m[0]] == "global:"} == set(only)
+        atlas = scopes_filter([("project", "atlas"), ("session", None)])
+        topics = dict(q.topic_texts(con, atlas))
+        assert topics and {scope_of[i] for i in topics} <= {"project:atlas"}
+        assert topics == {i: t for i, t in q.topic_texts(con) if scope_of[i] == "project:atlas"}
+    finally:
+        con.close()
 
 
 def test_metadata_candidates_include_runs_of_words() -> None:

@@ -56,6 +56,7 @@ from vaultmem.note import topics
 from vaultmem.search import front, vectors
 from vaultmem.search.query import SNIPPET_CHARS, SearchFilters
 from vaultmem.storage import recall_queries as q
+from vaultmem.storage.search_queries import EVERY_NOTE, NoteFilter, scopes_filter
 from vaultmem.storage.store import Connection
 
 Mode = RecallMode
@@ -278,12 +279,14 @@ def _content_parts(text: str) -> list[str]:
     return [p for p in _PART.findall(text.casefold()) if not is_stopword(p)]
 
 
-def metadata_matches(con: Connection, query: str) -> dict[str, float]:
-    """note id → its best name match: the field's strength times the share of the question's
-    words (stop words aside) the matched name covers."""
+def metadata_matches(
+    con: Connection, query: str, notes: NoteFilter = EVERY_NOTE
+) -> dict[str, float]:
+    """note id → its best name match among the notes the filter keeps: the field's strength
+    times the share of the question's words (stop words aside) the matched name covers."""
     asked = len(set(_content_parts(" ".join(_question_words(query))))) or 1
     strength: dict[str, float] = {}
-    for note_id, field, matched in q.name_matches(con, metadata_candidates(query)):
+    for note_id, field, matched in q.name_matches(con, metadata_candidates(query), notes):
         share = min(1.0, len(set(_content_parts(matched))) / asked)
         strength[note_id] = max(strength.get(note_id, 0.0), METADATA_STRENGTH[field] * share)
     return strength
@@ -310,13 +313,14 @@ def coverage(terms: Sequence[str], text_terms: set[str]) -> float:
     return found / len(terms)
 
 
-def topic_coverage(con: Connection, query: str) -> dict[str, float]:
-    """topic id → coverage of the question's terms, for each topic holding any of them."""
+def topic_coverage(con: Connection, query: str, notes: NoteFilter = EVERY_NOTE) -> dict[str, float]:
+    """topic id → coverage of the question's terms, for each topic the filter keeps holding
+    any of them."""
     terms = query_terms(query)
     if not terms:
         return {}
     out: dict[str, float] = {}
-    for note_id, text in q.topic_texts(con):
+    for note_id, text in q.topic_texts(con, notes):
         share = coverage(terms, set(tokenize(text)))
         if share > 0:
             out[note_id] = share
@@ -380,16 +384,18 @@ def recall(
         )
     now = now or datetime.now(UTC)
     counts = usage_counts or {}
-    meta = metadata_matches(con, query) if mode in ("blended", "metadata") else {}
-    search_mode = "words" if mode in ("blended", "metadata") else cast(vectors.Mode, mode)
-    # Expiry, trash and a second scope are filtered after ranking, so BM25 returns a pool
-    # larger than the limit; not much larger: each hit costs a snippet, most of search's time.
-    only = scopes[0] if len(scopes) == 1 else ScopeSpec("")
-    filters = SearchFilters(
-        scope=only.scope or None,
-        scope_id=only.scope_id,
-        folder=managed_folder if kind == "topics" else None,
-    )
+    # The scopes asked are a filter of every read, so the statistics and the ranked pool are
+    # those scopes' notes: an agent's hook asks its project and the global scope, a handful
+    # of topics, and ranking the whole vault first (0.2 s at 100,000 notes) could fill the
+    # pool with notes it then drops.
+    asked = tuple((s.scope, s.scope_id) for s in scopes)
+    by_name = mode in ("blended", "metadata")
+    in_asked = scopes_filter(asked)
+    meta = metadata_matches(con, query, in_asked) if by_name else {}
+    search_mode = "words" if by_name else cast(vectors.Mode, mode)
+    # Expiry and trash are filtered after ranking, so BM25 returns a pool larger than the
+    # limit; not much larger: each hit costs a snippet, most of search's time.
+    filters = SearchFilters(scopes=asked, folder=managed_folder if kind == "topics" else None)
     bm25 = (
         _bm25(
             con,
@@ -404,7 +410,7 @@ def recall(
         if mode != "metadata"
         else {}
     )
-    cover = topic_coverage(con, query) if mode == "blended" and kind != "notes" else {}
+    cover = topic_coverage(con, query, in_asked) if mode == "blended" and kind != "notes" else {}
     infos = note_infos(con, [*meta, *bm25, *cover])
 
     def keep(note_id: str) -> bool:

@@ -79,6 +79,9 @@ class SearchFilters:
     folder: str | None = None
     since: datetime | None = None
     until: datetime | None = None
+    scopes: tuple[tuple[str, str | None], ...] = ()
+    """Any of these (scope, scope id or None for every id): recall over several scopes, so
+    that the statistics and the ranked pool are those scopes' notes, not the whole vault's."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -286,6 +289,8 @@ def note_filter(query: ParsedQuery, filters: SearchFilters) -> queries.NoteFilte
     if filters.scope_id:
         clauses.append("n.scope_id = $scope_id")
         params["scope_id"] = filters.scope_id
+    if filters.scopes:
+        clauses.append(queries.scopes_where(filters.scopes, params))
     types = [*query.types, *([filters.type.casefold()] if filters.type else [])]
     for i, value in enumerate(types):
         clauses.append(f"lower(n.type) = $type{i}")

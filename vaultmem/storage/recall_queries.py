@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from vaultmem.storage.search_queries import EVERY_NOTE, NoteFilter
 from vaultmem.storage.store import Connection
 
 # A topic's key is its frontmatter `key`; any other note's is its file name without `.md`
@@ -44,35 +45,42 @@ def all_info_rows(con: Connection, *, managed_only: bool = False) -> list[InfoRo
     return [tuple(r) for r in con.execute(_INFO_SQL + where + "ORDER BY path").fetchall()]
 
 
-def name_matches(con: Connection, candidates: Sequence[str]) -> list[tuple[str, str, str]]:
-    """(note id, field, matched candidate) for each note whose key, title, alias or tag equals
-    one of the lower-cased candidates."""
+def name_matches(
+    con: Connection, candidates: Sequence[str], notes: NoteFilter = EVERY_NOTE
+) -> list[tuple[str, str, str]]:
+    """(note id, field, matched candidate) for each note the filter keeps whose key, title,
+    alias or tag equals one of the lower-cased candidates."""
     if not candidates:
         return []
+    kept = f"(SELECT n.id FROM notes n WHERE {notes.where})"
+    only = f"AND note_id IN {kept}" if notes.active else ""
     rows = con.execute(
         f"""
-        WITH c AS (SELECT unnest($1::VARCHAR[]) AS word),
-        k AS (SELECT id, lower({_KEY}) AS key FROM notes)
+        WITH c AS (SELECT unnest($candidates::VARCHAR[]) AS word),
+        k AS (SELECT n.id, lower({_KEY}) AS key, lower(n.title) AS title FROM notes n
+              WHERE {notes.where})
         SELECT id, 'key', key FROM k WHERE key IN (SELECT word FROM c)
-        UNION ALL SELECT id, 'title', lower(title) FROM notes
-            WHERE lower(title) IN (SELECT word FROM c)
+        UNION ALL SELECT id, 'title', title FROM k WHERE title IN (SELECT word FROM c)
         UNION ALL SELECT note_id, 'alias', alias_key FROM aliases
-            WHERE alias_key IN (SELECT word FROM c)
-        UNION ALL SELECT note_id, 'tag', tag FROM tags WHERE tag IN (SELECT word FROM c)
+            WHERE alias_key IN (SELECT word FROM c) {only}
+        UNION ALL SELECT note_id, 'tag', tag FROM tags WHERE tag IN (SELECT word FROM c) {only}
         """,
-        [list(candidates)],
+        {"candidates": list(candidates), **(notes.params or {})},
     ).fetchall()
     return [(r[0], r[1], r[2]) for r in rows]
 
 
-def topic_texts(con: Connection) -> list[tuple[str, str]]:
-    """(note id, every heading and section text joined) of each topic in the managed folder."""
+def topic_texts(con: Connection, notes: NoteFilter = EVERY_NOTE) -> list[tuple[str, str]]:
+    """(note id, every heading and section text joined) of each topic in the managed folder
+    that the filter keeps."""
     rows = con.execute(
-        """
+        f"""
         SELECT d.note_id, string_agg(coalesce(d.heading, '') || ' ' || d.text, ' ' ORDER BY d.ord)
-        FROM documents d WHERE d.note_id IN (SELECT id FROM notes WHERE managed)
+        FROM documents d
+        WHERE d.note_id IN (SELECT n.id FROM notes n WHERE n.managed AND {notes.where})
         GROUP BY d.note_id ORDER BY d.note_id
-        """
+        """,
+        notes.params or {},
     ).fetchall()
     return [(r[0], r[1] or "") for r in rows]
 

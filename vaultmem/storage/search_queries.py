@@ -13,6 +13,7 @@ filters, N and the average lengths come from `search_stats` (one row). Phrase ca
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +41,29 @@ class NoteFilter:
     @property
     def active(self) -> bool:
         return self.where != "true"
+
+
+EVERY_NOTE = NoteFilter()
+
+
+def scopes_where(scopes: Sequence[tuple[str, str | None]], params: dict[str, Any]) -> str:
+    """A condition on the note (alias `n`) keeping the notes of any of `scopes` (scope, scope
+    id or None for every id), its parameters added to `params`."""
+    anyof: list[str] = []
+    for i, (scope, scope_id) in enumerate(scopes):
+        params[f"anyscope{i}"] = scope
+        if scope_id is None:
+            anyof.append(f"n.scope = $anyscope{i}")
+        else:
+            params[f"anyscope_id{i}"] = scope_id
+            anyof.append(f"(n.scope = $anyscope{i} AND n.scope_id = $anyscope_id{i})")
+    return "(" + " OR ".join(anyof) + ")" if anyof else "true"
+
+
+def scopes_filter(scopes: Sequence[tuple[str, str | None]]) -> NoteFilter:
+    """The notes of any of `scopes` (`scopes_where`); none given: every note."""
+    params: dict[str, Any] = {}
+    return NoteFilter(scopes_where(scopes, params), params) if scopes else EVERY_NOTE
 
 
 _STATS_ALL = """st AS (SELECT documents::DOUBLE AS n,

@@ -35,7 +35,13 @@ def _search(call: Call) -> Hits:
 
     a = call.args
     filters = SearchFilters(
-        a["scope"], a["scope_id"], a["type"], a["tag"], a["folder"], a["since"], a["until"]
+        scope=a["scope"],
+        scope_id=a["scope_id"],
+        type=a["type"],
+        tag=a["tag"],
+        folder=a["folder"],
+        since=a["since"],
+        until=a["until"],
     )
     return Hits(call.v.search(a["query"], filters, limit=a["limit"], mode=a["mode"]))
 
