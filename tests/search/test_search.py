@@ -24,6 +24,7 @@ from vaultmem.core.documents import FIELD_WEIGHTS, note_documents
 from vaultmem.core.errors import QueryError
 from vaultmem.core.tokenizer import fold, tokenize
 from vaultmem.note.parse import parse_note
+from vaultmem.search import bm25 as bm25_module
 from vaultmem.search import compounds
 from vaultmem.search.proximity import WEIGHT as PROXIMITY_WEIGHT
 from vaultmem.search.query import (
@@ -527,6 +528,42 @@ def test_a_misspelt_word_stands_for_one_index_term(tmp_path: Path) -> None:
         },
     )
     assert [h.path for h in vault.search("relase")] == ["Release checklist.md"]
+
+
+def test_a_query_with_a_typo_is_scored_once(
+    corpus_vault: Vault, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Which words matched is read off the postings before scoring: a word the index lacks
+    is replaced first, and the query is scored once (it was scored, then scored again)."""
+    scorings: list[int] = []
+    score = bm25_module.rank
+
+    def counted(postings: Any, *args: Any, **kwargs: Any) -> Any:
+        scorings.append(len(postings))
+        return score(postings, *args, **kwargs)
+
+    monkeypatch.setattr(bm25_module, "rank", counted)
+    assert corpus_vault.search("duckbd lock")[0].path == "DuckDB.md"
+    assert len(scorings) == 1, scorings
+    scorings.clear()
+    corpus_vault.search("duckdb lock")  # every word known: one scoring, as always
+    assert len(scorings) == 1, scorings
+
+
+@pytest.mark.parametrize("as_columns", [False, True])
+def test_matched_terms_are_the_scorers(corpus_vault: Vault, as_columns: bool) -> None:
+    with store.reading(corpus_vault.config.index_path) as con:
+        reads = SqlReads(con, NoteFilter())
+        terms = [fold("tables"), "duckdb", "zzzzzzzz", "lock"]
+        postings = reads.term_postings(terms, columns_from=1 if as_columns else 10**9)
+        assert isinstance(postings, dict) == as_columns
+        stats = reads.collection_stats()
+        _, matched = bm25_module.rank(
+            postings, [1.0] * 4, stats, k1=1.2, b=0.75, limit=5, whole_weight=1.0,
+            title_weight=0.0,
+        )  # fmt: skip
+        found = bm25_module.matched_terms(postings, terms)
+        assert found == {terms[i] for i in matched} == {fold("tables"), "duckdb", "lock"}
 
 
 @pytest.mark.parametrize(

@@ -213,6 +213,23 @@ def rank_rows(
     ], matched
 
 
+def matched_terms(
+    postings: Sequence[Row] | Mapping[str, npt.NDArray[Any]], terms: Sequence[str]
+) -> frozenset[str]:
+    """The `terms` (by their index in the rows' `term` column) that have a posting: what
+    `rank` reports as matched, known before scoring. One pass, no sort (~50 us for 20,000
+    rows as columns, ~2 ms for the 50,000 rows a cold process may hold as tuples)."""
+    if isinstance(postings, Mapping):
+        import numpy as np
+
+        held: Iterable[int] = np.flatnonzero(
+            np.bincount(postings["term"], minlength=len(terms))
+        ).tolist()
+    else:
+        held = {row[0] for row in postings}
+    return frozenset(terms[i] for i in held)
+
+
 def idf(n: float, df: F, log: Callable[[F], F]) -> F:
     """BM25's idf of a term in `df` of `n` units (documents or notes): a float, or numpy
     arrays with `log=np.log` (the same operations in the same order, element by element)."""
