@@ -35,8 +35,8 @@ if __package__ in (None, ""):
 
 from benchmarks.generate_vault import ensure_vault
 
-PROJECT = "bench-hook"
-# (key, scope, text, a prompt this topic answers)
+# (key, scope, text, a prompt this topic answers); a project topic goes to the project of the
+# folder the hook runs from (`prepare`), as an agent's own writes from there would.
 TOPICS: tuple[tuple[str, str, str, str], ...] = (
     (
         "build-commands",
@@ -156,18 +156,21 @@ UNRELATED: tuple[str, ...] = (
 FLOORS = (0.0, 0.2, 0.25, 0.34, 0.4, 0.5, 0.6, 0.67, 0.75, 1.0)
 
 
-def prepare(source: Path, target: Path) -> Path:
-    """A copy of an indexed vault with the benchmark's topics stored in it."""
+def prepare(source: Path, target: Path, cwd: Path) -> tuple[Path, str]:
+    """A copy of an indexed vault with the benchmark's topics stored in it, and the project
+    the hook finds for `cwd`, which holds the project topics (before, they went to a fixed id
+    no hook run from `cwd` asked for: the timed prompts never met them)."""
     from vaultmem.vault import Vault
 
     shutil.copytree(source, target, ignore=shutil.ignore_patterns("*.lock", "hooks"))
     vault = Vault(target)
     if not vault.config.index_path.exists():
         vault.reconcile()
+    project = str(vault.project(cwd).scope_id)
     for key, scope, text, _ in TOPICS:
-        vault.store(key, text, scope=scope, scope_id=PROJECT if scope == "project" else None)
+        vault.store(key, text, scope=scope, scope_id=project if scope == "project" else None)
     vault.close()
-    return target
+    return target, project
 
 
 def time_hook(vault: Path, runs: int, cwd: Path, event: str = "session-start") -> dict[str, Any]:
@@ -198,7 +201,7 @@ def time_hook(vault: Path, runs: int, cwd: Path, event: str = "session-start") -
     }
 
 
-def measure_floor(vault_path: Path) -> dict[str, Any]:
+def measure_floor(vault_path: Path, project: str) -> dict[str, Any]:
     from vaultmem.adapters import hook
     from vaultmem.vault import Vault
 
@@ -208,7 +211,7 @@ def measure_floor(vault_path: Path) -> dict[str, Any]:
     for prompt, expected in labelled:
         terms = hook.prompt_terms(prompt)
         hits = vault.recall(
-            prompt, scopes=[f"project:{PROJECT}", "global"], limit=hook.PROMPT_LIMIT
+            prompt, scopes=[f"project:{project}", "global"], limit=hook.PROMPT_LIMIT
         )
         scored.append(
             (
@@ -249,10 +252,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         notes = len(markdown_files(args.vault))
     with tempfile.TemporaryDirectory(prefix="bench-hook-") as tmp:
-        vault = prepare(source, Path(tmp) / "vault")
+        vault, project = prepare(source, Path(tmp) / "vault", Path(tmp))
         timing = time_hook(vault, runs, Path(tmp))
         prompt = time_hook(vault, runs, Path(tmp), "prompt")
-        floor = measure_floor(vault)
+        floor = measure_floor(vault, project)
     result = {
         "benchmark": "hook",
         "notes": notes,

@@ -6,9 +6,11 @@ SQL (`resident_max_postings = 0`): bench_search's 50 queries, the same at limits
 "phrases", -exclusions, the --folder/--tag/--type options and tag:/type:/path: operators,
 typos, and words that make the redaction look closer (token, password, key). It writes every
 hit in full (`to_jsonable`, what `--json` prints; floats as `repr`, exact) and prints one
-SHA-256 per path. Run it with each tree on `PYTHONPATH` and compare the hashes:
+SHA-256 per path. Run it from each tree's own folder and compare the hashes (`python -m` puts
+the working directory first on `sys.path`, ahead of `PYTHONPATH`: run from this repository, it
+imports this tree's `vaultmem` whatever `PYTHONPATH` names):
 
-    PYTHONPATH=/path/to/tree python -m benchmarks.search_equivalence dump --vault DIR --out F
+    cd /path/to/tree && python -m benchmarks.search_equivalence dump --vault DIR --out F
 
 `time` runs bench_search's 50 queries warm (resident index loaded) `--rounds` times and prints
 the median per query in ms; alternate it between two trees to compare them in one spell:
