@@ -509,7 +509,7 @@ def _ranked(
 
     def rank(got: _Fetched) -> list[queries.RankedNote]:
         terms, counts, weighed, unique, postings = got
-        scored, matched = bm25.rank(
+        scored, _ = bm25.rank(  # which words matched: `matched_terms`, before this
             postings,
             [float(weighed[t]) for t in unique],
             stats,
@@ -524,7 +524,6 @@ def _ranked(
         if weights is not None:  # only the notes proximity could still lift need their rows
             scored = scored[: proximity.candidates([n.score for n in scored], limit, terms)]
         rows = reads.note_rows([note.note_key for note in scored])
-        found = frozenset(unique[i] for i in matched)
         if weights is not None:
             df = proximity.document_frequencies(postings, unique)
             weights.clear()
@@ -538,7 +537,6 @@ def _ranked(
                 n.whole,
                 n.documents,
                 rows[n.note_key],
-                found,
             )
             for n in scored
         ]

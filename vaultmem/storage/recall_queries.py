@@ -52,8 +52,7 @@ def name_matches(
     alias or tag equals one of the lower-cased candidates."""
     if not candidates:
         return []
-    kept = f"(SELECT n.id FROM notes n WHERE {notes.where})"
-    only = f"AND note_id IN {kept}" if notes.active else ""
+    only = "AND note_id IN (SELECT id FROM k)" if notes.active else ""  # `k`: the kept notes
     rows = con.execute(
         f"""
         WITH c AS (SELECT unnest($candidates::VARCHAR[]) AS word),

@@ -48,7 +48,7 @@ EVERY_NOTE = NoteFilter()
 
 def scopes_where(scopes: Sequence[tuple[str, str | None]], params: dict[str, Any]) -> str:
     """A condition on the note (alias `n`) keeping the notes of any of `scopes` (scope, scope
-    id or None for every id), its parameters added to `params`."""
+    id or None for every id; at least one), its parameters added to `params`."""
     anyof: list[str] = []
     for i, (scope, scope_id) in enumerate(scopes):
         params[f"anyscope{i}"] = scope
@@ -57,7 +57,7 @@ def scopes_where(scopes: Sequence[tuple[str, str | None]], params: dict[str, Any
         else:
             params[f"anyscope_id{i}"] = scope_id
             anyof.append(f"(n.scope = $anyscope{i} AND n.scope_id = $anyscope_id{i})")
-    return "(" + " OR ".join(anyof) + ")" if anyof else "true"
+    return "(" + " OR ".join(anyof) + ")"
 
 
 def scopes_filter(scopes: Sequence[tuple[str, str | None]]) -> NoteFilter:
@@ -128,8 +128,6 @@ class RankedNote:
     whole: float
     documents: list[tuple[int, float]]
     note: NoteRow
-    matched: frozenset[str]
-    """The query terms found in the kept notes (the same for every note of one ranking)."""
 
 
 def _sql(template: str, notes: NoteFilter, n_terms: int, post: str = "", extra: str = "") -> str:
