@@ -385,9 +385,9 @@ def recall(
     now = now or datetime.now(UTC)
     counts = usage_counts or {}
     # The scopes asked are a filter of every read, so the statistics and the ranked pool are
-    # those scopes' notes: an agent's hook asks its project and the global scope, a handful
-    # of topics, and ranking the whole vault first (~0.3 s at 100,000 notes) could fill the
-    # pool with notes it then drops.
+    # those scopes' notes: an agent's hook asks its project and the global scope (often its
+    # topics alone), and ranking the whole vault first (~0.3 s at 100,000 notes) could fill
+    # the pool with notes it then drops.
     asked = tuple((s.scope, s.scope_id) for s in scopes)
     by_name = mode in ("blended", "metadata")
     in_asked = scopes_filter(asked)
