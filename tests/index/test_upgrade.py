@@ -478,7 +478,8 @@ def test_an_upgrade_carries_the_notes_state_to_the_new_file(
     assert carried is not None, "the upgraded file has no recorded state"
     with store.reading(vault.index_path) as con:
         rows = read_state(con, (*SCAN_CODES, *READ_CODES))
-    assert carried.notes.columns() == IndexedNotes(rows.notes).columns()
+    carried_columns = [tuple(column) for column in carried.notes.columns()]
+    assert carried_columns == [tuple(c) for c in IndexedNotes(rows.notes).columns()]
     assert carried.files == rows.files
     assert carried.scan_problems == frozenset(rows.scan_problems)
     assert (carried.problem_count, carried.journal) == (rows.problem_count, rows.journal)

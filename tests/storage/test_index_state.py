@@ -41,11 +41,20 @@ def _record() -> StateRecord:
     )
 
 
+def _plain(record: StateRecord | None) -> StateRecord | None:
+    """The record with its note columns as lists (a record read back keeps them as it
+    stores them: `TextColumn`s and 64-bit arrays)."""
+    if record is None:
+        return None
+    columns = ("paths", "ids", "sizes", "mtimes", "hashes")
+    return record._replace(**{name: list(getattr(record, name)) for name in columns})
+
+
 def test_a_record_reads_back_as_written(tmp_path: Path) -> None:
     write(tmp_path, _record())
     got = read_state_record(tmp_path)
     assert got is not None
-    assert got._replace(paths=list(got.paths)) == _record()
+    assert _plain(got) == _record()
 
 
 def test_an_empty_index_reads_back(tmp_path: Path) -> None:
@@ -53,7 +62,7 @@ def test_an_empty_index_reads_back(tmp_path: Path) -> None:
         paths=[], ids=[], sizes=[], mtimes=[], hashes=[], claims=[], files=[], scan_problems=[]
     )
     write(tmp_path, empty)
-    assert read_state_record(tmp_path) == empty
+    assert _plain(read_state_record(tmp_path)) == empty
 
 
 @pytest.mark.parametrize("cut", [1, 10, 100, -1])
@@ -297,3 +306,52 @@ def test_a_change_past_the_limit_writes_a_whole_base_whatever_the_vaults_size(
         got = read_state_record(tmp_path)
         assert got is not None and got.token == token
         base = got
+
+
+def test_listed_files_answer_as_their_set_with_or_without_changes() -> None:
+    """A record's files kept joined: `in`, `len`, iteration, set operations and the lines
+    the link resolver searches all say what the set of the files says, before and after
+    files come and go (also a file that came back, or went without ever being there)."""
+    from vaultmem.storage.index_state import ListedFiles, join_listing
+
+    base = ["a.md", "dir/b \u00e9.md", "dir/c.md", "pic.png"]
+    listed = ListedFiles(join_listing(sorted(base)), len(base))
+    changes = {"pic.png": False, "new.md": True, "a.md": True, "never.md": False}
+    cases = [(listed, set(base)), (listed.changed(changes), {"a.md", "dir/b \u00e9.md"})]
+    cases[1][1].update({"dir/c.md", "new.md"})
+    probes = [*base, "new.md", "never.md", "b \u00e9.md", "dir/b", "", "a.md\0dir", "c.md"]
+    for files, expected in cases:
+        assert len(files) == len(expected)
+        assert [p in files for p in probes] == [p in expected for p in probes]
+        assert set(files) == expected and files == expected
+        assert files - {"a.md"} == frozenset(expected - {"a.md"})
+    assert listed.lines() == "\na.md\ndir/b \u00e9.md\ndir/c.md\npic.png\n"
+    assert listed.changed(changes).lines() is None  # a file went: not joined so
+    came = listed.changed({"new.md": True, "a.md": True})
+    assert came.lines() == "\na.md\ndir/b \u00e9.md\ndir/c.md\npic.png\nnew.md\n"
+    assert not came.same_as(join_listing(sorted(base)))  # a walk's listing is the base's
+    odd = ListedFiles(join_listing(["a\nb.md"]), 1)
+    assert odd.lines() is None and "a\nb.md" in odd
+
+
+def test_a_record_read_back_keeps_its_columns_joined_until_walked(tmp_path: Path) -> None:
+    """A run named by path looks up a note and a file of 100,000: a record read back
+    answers without splitting its columns, and a note edited since the base (its change
+    file) leaves the paths' column as stored."""
+    from vaultmem.storage.text_column import TextColumn
+
+    record = _record()._replace(files=["a.md", "dir/b \u00e9.md", "pic.png"])
+    record = record._replace(paths=record.paths[:2], ids=record.ids[:2], sizes=[1, 2])
+    record = record._replace(mtimes=[1, 2], hashes=record.hashes[:2], claims=[None, "t-topic"])
+    write(tmp_path, record)
+    forget_before_write(tmp_path)
+    token: IndexToken = ((7, 7, 7), None)
+    edit = {"a.md": ("n-1", 5, 6, "e" * 32, None)}
+    change = StateChange(record.token, token, record.versions, edit, {}, {}, 4, "abc")
+    record_state(tmp_path, token, lambda: record, change)
+    got = read_state_record(tmp_path)
+    assert got is not None and isinstance(got.paths, TextColumn)
+    assert got.paths.joined is not None and got.paths.ascending  # the edit left it unedited
+    assert (got.paths[0], got.ids[0], got.sizes[0], got.hashes[0]) == ("a.md", "n-1", 5, "e" * 32)
+    assert "pic.png" in got.files and "b \u00e9.md" not in got.files
+    assert got.files.lines() is not None  # type: ignore[attr-defined]

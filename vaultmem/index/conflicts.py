@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Sequence, Set
 from contextlib import suppress
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Final
@@ -74,7 +74,7 @@ def marker_problem(path: str, data: bytes) -> Problem | None:
     )
 
 
-def copy_problems(notes: Iterable[str], files: frozenset[str]) -> list[Problem]:
+def copy_problems(notes: Iterable[str], files: Set[str]) -> list[Problem]:
     """A `conflict_copy` problem for each numbered copy among `notes` (`x 2.md` with `x.md`
     beside it, as iCloud and OneDrive name them). They stay notes: the name may be a person's
     own (`Chapter 2.md`), so only the report says what it looks like. `x 1.md` is never one:

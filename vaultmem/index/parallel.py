@@ -31,7 +31,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeVar
@@ -151,7 +151,8 @@ class Context(NamedTuple):
     the staging folder and, with semantic recall on, the embedding hook (one call per chunk)."""
 
     config: Config
-    files: tuple[str, ...]
+    files: Collection[str]
+    """Every file a link can reach: made a tuple before it is sent to a worker."""
     out_dir: str
     embed: Embed | None = None
     bucket_postings: bool = False
@@ -494,7 +495,7 @@ def _prepare_in_pool(
         max_workers=workers,
         mp_context=worker_context(["vaultmem.index.parallel"]),
         initializer=_start_worker,
-        initargs=(os.getpid(), context),
+        initargs=(os.getpid(), context._replace(files=tuple(context.files))),
     ) as pool:
         futures = [pool.submit(_run_chunk, i, chunk) for i, chunk in enumerate(chunks)]
         for index, future in enumerate(futures):

@@ -62,7 +62,7 @@ class IndexedNotes(Mapping[str, IndexedNote]):
 
     def __init__(self, rows: Sequence[tuple[str, str, int, int, str, str | None]]) -> None:
         """`rows`: (path, id, size, mtime_ns, content_hash, claimed_id) per note."""
-        columns: list[tuple[Any, ...]] = list(zip(*rows, strict=True)) or [()] * 6
+        columns: list[Sequence[Any]] = list(zip(*rows, strict=True)) or [()] * 6
         self._paths, self._ids, self._sizes, self._mtimes, self._hashes, self._claims = columns
         self._row: dict[str, int] | None = None
         self._in_order: bool | None = None
@@ -77,15 +77,21 @@ class IndexedNotes(Mapping[str, IndexedNote]):
         mtimes: Sequence[int],
         hashes: Sequence[str],
         claims: Sequence[str | None],
+        *,
+        in_order: bool | None = None,
     ) -> IndexedNotes:
-        """The notes given as six equally long columns (`storage.index_state` keeps them so)."""
+        """The notes given as six equally long columns (`storage.index_state` keeps them so).
+        Lists become tuples; other sequences are kept as given (a state record's columns cut
+        a string only when asked: a run named by path asks for a few). `in_order`: the paths
+        are known to be in order (or not): no pass over them to find out."""
         notes = cls(())
         columns = (paths, ids, sizes, mtimes, hashes, claims)
         if len({len(c) for c in columns}) > 1:
             raise ValueError("columns of different lengths")
         notes._paths, notes._ids, notes._sizes, notes._mtimes, notes._hashes, notes._claims = (
-            tuple(c) for c in columns
+            tuple(c) if isinstance(c, list) else c for c in columns
         )
+        notes._in_order = in_order
         return notes
 
     @property
@@ -108,7 +114,7 @@ class IndexedNotes(Mapping[str, IndexedNote]):
                 return i if i < len(paths) and paths[i] == path else None
         return self._rows.get(path)
 
-    def columns(self) -> tuple[tuple[Any, ...], ...]:
+    def columns(self) -> tuple[Sequence[Any], ...]:
         """(paths, ids, sizes, mtimes, hashes, claims), each in the same order."""
         return (self._paths, self._ids, self._sizes, self._mtimes, self._hashes, self._claims)
 
@@ -288,7 +294,8 @@ def _moved_in_place(
         walked_sizes = list(map(itemgetter(1), scanned))
         walked_mtimes = list(map(itemgetter(2), scanned))
         pick = scanned.__getitem__
-    if walked != list(paths):
+    # A state record's column compares itself with the walk's list without splitting first.
+    if not (walked == list(paths) if isinstance(paths, tuple) else paths == walked):
         return None
     positions = range(len(paths))
     moved = set(compress(positions, map(ne, walked_sizes, sizes)))

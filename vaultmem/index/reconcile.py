@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence, Set
 from contextlib import ExitStack
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
@@ -375,6 +375,7 @@ def recorded_state(config: Config, token: IndexToken, walked: Survey | None = No
         kept_state_record,
         read_state_record,
     )
+    from vaultmem.storage.text_column import TextColumn
 
     record = kept_state_record(config.state_dir, token)
     if record is None and (record := read_state_record(config.state_dir)) is not None:
@@ -383,14 +384,24 @@ def recorded_state(config: Config, token: IndexToken, walked: Survey | None = No
         return None
     if record.versions != index_versions(config):
         return None
+    paths = record.paths
     notes = IndexedNotes.from_columns(
-        record.paths, record.ids, record.sizes, record.mtimes, record.hashes, record.claims
+        paths,
+        record.ids,
+        record.sizes,
+        record.mtimes,
+        record.hashes,
+        record.claims,
+        in_order=paths.ascending if isinstance(paths, TextColumn) else None,
     )
     listed = record.files
+    files: Set[str]
     if walked is not None and walked.listing is not None and isinstance(listed, ListedFiles):
         files = walked.files if listed.same_as(walked.listing) else listed.frozen()
+    elif isinstance(listed, ListedFiles):
+        files = listed  # a run named by path asks about a few: no set of them all
     else:
-        files = listed.frozen() if isinstance(listed, ListedFiles) else frozenset(listed)
+        files = frozenset(listed)
     return State(
         notes,
         files,

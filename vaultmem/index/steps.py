@@ -130,7 +130,8 @@ class State(NamedTuple):
     """The index as read before deciding anything; `create` when it is built from nothing."""
 
     notes: IndexedNotes
-    files: frozenset[str]
+    files: Set[str]
+    """Every file: a frozenset, or the state record's files kept joined (`ListedFiles`)."""
     scan_problems: frozenset[tuple[str, str, str]]
     problem_count: int
     token: IndexToken
@@ -150,7 +151,7 @@ class Survey(NamedTuple):
 
     mode: Mode
     notes: Sequence[Fingerprint]  # a walk's: `files.walked.WalkedNotes`
-    files: frozenset[str]
+    files: Set[str]
     problems: tuple[Problem, ...] | None
     candidates: frozenset[str] | None
     indexed: IndexedNotes
@@ -506,7 +507,7 @@ def problem_changes(survey: Survey, out: Outcomes) -> dict[str, Any]:
 
 def state_after(
     write: Write,
-) -> tuple[IndexedNotes, frozenset[str], set[tuple[str, str, str]]]:
+) -> tuple[IndexedNotes, Set[str], set[tuple[str, str, str]]]:
     """The index's notes, files and scan problems once the transaction has written `write`:
     what the next run would read back (`storage.index_state`), made from what this run knows,
     with the changes the transaction makes to `notes`, `files` and `problems`."""

@@ -8,14 +8,14 @@ Each function reads the file system (and `storage.last_survey`'s small file) and
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Set
 
 from vaultmem.core.config import Config
 from vaultmem.files import folder_cache
 from vaultmem.files.scan import is_eligible_file, scan_paths, scan_vault
 from vaultmem.index.plan import IndexedNotes, survey_digest
 from vaultmem.index.steps import Mode, State, Survey, index_versions
-from vaultmem.storage.index_state import join_listing
+from vaultmem.storage.index_state import ListedFiles, join_listing
 from vaultmem.storage.last_survey import (
     IndexToken,
     LastSurvey,
@@ -69,10 +69,14 @@ def survey_paths(config: Config, paths: Iterable[str], state: State) -> Survey:
             came.add(path)
         else:
             went.add(path)
-    came -= state.files
-    went &= state.files
+    came = {p for p in came if p not in state.files}
+    went = {p for p in went if p in state.files}
     # An edit moves no file: the index's set stands (copying it cost ~10 ms at 100,000).
-    files = (state.files - went) | came if came or went else state.files
+    files: Set[str] = state.files
+    if isinstance(files, ListedFiles) and (came or went):  # still joined: kept so
+        files = files.changed(dict.fromkeys(went, False) | dict.fromkeys(came, True))
+    elif came or went:
+        files = (files - went) | came
     indexed = state.notes.only(candidates)
     from vaultmem.index.conflicts import path_problems
 
@@ -80,7 +84,7 @@ def survey_paths(config: Config, paths: Iterable[str], state: State) -> Survey:
     return Survey(
         "paths",
         tuple(present),
-        frozenset(files),
+        files,
         None,
         frozenset(candidates),
         indexed,

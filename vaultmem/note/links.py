@@ -15,7 +15,7 @@ import re
 import sys
 import unicodedata
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from itertools import accumulate
 
 from vaultmem.core.models import Block, Heading, Link, Resolution
@@ -273,9 +273,22 @@ class LazyLinkResolver(LinkResolver):
     could not be split back), every file is indexed as usual.
     """
 
-    __slots__ = ("_blob", "_eager_after", "_joined", "_keys", "_paths", "_starts")
+    __slots__ = (
+        "_blob",
+        "_eager_after",
+        "_joined",
+        "_keys",
+        "_lines",
+        "_listed",
+        "_paths",
+        "_starts",
+    )
 
-    def __init__(self, paths: Sequence[str], eager_after: int = 32) -> None:
+    def __init__(
+        self, paths: Collection[str], eager_after: int = 32, *, lines: str | None = None
+    ) -> None:
+        """`lines`: the paths already joined as the search needs them ("\n" before, between
+        and after each), when a caller holds them so (`index_state.ListedFiles.lines`)."""
         super().__init__()
         self._paths = paths
         self._keys: set[str] | None = set()
@@ -283,6 +296,8 @@ class LazyLinkResolver(LinkResolver):
         self._blob: str | None = None
         self._joined: str | None = None  # the paths as `_blob` holds them, before the fold
         self._starts: list[int] = []
+        self._listed: list[str] = []
+        self._lines = lines
 
     def resolve(self, target: str, source_path: str) -> str | None:
         keys = self._keys
@@ -304,7 +319,8 @@ class LazyLinkResolver(LinkResolver):
         if not key:
             return True  # `Folder/`: no file has an empty name
         if self._blob is None:
-            whole = "\n" + "\n".join(self._paths) + "\n"
+            whole = self._lines or "\n" + "\n".join(self._paths) + "\n"
+            self._lines = None
             lowered = whole.lower()  # lower-casing never shortens a character, NFC may
             in_place = len(lowered) == len(whole) and unicodedata.is_normalized("NFC", lowered)
             folded = lowered if in_place else _fold(whole)
@@ -314,6 +330,7 @@ class LazyLinkResolver(LinkResolver):
             if in_place:  # each character folded to one: a match's line is its path's
                 self._joined = whole
             else:  # where each line break is, to find the path
+                self._listed = whole[1:-1].split("\n")  # in the order of the lines
                 lengths = [len(line) + 1 for line in folded[1:-1].split("\n")]
                 self._starts = list(accumulate(lengths, initial=0))
         blob, joined = self._blob, self._joined
@@ -327,7 +344,7 @@ class LazyLinkResolver(LinkResolver):
                     if joined is not None:
                         path = joined[blob.rfind("\n", 0, at) + 1 : end]
                     else:
-                        path = self._paths[bisect_left(self._starts, end) - 1]
+                        path = self._listed[bisect_left(self._starts, end) - 1]
                     if file_name_key(path) == key:
                         self.add(path)
                 at = blob.find(needle, at + 1)

@@ -15,9 +15,11 @@ the rows. A writer holds it with the last survey before the index changes
 
 The format is columns, not rows, so reading and writing stay in C: one line of JSON (counts,
 sizes, the few claimed ids and scan problems), then the text columns joined by NUL (which no
-path holds) and the integer columns as 64-bit arrays. The files are written sorted and read
-joined (`ListedFiles`): a run whose walk lists the same files compares two byte strings and
-takes the walk's set.
+path holds) with where each string ends, and the integer columns as 64-bit arrays. Nothing is
+split when read: the paths, ids and hashes are `TextColumn`s, which cut a string when asked
+(a run named by path looks at a handful of 100,000), and the files, written sorted, stay one
+text (`ListedFiles`): a run whose walk lists the same files compares two byte strings and takes
+the walk's set; a run named by path asks whether a file is there by a search of that text.
 
 Rewriting that whole record after a one-note edit cost ~0.05 s at 100,000 notes (16 MB), so a
 small write records only what it changed: `<state>/index-state.change.json` holds, for the base
@@ -36,6 +38,7 @@ import os
 from array import array
 from bisect import bisect_left
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from contextlib import suppress
 from itertools import compress
 from operator import lt
@@ -43,10 +46,11 @@ from pathlib import Path
 from typing import Any, NamedTuple, cast
 
 from vaultmem.storage.last_survey import IndexToken, forget_last_survey, publish
+from vaultmem.storage.text_column import SEPARATOR, TextColumn, ends_of
 
 RECORD_NAME = "index-state.bin"
 
-_MAGIC = b"vaultmem-index-state 1\n"
+_MAGIC = b"vaultmem-index-state 2\n"
 CHANGE_NAME = "index-state.change.json"
 _CHANGE_FORMAT = 1
 CHANGE_LIMIT = 64
@@ -55,7 +59,10 @@ it a reader bisects the changed notes into a base in path order (`_patched`); a 
 (an older writer's) takes a pass over every row (`_applied`). At 100,000 notes a cold read
 took 0.075 s at 64 changed notes and 0.104 s at 65 or 600; a whole base costs its writer
 0.049 s, once per 64 notes changed."""
-_TEXT = ("paths", "ids", "hashes", "files")
+_TEXT = ("paths", "ids", "hashes")
+"""The note columns kept as `TextColumn`s, each with its ends (`<name>_ends`)."""
+_COLUMNS = (*(f"{n}{e}" for n in _TEXT for e in ("", "_ends")), "files", "sizes", "mtimes")
+"""The columns of a base record, in the order they follow its header."""
 
 
 class StateRecord(NamedTuple):
@@ -77,21 +84,33 @@ class StateRecord(NamedTuple):
     journal: str | None
 
 
-class ListedFiles(Collection[str]):
-    """A base record's files as it stores them: sorted, joined by NUL, split on first use.
+class ListedFiles(AbstractSet[str]):
+    """A base record's files as it stores them (sorted, joined by NUL), and the files its
+    change file says came (True) or went (False) since; split only when walked.
 
     A one-note edit's run compares them with its walk's listing (`same_as`): one comparison
     of two byte strings, where splitting 100,000 paths, making a set of them and comparing
     it with the walk's set cost ~0.05 s at 100,000 notes. Equal, the run takes the walk's
-    set for the index's (`index.reconcile.recorded_state`)."""
+    set for the index's (`index.reconcile.recorded_state`). A run named by path asks about a
+    few files: `in` searches the joined bytes (~1 ms at 100,000 files) instead of splitting
+    them, and the link resolver takes them joined (`lines`)."""
 
-    __slots__ = ("_count", "_frozen", "_joined", "_split")
+    __slots__ = ("_changed", "_count", "_frozen", "_joined", "_len", "_padded", "_split")
 
-    def __init__(self, joined: bytes, count: int) -> None:
+    def __init__(
+        self, joined: bytes, count: int, changed: Mapping[str, bool] | None = None
+    ) -> None:
         self._joined = joined
         self._count = count
+        self._changed = dict(changed or {})
         self._split: list[str] | None = None
         self._frozen: frozenset[str] | None = None
+        self._padded: bytes | None = None
+        self._len: int | None = None if self._changed else count
+
+    def changed(self, files: Mapping[str, bool]) -> ListedFiles:
+        """These files with `files` come (True) or gone (False) as well."""
+        return ListedFiles(self._joined, self._count, {**self._changed, **files})
 
     def frozen(self) -> frozenset[str]:
         """The files as a set, made once: every run that takes this record back gets this same
@@ -101,29 +120,68 @@ class ListedFiles(Collection[str]):
         return self._frozen
 
     def same_as(self, listing: bytes) -> bool:
-        """Whether these are the files `join_listing` made `listing` of."""
-        return self._joined == listing
+        """Whether these are the files `join_listing` made `listing` of (False, without a
+        look, when the change file moved any)."""
+        return not self._changed and self._joined == listing
+
+    def lines(self) -> str | None:
+        """The files one per line, between two line breaks (what `LazyLinkResolver` searches),
+        made without splitting them; None when that is not possible: a file went, or a file
+        name holds a line break."""
+        if any(not present for present in self._changed.values()):
+            return None
+        text = self._joined.decode("utf-8", "surrogateescape")
+        came = [f for f in self._changed if not self._in_base(f)]
+        if "\n" in text or any("\n" in f for f in came):
+            return None
+        listed = text.replace(SEPARATOR, "\n") if self._count else ""
+        return "\n" + "\n".join(filter(None, (listed, *came))) + "\n"
+
+    def _in_base(self, path: str) -> bool:
+        if not self._count:
+            return False
+        if self._padded is None:
+            self._padded = b"\0" + self._joined + b"\0"
+        return b"\0" + path.encode("utf-8", "surrogateescape") + b"\0" in self._padded
 
     def _values(self) -> list[str]:
         if self._split is None:
-            self._split = _split(self._joined, self._count)
+            values = _split(self._joined, self._count)
+            if self._changed:
+                values = [f for f in values if f not in self._changed]
+                values += [f for f, present in self._changed.items() if present]
+            self._split = values
         return self._split
 
+    @classmethod
+    def _from_iterable(cls, values: Iterable[Any]) -> frozenset[Any]:
+        return frozenset(values)  # what `-`, `|` and `&` make
+
     def __len__(self) -> int:
-        return self._count
+        if self._len is None:
+            self._len = self._count + sum(
+                present - self._in_base(f) for f, present in self._changed.items()
+            )
+        return self._len
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._values())
 
     def __contains__(self, path: object) -> bool:
-        return path in self._values()
+        if not isinstance(path, str):
+            return False
+        if self._frozen is not None:
+            return path in self._frozen
+        if path in self._changed:
+            return self._changed[path]
+        return self._in_base(path)
 
     def __eq__(self, other: object) -> bool:
         """The same files, as a set: a record's files have no order that means anything."""
-        if isinstance(other, ListedFiles):
+        if isinstance(other, ListedFiles) and not self._changed and not other._changed:
             return self._joined == other._joined
         if isinstance(other, Collection) and not isinstance(other, str | bytes):
-            return len(other) == self._count and set(self._values()) == set(other)
+            return len(other) == len(self) and set(self._values()) == set(other)
         return NotImplemented
 
     __hash__ = None  # type: ignore[assignment]
@@ -136,7 +194,7 @@ def join_listing(files: Iterable[str]) -> bytes:
 
 
 def _join_files(files: Collection[str]) -> bytes:
-    if isinstance(files, ListedFiles):
+    if isinstance(files, ListedFiles) and not files._changed:
         return files._joined  # read back from a base: sorted already
     return _join(sorted(files))
 
@@ -152,6 +210,19 @@ def _split(data: bytes, count: int) -> list[str]:
     if len(values) != count:
         raise ValueError("a column of the wrong length")
     return values
+
+
+def _joined_column(values: Sequence[str]) -> tuple[str, array[int]]:
+    """A note column as a record stores it: its strings joined by `SEPARATOR`, and their ends."""
+    if isinstance(values, TextColumn) and (joined := values.joined) is not None:
+        return joined  # read back and not edited: stored as it came
+    return SEPARATOR.join(values), ends_of(values)
+
+
+def _ascending(paths: Sequence[str]) -> bool:
+    if isinstance(paths, TextColumn) and paths.joined is not None and paths.ascending:
+        return True
+    return all(map(lt, paths, paths[1:]))
 
 
 NoteRow = tuple[str, int, int, str, "str | None"]
@@ -305,14 +376,14 @@ def write_state_record(state_dir: Path, record: StateRecord) -> None:
     that cannot be written just goes without. The process keeps it too."""
     _KEPT[state_dir] = (record.token, lambda: record)
     n = len(record.paths)
-    columns = {
-        "paths": _join(record.paths),
-        "ids": _join(record.ids),
-        "hashes": _join(record.hashes),
-        "files": _join_files(record.files),
-        "sizes": array("q", record.sizes).tobytes(),
-        "mtimes": array("q", record.mtimes).tobytes(),
-    }
+    columns: dict[str, bytes] = {}
+    for name in _TEXT:
+        text, ends = _joined_column(getattr(record, name))
+        columns[name] = text.encode("utf-8", "surrogateescape")
+        columns[f"{name}_ends"] = ends.tobytes()
+    columns["files"] = _join_files(record.files)
+    columns["sizes"] = array("q", record.sizes).tobytes()
+    columns["mtimes"] = array("q", record.mtimes).tobytes()
     header = {
         "token": [list(t) if t is not None else None for t in record.token],
         "versions": record.versions,
@@ -322,16 +393,15 @@ def write_state_record(state_dir: Path, record: StateRecord) -> None:
         "scan_problems": [list(p) for p in record.scan_problems],
         "problem_count": record.problem_count,
         "journal": record.journal,
-        "in_path_order": all(map(lt, record.paths, record.paths[1:])),
-        "files_sorted": True,
-        "lengths": {name: len(data) for name, data in columns.items()},
+        "in_path_order": _ascending(record.paths),
+        "lengths": {name: len(columns[name]) for name in _COLUMNS},
     }
     tmp = state_dir / f".{RECORD_NAME}.{os.getpid()}.tmp"
     try:
         with open(tmp, "wb") as out:
             out.write(_MAGIC)
             out.write(json.dumps(header).encode() + b"\n")
-            out.writelines(columns.values())
+            out.writelines(columns[name] for name in _COLUMNS)
         os.replace(tmp, state_dir / RECORD_NAME)
         (state_dir / CHANGE_NAME).unlink(missing_ok=True)
     except OSError:
@@ -409,13 +479,15 @@ def _patched(base: StateRecord, change: dict[str, Any]) -> StateRecord | None:
         claimed = None if claim is None else str(claim)
         values = (path, str(note_id), int(size), int(mtime_ns), str(content_hash), claimed)
         for column, value in zip(columns, values, strict=True):
-            if here:
-                column[at] = value
-            else:
+            if not here:
                 column.insert(at, value)
+            elif column is not paths:  # the path itself stands: its column stays unedited
+                column[at] = value
     files: dict[str, bool] = change["files"]
     listed = base.files
-    if files:  # else (a note edited) the list stands as read: no pass over every file
+    if files and isinstance(listed, ListedFiles):  # no pass over every file either
+        listed = listed.changed({str(f): bool(present) for f, present in files.items()})
+    elif files:
         listed = [f for f in base.files if f not in files]
         listed += [f for f, present in files.items() if present]
     return _changed(base, change, columns, listed)
@@ -465,10 +537,11 @@ def _read_base(state_dir: Path) -> tuple[StateRecord, bool] | None:
         n, file_count = int(header["notes"]), int(header["file_count"])
         lengths = header["lengths"]
         offset = end + 1
-        raw: dict[str, bytes] = {}
-        for name in ("paths", "ids", "hashes", "files", "sizes", "mtimes"):
+        view = memoryview(data)  # the columns are cut from it without a copy each
+        raw: dict[str, memoryview] = {}
+        for name in _COLUMNS:
             size = int(lengths[name])
-            raw[name] = data[offset : offset + size]
+            raw[name] = view[offset : offset + size]
             if len(raw[name]) != size:
                 return None  # truncated
             offset += size
@@ -479,6 +552,15 @@ def _read_base(state_dir: Path) -> tuple[StateRecord, bool] | None:
         mtimes.frombytes(raw["mtimes"])
         if len(sizes) != n or len(mtimes) != n:
             return None
+        ordered = header.get("in_path_order") is True
+        text: dict[str, TextColumn] = {}
+        for name in _TEXT:
+            ends = array("q")
+            ends.frombytes(raw[f"{name}_ends"])
+            if len(ends) != n:
+                return None
+            decoded = str(raw[name], "utf-8", "surrogateescape")
+            text[name] = TextColumn(decoded, ends, ascending=ordered and name == "paths")
         claims: list[str | None] = [None] * n
         for i, claim in header["claims"].items():
             claims[int(i)] = str(claim)
@@ -489,19 +571,17 @@ def _read_base(state_dir: Path) -> tuple[StateRecord, bool] | None:
         record = StateRecord(
             token,
             {str(k): str(v) for k, v in header["versions"].items()},
-            _split(raw["paths"], n),
-            _split(raw["ids"], n),
-            sizes.tolist(),
-            mtimes.tolist(),
-            _split(raw["hashes"], n),
+            text["paths"],
+            text["ids"],
+            sizes,
+            mtimes,
+            text["hashes"],
             claims,
-            ListedFiles(raw["files"], file_count)
-            if header.get("files_sorted") is True
-            else _split(raw["files"], file_count),
+            ListedFiles(raw["files"].tobytes(), file_count),
             [(str(p), str(c), str(m)) for p, c, m in header["scan_problems"]],
             int(header["problem_count"]),
             None if journal is None else str(journal),
         )
-        return record, header.get("in_path_order") is True
+        return record, ordered
     except (OSError, ValueError, TypeError, KeyError, IndexError, AttributeError):
         return None
