@@ -84,33 +84,64 @@ class StateRecord(NamedTuple):
     journal: str | None
 
 
+class _Listing:
+    """A base record's files, sorted and joined by NUL, and what was learnt of them: shared by
+    every `ListedFiles` made from one base (a warm watcher's batches), since the base never
+    changes."""
+
+    __slots__ = ("count", "joined", "known", "lines", "padded", "split")
+
+    def __init__(self, joined: bytes, count: int) -> None:
+        self.joined = joined
+        self.count = count
+        self.known: dict[str, bool] = {}  # path -> whether the base holds it
+        self.padded: bytes | None = None
+        self.lines: str | None = None
+        self.split: list[str] | None = None
+
+    def holds(self, path: str) -> bool:
+        """Whether the base lists `path`: a search of the joined bytes, once per path."""
+        known = self.known.get(path)
+        if known is None:
+            if self.padded is None:
+                self.padded = b"\0" + self.joined + b"\0"
+            needle = b"\0" + path.encode("utf-8", "surrogateescape") + b"\0"
+            known = self.known[path] = self.count > 0 and needle in self.padded
+        return known
+
+    def values(self) -> list[str]:
+        if self.split is None:
+            self.split = _split(self.joined, self.count)
+        return self.split
+
+
 class ListedFiles(AbstractSet[str]):
     """A base record's files as it stores them (sorted, joined by NUL), and the files its
-    change file says came (True) or went (False) since; split only when walked.
+    change file (or a run since) says came (True) or went (False); split only when walked.
 
     A one-note edit's run compares them with its walk's listing (`same_as`): one comparison
     of two byte strings, where splitting 100,000 paths, making a set of them and comparing
     it with the walk's set cost ~0.05 s at 100,000 notes. Equal, the run takes the walk's
     set for the index's (`index.reconcile.recorded_state`). A run named by path asks about a
-    few files: `in` searches the joined bytes (~1 ms at 100,000 files) instead of splitting
-    them, and the link resolver takes them joined (`lines`)."""
+    few files: `in` searches the joined bytes (~1 ms at 100,000 files, once per path) instead
+    of splitting them, and the link resolver takes them joined (`lines`)."""
 
-    __slots__ = ("_changed", "_count", "_frozen", "_joined", "_len", "_padded", "_split")
+    __slots__ = ("_base", "_changed", "_frozen", "_len", "_split")
 
     def __init__(
         self, joined: bytes, count: int, changed: Mapping[str, bool] | None = None
     ) -> None:
-        self._joined = joined
-        self._count = count
+        self._base = _Listing(joined, count)
         self._changed = dict(changed or {})
         self._split: list[str] | None = None
         self._frozen: frozenset[str] | None = None
-        self._padded: bytes | None = None
-        self._len: int | None = None if self._changed else count
+        self._len: int | None = None
 
     def changed(self, files: Mapping[str, bool]) -> ListedFiles:
         """These files with `files` come (True) or gone (False) as well."""
-        return ListedFiles(self._joined, self._count, {**self._changed, **files})
+        made = ListedFiles(b"", 0, {**self._changed, **files})
+        made._base = self._base  # the same base, and what was learnt of it
+        return made
 
     def frozen(self) -> frozenset[str]:
         """The files as a set, made once: every run that takes this record back gets this same
@@ -121,8 +152,13 @@ class ListedFiles(AbstractSet[str]):
 
     def same_as(self, listing: bytes) -> bool:
         """Whether these are the files `join_listing` made `listing` of (False, without a
-        look, when the change file moved any)."""
-        return not self._changed and self._joined == listing
+        look, when any came or went since the base)."""
+        return not self._changed and self._base.joined == listing
+
+    @property
+    def joined(self) -> bytes | None:
+        """The files as a base record stores them, while none came or went; else None."""
+        return None if self._changed else self._base.joined
 
     def lines(self) -> str | None:
         """The files one per line, between two line breaks (what `LazyLinkResolver` searches),
@@ -130,23 +166,20 @@ class ListedFiles(AbstractSet[str]):
         name holds a line break."""
         if any(not present for present in self._changed.values()):
             return None
-        text = self._joined.decode("utf-8", "surrogateescape")
-        came = [f for f in self._changed if not self._in_base(f)]
-        if "\n" in text or any("\n" in f for f in came):
+        base = self._base
+        if base.lines is None:
+            text = base.joined.decode("utf-8", "surrogateescape")
+            base.lines = "" if "\n" in text else "\n" + text.replace(SEPARATOR, "\n") + "\n"
+        came = [f for f in self._changed if not base.holds(f)]
+        if not base.lines or any("\n" in f for f in came):
             return None
-        listed = text.replace(SEPARATOR, "\n") if self._count else ""
-        return "\n" + "\n".join(filter(None, (listed, *came))) + "\n"
-
-    def _in_base(self, path: str) -> bool:
-        if not self._count:
-            return False
-        if self._padded is None:
-            self._padded = b"\0" + self._joined + b"\0"
-        return b"\0" + path.encode("utf-8", "surrogateescape") + b"\0" in self._padded
+        if not came:
+            return base.lines
+        return (base.lines if base.count else "\n") + "\n".join(came) + "\n"
 
     def _values(self) -> list[str]:
         if self._split is None:
-            values = _split(self._joined, self._count)
+            values = self._base.values()
             if self._changed:
                 values = [f for f in values if f not in self._changed]
                 values += [f for f, present in self._changed.items() if present]
@@ -159,8 +192,9 @@ class ListedFiles(AbstractSet[str]):
 
     def __len__(self) -> int:
         if self._len is None:
-            self._len = self._count + sum(
-                present - self._in_base(f) for f, present in self._changed.items()
+            base = self._base
+            self._len = base.count + sum(
+                present - base.holds(f) for f, present in self._changed.items()
             )
         return self._len
 
@@ -174,12 +208,12 @@ class ListedFiles(AbstractSet[str]):
             return path in self._frozen
         if path in self._changed:
             return self._changed[path]
-        return self._in_base(path)
+        return self._base.holds(path)
 
     def __eq__(self, other: object) -> bool:
         """The same files, as a set: a record's files have no order that means anything."""
         if isinstance(other, ListedFiles) and not self._changed and not other._changed:
-            return self._joined == other._joined
+            return self._base.joined == other._base.joined
         if isinstance(other, Collection) and not isinstance(other, str | bytes):
             return len(other) == len(self) and set(self._values()) == set(other)
         return NotImplemented
@@ -194,8 +228,8 @@ def join_listing(files: Iterable[str]) -> bytes:
 
 
 def _join_files(files: Collection[str]) -> bytes:
-    if isinstance(files, ListedFiles) and not files._changed:
-        return files._joined  # read back from a base: sorted already
+    if isinstance(files, ListedFiles) and (joined := files.joined) is not None:
+        return joined  # read back from a base: sorted already
     return _join(sorted(files))
 
 
