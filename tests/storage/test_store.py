@@ -297,3 +297,63 @@ def test_a_process_ends_with_no_shared_reader_thread_left_in_duckdb(tmp_path: Pa
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == "left: []"
+
+
+WRITER = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+    from vaultmem.files.lock import writer_lock
+    from vaultmem.storage import store
+    index = Path(sys.argv[1])
+    with writer_lock(index.parent):
+        con = store.connect(index, read_only=False)
+        print("holding", flush=True)
+        time.sleep(float(sys.argv[2]))
+        con.close()
+    """
+)
+
+
+def test_a_refused_reader_waits_for_the_writer_lock_not_with_backoff(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A vaultmem writer holds the index only inside its writer lock: a reader DuckDB
+    refuses waits on that lock and opens once it is let go, instead of trying the open again
+    and again (each refused open is ~10 ms of DuckDB's start-up; the backoff grew to 0.2 s
+    between tries, so a reader got in up to that long after the writer was done)."""
+    root = tmp_path / "v"
+    make_vault(root).close()
+    index = index_of(root)
+    opens: list[float] = []
+    engine = store.duckdb  # the module store opens DuckDB through
+    real_connect = engine.connect
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        opens.append(time.monotonic())
+        return real_connect(*args, **kwargs)
+
+    monkeypatch.setattr(engine, "connect", counted)
+    writer = subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(index), "1.5"], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert writer.stdout is not None and writer.stdout.readline() == "holding\n"
+        con = store.connect(index, read_only=True, timeout_s=60)
+        try:
+            assert con.execute("SELECT count(*) FROM notes").fetchone() == (1,)
+        finally:
+            con.close()
+    finally:
+        writer.communicate(timeout=60)
+    # One refused open, then one once the writer let go (the backoff made ~10 in 1.5 s).
+    assert len(opens) <= 3, len(opens)
+
+
+def test_a_writer_never_waits_for_its_own_lock(tmp_path: Path) -> None:
+    from vaultmem.files.lock import wait_for_writer, writer_lock
+
+    with writer_lock(tmp_path):
+        assert not wait_for_writer(tmp_path, time.monotonic() + 30)
+    assert not wait_for_writer(tmp_path, time.monotonic() + 30)  # let go: nobody holds it
+    assert not wait_for_writer(tmp_path / "none", time.monotonic() + 30)  # no lock file

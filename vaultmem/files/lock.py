@@ -19,6 +19,17 @@ from vaultmem.core.errors import IndexUnavailableError, LockedError
 
 LOCK_NAME = "write.lock"
 
+RETRY_MAX_S = 0.02
+"""The longest wait between two tries of a busy lock. A try is one system call, so a waiting
+process takes the lock within this long of its release (a cap of 0.25 s made a `store`
+behind the watcher's batch wait up to a quarter second more)."""
+
+WRITER_POLL_S = 0.002
+"""How often `wait_for_writer` looks whether the writer is done."""
+
+_HELD: set[Path] = set()
+"""The writer lock files this process holds: it never waits for itself (`wait_for_writer`)."""
+
 
 @contextmanager
 def file_lock(path: Path, *, timeout_s: float, busy: Callable[[], LockedError]) -> Iterator[int]:
@@ -43,7 +54,7 @@ def file_lock(path: Path, *, timeout_s: float, busy: Callable[[], LockedError]) 
                 if time.monotonic() >= deadline:
                     raise busy() from None
                 time.sleep(delay)
-                delay = min(delay * 2, 0.25)
+                delay = min(delay * 2, RETRY_MAX_S)
         try:
             yield fd
         finally:
@@ -67,10 +78,45 @@ def writer_lock(state_dir: Path, *, timeout_s: float = 30.0) -> Iterator[None]:
     with file_lock(path, timeout_s=timeout_s, busy=busy) as fd:
         os.ftruncate(fd, 0)
         os.write(fd, f"pid {os.getpid()}: {' '.join(sys.argv)[:200]}\n".encode())
+        _HELD.add(path)
         try:
             yield
         finally:
+            _HELD.discard(path)
             os.ftruncate(fd, 0)
+
+
+def wait_for_writer(state_dir: Path, deadline: float) -> bool:
+    """While another process holds the vault's writer lock, wait for it to let go (until
+    `deadline`, a `time.monotonic()` value); True when one held it.
+
+    For a process that DuckDB refused the index to: a vaultmem writer holds the index only
+    inside this lock, so its release says when to open again. Looking costs a system call
+    where a refused open costs ~10 ms of DuckDB's start-up, so the look is made every
+    `WRITER_POLL_S` and the open follows within that of the writer's end, not after a backoff
+    grown to a fifth of a second. The shared lock taken to look is let go at once."""
+    path = state_dir / LOCK_NAME
+    if path in _HELD:
+        return False  # this process is the writer
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False  # no lock file: no vaultmem writer yet
+    try:
+        held = False
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    return held
+                held = True
+                time.sleep(WRITER_POLL_S)
+                continue
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            return held
+    finally:
+        os.close(fd)
 
 
 def _holder(path: Path) -> str:

@@ -8,7 +8,9 @@ between them (`SharedReader`) and lets go of it whenever a writer may want the f
 IDLE_CLOSE_S without a request, at once when the vault's writer lock (`.vaultmem/write.lock`,
 which reconcile takes before it opens the index) is held, and before this process opens the
 file any other way. Either side that meets the other's file lock retries with backoff up to a
-bound, then raises `LockedError` naming the holder DuckDB reports.
+bound, then raises `LockedError` naming the holder DuckDB reports; while the holder is a
+vaultmem writer (its writer lock is held), it waits for that lock instead and opens within a
+few milliseconds of its release (`files.lock.wait_for_writer`).
 
 Rows go in as columns: Python lists bound as typed LIST parameters and `unnest`ed in one
 INSERT per table per batch (row-at-a-time `executemany` runs ~100x slower here). Postings, the
@@ -135,7 +137,12 @@ def connect(
                     f"{holder.group(1) if holder else 'another process'}.",
                     hint="Close the other DuckDB connection (a long query, a GUI client), retry.",
                 ) from error
-            time.sleep(delay)
+            from vaultmem.files.lock import wait_for_writer  # only a refused open needs it
+
+            if wait_for_writer(path.parent, deadline):
+                delay = 0.005  # a vaultmem writer just let go of the index: open it now
+                continue
+            time.sleep(delay)  # another holder (a reader, another client): back off
             delay = min(delay * 2, 0.2)
 
 
