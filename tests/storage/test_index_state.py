@@ -355,3 +355,19 @@ def test_a_record_read_back_keeps_its_columns_joined_until_walked(tmp_path: Path
     assert (got.paths[0], got.ids[0], got.sizes[0], got.hashes[0]) == ("a.md", "n-1", 5, "e" * 32)
     assert "pic.png" in got.files and "b \u00e9.md" not in got.files
     assert got.files.lines() is not None  # type: ignore[attr-defined]
+
+
+def test_listed_files_asked_about_many_paths_answer_from_a_set(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Past `SEARCHES` look-ups (a caller asking about every file) the base's files become a
+    set: the same answers, each without a search of the joined bytes."""
+    from vaultmem.storage import index_state
+    from vaultmem.storage.index_state import ListedFiles, join_listing
+
+    monkeypatch.setattr(index_state, "SEARCHES", 2)
+    base = [f"n{i}.md" for i in range(10)]
+    listed = ListedFiles(join_listing(sorted(base)), len(base)).changed({"new.md": True})
+    probes = [*base, "new.md", "n1", "n10.md", "x.md"]
+    assert [p in listed for p in probes] == [True] * 11 + [False] * 3
+    assert listed._base.set is not None  # the set was made past the bound

@@ -84,12 +84,17 @@ class StateRecord(NamedTuple):
     journal: str | None
 
 
+SEARCHES = 64
+"""Paths a `ListedFiles` looks up by a search of its bytes (~1 ms each at 100,000 files) before
+it makes the set of them all (~30 ms): a run named by path asks about a few."""
+
+
 class _Listing:
     """A base record's files, sorted and joined by NUL, and what was learnt of them: shared by
     every `ListedFiles` made from one base (a warm watcher's batches), since the base never
     changes."""
 
-    __slots__ = ("count", "joined", "known", "lines", "padded", "split")
+    __slots__ = ("count", "joined", "known", "lines", "padded", "set", "split")
 
     def __init__(self, joined: bytes, count: int) -> None:
         self.joined = joined
@@ -98,15 +103,22 @@ class _Listing:
         self.padded: bytes | None = None
         self.lines: str | None = None
         self.split: list[str] | None = None
+        self.set: frozenset[str] | None = None
 
     def holds(self, path: str) -> bool:
-        """Whether the base lists `path`: a search of the joined bytes, once per path."""
+        """Whether the base lists `path`: a search of the joined bytes, once per path, for
+        the first `SEARCHES` paths; past them (a caller asking about many) a set of them all."""
         known = self.known.get(path)
-        if known is None:
-            if self.padded is None:
-                self.padded = b"\0" + self.joined + b"\0"
-            needle = b"\0" + path.encode("utf-8", "surrogateescape") + b"\0"
-            known = self.known[path] = self.count > 0 and needle in self.padded
+        if known is not None:
+            return known
+        if self.set is None and len(self.known) >= SEARCHES:
+            self.set = frozenset(self.values())
+        if self.set is not None:
+            return path in self.set
+        if self.padded is None:
+            self.padded = b"\0" + self.joined + b"\0"
+        needle = b"\0" + path.encode("utf-8", "surrogateescape") + b"\0"
+        known = self.known[path] = self.count > 0 and needle in self.padded
         return known
 
     def values(self) -> list[str]:
