@@ -365,8 +365,10 @@ def pid_alive(pid: int) -> bool:
     except PermissionError:
         return True
     try:  # a killed owner not yet reaped by its parent is a zombie: as good as gone
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+        # Bytes, not text: a text file looks its codec up, importing `encodings.ascii` in
+        # the middle of a watcher's first batch whenever another process left a staging folder.
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return stat.read().rsplit(b")", 1)[1].split()[0] != b"Z"
     except OSError:
         return True
 
