@@ -150,7 +150,10 @@ def transaction(
                 done.problems,
             )
     finally:
-        con.close()
+        if run.checkpoint or create:
+            con.close()
+        else:
+            store.close_without_checkpoint(con)
     return done
 
 
