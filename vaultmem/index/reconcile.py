@@ -125,18 +125,16 @@ def reconcile(
     paths: Iterable[str] | None = None,
     progress: PhaseProgress | None = None,
     lock_timeout_s: float = 30.0,
-    checkpoint: bool = True,
 ) -> ReconcileReport:
     """Bring the index up to date with the vault.
 
     `rebuild` builds from nothing; `paths` (vault-relative files or folders, from the watcher)
     limits the work to those paths instead of walking the vault. The writer lock is held only
     for the write, not while notes parse. The cycle collector is paused for the run
-    (`core.collector`). `checkpoint` False leaves a write's commits in DuckDB's write-ahead log
-    (the watcher folds them in when idle: `index.checkpoint`).
+    (`core.collector`).
     """
     with collector_paused():
-        return _reconcile(config, rebuild, paths, progress, lock_timeout_s, checkpoint)
+        return _reconcile(config, rebuild, paths, progress, lock_timeout_s)
 
 
 def _reconcile(
@@ -145,14 +143,12 @@ def _reconcile(
     paths: Iterable[str] | None,
     progress: PhaseProgress | None,
     lock_timeout_s: float,
-    checkpoint: bool,
 ) -> ReconcileReport:
     from vaultmem.files import state
 
     started = time.perf_counter()
     parse = _in_phase(progress, "parse")
-    now = datetime.now(UTC).replace(tzinfo=None)
-    run = Run(config, parse, lock_timeout_s, started, now, checkpoint)
+    run = Run(config, parse, lock_timeout_s, started, datetime.now(UTC).replace(tzinfo=None))
     warned = state.prepare(config, writing=True)  # an index left in the vault moves out
     paths = None if paths is None else list(paths)
     looked = _look(run, rebuild, paths, tuple(warned))

@@ -124,9 +124,6 @@ class Run(NamedTuple):
     """`time.perf_counter()` at the start: the report's duration counts from here."""
     started_at: datetime
     """The start as a naive UTC time, as `runs` records it."""
-    checkpoint: bool = True
-    """Close the index with a checkpoint (else the commits stay in the write-ahead log until
-    `index.checkpoint.checkpoint_index`: the watcher's small batches)."""
 
 
 class State(NamedTuple):

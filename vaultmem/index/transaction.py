@@ -150,10 +150,7 @@ def transaction(
                 done.problems,
             )
     finally:
-        if run.checkpoint or create:
-            con.close()
-        else:
-            store.close_without_checkpoint(con)
+        con.close()
     return done
 
 

@@ -26,9 +26,6 @@ and deletes need nothing special here. What it does around that, and why:
   failed batch re-queues its paths, a failed sweep or config rebuild runs again then. A
   malformed note is not a failure, just a problem row in the report.
 - The index is never held open between batches: reconcile opens it per transaction only.
-  A batch closes it without folding its commits into the file (DuckDB's checkpoint, ~40 ms);
-  the watcher folds them once it has been idle `IDLE_CHECKPOINT_S`, and when it stops
-  (`index.checkpoint`).
 - `stop` ends the loop between batches; a batch in progress finishes (or, interrupted, is rolled
   back by DuckDB), so the caller can exit cleanly on SIGINT/SIGTERM.
 
@@ -53,7 +50,6 @@ from vaultmem.core.config import CONFIG_FILE_NAME, STATE_DIR_NAME, Config, load_
 from vaultmem.core.errors import LockedError, VaultmemError
 from vaultmem.core.names import conflict_copy_original
 from vaultmem.files.scan import is_dropping
-from vaultmem.index.checkpoint import checkpoint_index
 from vaultmem.index.reconcile import ReconcileReport, reconcile, warm_up
 from vaultmem.storage import problem_queries, store
 
@@ -80,9 +76,6 @@ batch gathers, so a burst written over a longer span came as two or more; held u
 pause, it runs as one (a single save is never held)."""
 BURST_MAX_S = 2.0
 """The longest a burst is held: a sync that writes for minutes is indexed as it goes."""
-IDLE_CHECKPOINT_S = 1.0
-"""How long after its last batch, with nothing queued, the watcher folds the batches' commits
-into the index file (`index.checkpoint`): a batch closes without it, ~40 ms sooner."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,8 +158,6 @@ def watch(
             if stop.is_set():
                 break
     finally:
-        if follower.checkpoint_due is not None:  # leave no log for the next reader to replay
-            follower.checkpoint()
         emit(WatchEvent("stopped", message="watcher stopped"))
 
 
@@ -184,7 +175,6 @@ class _Follower:
         self.backoff = 0.0
         self.burst_until = 0.0  # a burst's paths wait until then (monotonic seconds)
         self.burst_limit = 0.0  # and no longer than this (0: no burst held)
-        self.checkpoint_due: float | None = None  # when to fold the batches' log (idle)
 
     # -- events -----------------------------------------------------------------------------
 
@@ -247,25 +237,12 @@ class _Follower:
             self.run_batch(due)
         if not stop.is_set() and time.monotonic() >= self.next_sweep:
             self.run_sweep()
-        fold_at = self.checkpoint_due
-        if fold_at is not None and not self.pending and time.monotonic() >= fold_at:
-            self.checkpoint()
 
     def run_batch(self, paths: list[str]) -> None:
-        report = self._reconcile(paths=paths, checkpoint=False)
+        report = self._reconcile(paths=paths)
         if report is not None:
-            self.checkpoint_due = time.monotonic() + IDLE_CHECKPOINT_S
             self.emit(WatchEvent.from_report("batch", len(paths), report))
             self._requeue_unstable(report)
-
-    def checkpoint(self) -> None:
-        """Fold the batches' commits into the index file; when a writer or reader is busy
-        with it, try again after the next idle spell."""
-        try:
-            done = checkpoint_index(self.config)
-        except (VaultmemError, OSError):
-            done = False
-        self.checkpoint_due = None if done else time.monotonic() + IDLE_CHECKPOINT_S
 
     def run_sweep(self) -> None:
         first = self.next_sweep == 0.0
@@ -302,22 +279,13 @@ class _Follower:
         self.emit(WatchEvent.from_report("config", 0, report, "config changed; index rebuilt"))
 
     def _reconcile(
-        self,
-        *,
-        paths: list[str] | None,
-        rebuild: bool = False,
-        config: Config | None = None,
-        checkpoint: bool = True,
+        self, *, paths: list[str] | None, rebuild: bool = False, config: Config | None = None
     ) -> ReconcileReport | None:
         """One reconcile; on failure one error event, a retry scheduled, and None."""
         started = time.perf_counter()
         try:
             report = reconcile(
-                config or self.config,
-                paths=paths,
-                rebuild=rebuild,
-                lock_timeout_s=LOCK_WAIT_S,
-                checkpoint=checkpoint,
+                config or self.config, paths=paths, rebuild=rebuild, lock_timeout_s=LOCK_WAIT_S
             )
         except LockedError as error:
             self._failed(paths, started, f"index locked: {error.message}")

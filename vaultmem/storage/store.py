@@ -531,29 +531,6 @@ SCHEMA_VERSIONS = {
 """The layout's versions, recorded in `meta` beside the code's (`reconcile.index_versions`)."""
 
 
-def close_without_checkpoint(con: Connection) -> None:
-    """Close a writer's connection leaving its commits in the write-ahead log: DuckDB folds the
-    log into the file when the last connection closes (~40 ms after a one-note write, at 10,000
-    notes as at 100,000), which a watcher does later, when idle (`checkpoint`). Readers replay
-    the log meanwhile (~1 ms per one-note write's ~16 KB)."""
-    con.execute("PRAGMA disable_checkpoint_on_shutdown")
-    con.close()
-
-
-def checkpoint(path: Path, *, timeout_s: float = 15.0) -> None:
-    """Fold the index's write-ahead log into the file (the caller holds the writer lock)."""
-    con = connect(path, read_only=False, timeout_s=timeout_s)
-    try:
-        con.execute("CHECKPOINT")
-    finally:
-        con.close()
-
-
-def wal_path(path: Path) -> Path:
-    """The index's write-ahead log."""
-    return path.with_name(path.name + ".wal")
-
-
 def create_schema(con: Connection, versions: Mapping[str, str]) -> None:
     con.execute(DDL)
     meta = new_batch("meta")
