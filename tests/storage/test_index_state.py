@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from vaultmem.storage.index_state import (
     CHANGE_NAME,
@@ -371,3 +373,30 @@ def test_listed_files_asked_about_many_paths_answer_from_a_set(
     probes = [*base, "new.md", "n1", "n10.md", "x.md"]
     assert [p in listed for p in probes] == [True] * 11 + [False] * 3
     assert listed._base.set is not None  # the set was made past the bound
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.sets(
+        st.text(
+            st.characters(blacklist_characters="\0", blacklist_categories=["Cs"]),
+            min_size=1,
+            max_size=6,
+        ),
+        max_size=30,
+    ),
+    st.lists(
+        st.text(st.characters(blacklist_characters="\0", blacklist_categories=["Cs"]), max_size=6),
+        max_size=10,
+    ),
+)
+def test_a_bisection_of_the_joined_files_finds_exactly_the_files(
+    files: set[str], others: list[str]
+) -> None:
+    """Sorted as `str`s, joined and encoded, the files are sorted as bytes too: bisecting the
+    bytes finds each file, and nothing else (a prefix, an extension, an empty name)."""
+    from vaultmem.storage.index_state import ListedFiles, join_listing
+
+    listed = ListedFiles(join_listing(sorted(files)), len(files))
+    probes = [*files, *others, *(f[:-1] for f in files), *(f + "x" for f in files)]
+    assert [p in listed for p in probes] == [p in files for p in probes]

@@ -84,9 +84,29 @@ class StateRecord(NamedTuple):
     journal: str | None
 
 
-SEARCHES = 64
-"""Paths a `ListedFiles` looks up by a search of its bytes (~1 ms each at 100,000 files) before
+SEARCHES = 1024
+"""Paths a `ListedFiles` looks up by bisection of its bytes (~10 us each at 100,000 files) before
 it makes the set of them all (~30 ms): a run named by path asks about a few."""
+
+
+def _holds(joined: bytes, name: bytes) -> bool:
+    """Whether `name` is one of the NUL-separated entries of `joined`, sorted as their bytes
+    (UTF-8 keeps the order of code points, so sorted `str`s joined and encoded are): bisection
+    over byte offsets, each step cutting out the entry around its middle."""
+    lo, hi = 0, len(joined)  # whole entries, `lo` at the first one's start
+    while lo < hi:
+        mid = (lo + hi) // 2
+        start = joined.rfind(b"\0", lo, mid) + 1 or lo
+        end = joined.find(b"\0", mid, hi)
+        end = hi if end < 0 else end
+        entry = joined[start:end]
+        if entry == name:
+            return True
+        if name < entry:
+            hi = max(lo, start - 1)
+        else:
+            lo = end + 1
+    return False
 
 
 class _Listing:
@@ -94,20 +114,19 @@ class _Listing:
     every `ListedFiles` made from one base (a warm watcher's batches), since the base never
     changes."""
 
-    __slots__ = ("count", "joined", "known", "lines", "padded", "set", "split")
+    __slots__ = ("count", "joined", "known", "lines", "set", "split")
 
     def __init__(self, joined: bytes, count: int) -> None:
         self.joined = joined
         self.count = count
         self.known: dict[str, bool] = {}  # path -> whether the base holds it
-        self.padded: bytes | None = None
         self.lines: str | None = None
         self.split: list[str] | None = None
         self.set: frozenset[str] | None = None
 
     def holds(self, path: str) -> bool:
-        """Whether the base lists `path`: a search of the joined bytes, once per path, for
-        the first `SEARCHES` paths; past them (a caller asking about many) a set of them all."""
+        """Whether the base lists `path`: a bisection of the joined bytes, for the first
+        `SEARCHES` paths; past them (a caller asking about many) a set of them all."""
         known = self.known.get(path)
         if known is not None:
             return known
@@ -115,10 +134,8 @@ class _Listing:
             self.set = frozenset(self.values())
         if self.set is not None:
             return path in self.set
-        if self.padded is None:
-            self.padded = b"\0" + self.joined + b"\0"
-        needle = b"\0" + path.encode("utf-8", "surrogateescape") + b"\0"
-        known = self.known[path] = self.count > 0 and needle in self.padded
+        name = path.encode("utf-8", "surrogateescape")
+        known = self.known[path] = bool(name) and _holds(self.joined, name)
         return known
 
     def values(self) -> list[str]:
@@ -135,8 +152,8 @@ class ListedFiles(AbstractSet[str]):
     of two byte strings, where splitting 100,000 paths, making a set of them and comparing
     it with the walk's set cost ~0.05 s at 100,000 notes. Equal, the run takes the walk's
     set for the index's (`index.reconcile.recorded_state`). A run named by path asks about a
-    few files: `in` searches the joined bytes (~1 ms at 100,000 files, once per path) instead
-    of splitting them, and the link resolver takes them joined (`lines`)."""
+    few files: `in` bisects the joined bytes (~10 us at 100,000 files) instead of splitting
+    them, and the link resolver takes them joined (`lines`)."""
 
     __slots__ = ("_base", "_changed", "_frozen", "_len", "_split")
 
