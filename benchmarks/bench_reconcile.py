@@ -15,7 +15,9 @@ the floor; no-op under 10% of a full; one edit under 5% of a full.
 `--scale N` (e.g. `make bench-100k`, not in CI) runs the scale report of issue 14 once on an
 N-note vault, every step a cold CLI process with the peak RSS of each of its processes (main,
 forkserver, workers) polled from `/proc`: full build, no-op, one edit; beside, in the same run,
-SQLite FTS5 indexing the same files, the read+YAML floor and mistune's own pass over the text.
+SQLite FTS5 indexing the same files, the read+YAML floor and mistune's own pass over the text
+(FTS5 and mistune each once before and once after the build, and their means taken: the load
+of a shared machine drifts over a long build).
 Targets at 100,000 notes: peak RSS <= 1 GiB for the largest process, full <= 4x FTS5, no-op
 <= 1.0 s; at 10,000: full <= 1.25 x (mistune / workers + floor), no-op <= 0.3 s, edit <= 0.35 s.
 """
@@ -62,6 +64,11 @@ def _edit_one(vault: Path, i: int) -> None:
     target = notes[len(notes) // 2]
     with target.open("a", encoding="utf-8") as handle:
         handle.write(f"\nEdited for benchmark run {i}: zebrafish{i}\n")
+
+
+def _mistune(vault: Path) -> dict[str, float]:
+    """Mistune's own pass over the vault's text in a process of its own: its wall and CPU s."""
+    return run_in_subprocess("benchmarks.bench_reconcile:mistune_entry", [str(vault)], 7200).result
 
 
 def _cold_cli(vault: Path) -> float:
@@ -211,15 +218,19 @@ def bench_scale(
         )
         floor = run_in_subprocess("benchmarks.floor:floor_entry", [str(vault)], 7200).seconds
         fts5_before = _fts5(vault, Path(tmp))
-        mistune = run_in_subprocess(
-            "benchmarks.bench_reconcile:mistune_entry", [str(vault)], 7200
-        ).result
-        mistune_s = mistune["seconds"]
+        mistune_before = _mistune(vault)
         full = _cli_tree(vault, "rebuild")
-        # FTS5 again right after the build: on a shared machine the load drifts during a long
-        # build, so the build is compared with the mean of the two runs that bracket it
+        # FTS5 and mistune again right after the build: on a shared machine the load drifts
+        # during a long build, so the build is compared with the mean of the two runs that
+        # bracket it (mistune's pass alone moved 15% between sessions 35 and 36 while the
+        # build, unchanged, moved 5%, and the 100,000-note ratio with it: 1.77x, 2.01x)
         fts5_after = _fts5(vault, Path(tmp))
         fts5 = (fts5_before + fts5_after) / 2
+        mistune_after = _mistune(vault)
+        mistune = {
+            key: (mistune_before[key] + mistune_after[key]) / 2 for key in ("seconds", "cpu_s")
+        }
+        mistune_s = mistune["seconds"]
         notes = sorted(markdown_files(vault))
         target = notes[len(notes) // 2]
         rel = target.relative_to(vault).as_posix()
@@ -240,6 +251,7 @@ def bench_scale(
         "fts5_s": fts5,
         "fts5_before_after_s": [fts5_before, fts5_after],
         "mistune_s": mistune_s,
+        "mistune_before_after_s": [mistune_before["seconds"], mistune_after["seconds"]],
         "yardstick_s": yardstick,
         "full_s": full.seconds,
         "full_x_fts5": full.seconds / fts5,
@@ -315,14 +327,22 @@ def _edit_floor_line(floor: dict[str, Any] | None) -> list[str]:
     ]
 
 
+def _bracket(before_after: Sequence[float] | None) -> str:
+    """How a figure measured on both sides of the build was made, for the report."""
+    if not before_after:
+        return ""
+    before, after = before_after
+    return f" (mean of {before:.1f} s before and {after:.1f} s after the build)"
+
+
 def render_scale(r: dict[str, Any]) -> str:
     lines = [
         f"scale: {r['notes']:,} notes, {r['workers']} workers (cold CLI processes; medians of "
         f"{r['repeat']} where repeated)",
-        f"  floor: read+YAML {r['floor_s']:.1f} s + mistune's own pass {r['mistune_s']:.1f} s / "
-        f"{r['workers']} workers = {r['yardstick_s']:.1f} s; SQLite FTS5 {r['fts5_s']:.1f} s "
-        f"(mean of {r['fts5_before_after_s'][0]:.1f} s before and "
-        f"{r['fts5_before_after_s'][1]:.1f} s after the build)",
+        f"  floor: read+YAML {r['floor_s']:.1f} s + mistune's own pass {r['mistune_s']:.1f} s"
+        f"{_bracket(r.get('mistune_before_after_s'))} / {r['workers']} workers = "
+        f"{r['yardstick_s']:.1f} s; SQLite FTS5 {r['fts5_s']:.1f} s"
+        f"{_bracket(r['fts5_before_after_s'])}",
         f"  full build {r['full_s']:.1f} s = {r['full_x_floor']:.2f}x the floor = "
         f"{r['full_x_fts5']:.2f}x FTS5; CPU of every process {r['full_cpu_s']:.1f} s = "
         f"{r['full_cpu_x_mistune']:.2f}x mistune's own pass; outside mistune "

@@ -63,6 +63,11 @@ def test_every_target_of_the_size_has_a_row_and_a_verdict() -> None:
 def test_the_report_prints_each_target_and_names_what_was_not_measured() -> None:
     text = render_scale(_result(upgrade={"x_full": 0.25}))
     assert "0.25 x  target <= 0.3 x" in text and "NOT MET" in text
+    assert "SQLite FTS5 9.0 s (mean of 8.0 s before and 10.0 s after the build)" in text
+    bracketed = render_scale(_result(mistune_before_after_s=[70.0, 90.0]))
+    assert "mistune's own pass 80.0 s (mean of 70.0 s before and 90.0 s after the build)" in (
+        bracketed
+    )
     assert "  watch: 20 saves, save -> searchable median 0.70 s, p95 0.95 s; 20 new notes, " in text
     assert "(largest 500 paths), largest process 800 MB" in text
     missing = render_scale(_result(watch=None))
