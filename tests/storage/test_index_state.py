@@ -328,7 +328,14 @@ def test_listed_files_answer_as_their_set_with_or_without_changes() -> None:
         assert set(files) == expected and files == expected
         assert files - {"a.md"} == frozenset(expected - {"a.md"})
     assert listed.lines() == "\na.md\ndir/b \u00e9.md\ndir/c.md\npic.png\n"
-    assert listed.changed(changes).lines() is None  # a file went: not joined so
+    went = listed.changed(changes).lines()  # pic.png went: its line taken out, new.md's added
+    assert went == "\na.md\ndir/b \u00e9.md\ndir/c.md\nnew.md\n"
+    for files, expected in cases:  # the resolver needs one line per file, no more
+        text = files.lines()
+        assert text is not None and text[0] == text[-1] == "\n"
+        assert sorted(text[1:-1].split("\n")) == sorted(expected) and len(files) == len(expected)
+    gone = listed.changed(dict.fromkeys(base, False))
+    assert gone.lines() == "\n" and len(gone) == 0
     came = listed.changed({"new.md": True, "a.md": True})
     assert came.lines() == "\na.md\ndir/b \u00e9.md\ndir/c.md\npic.png\nnew.md\n"
     assert not came.same_as(join_listing(sorted(base)))  # a walk's listing is the base's

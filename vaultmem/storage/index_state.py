@@ -191,20 +191,21 @@ class ListedFiles(AbstractSet[str]):
 
     def lines(self) -> str | None:
         """The files one per line, between two line breaks (what `LazyLinkResolver` searches),
-        made without splitting them; None when that is not possible: a file went, or a file
+        made without splitting them: the base's lines (made once per base), less the lines of
+        files that went (one scan of the text each), plus those that came; None when a file
         name holds a line break."""
-        if any(not present for present in self._changed.values()):
-            return None
         base = self._base
         if base.lines is None:
             text = base.joined.decode("utf-8", "surrogateescape")
             base.lines = "" if "\n" in text else "\n" + text.replace(SEPARATOR, "\n") + "\n"
-        came = [f for f in self._changed if not base.holds(f)]
+        changed = self._changed.items()
+        came = [f for f, present in changed if present and not base.holds(f)]
         if not base.lines or any("\n" in f for f in came):
             return None
-        if not came:
-            return base.lines
-        return (base.lines if base.count else "\n") + "\n".join(came) + "\n"
+        lines = base.lines if base.count else "\n"
+        for gone in (f for f, present in changed if not present and base.holds(f)):
+            lines = lines.replace(f"\n{gone}\n", "\n", 1)  # each file's line is there once
+        return lines + "\n".join(came) + "\n" if came else lines
 
     def _values(self) -> list[str]:
         if self._split is None:
