@@ -114,8 +114,9 @@ def rank(
     weights: Sequence[float],
     stats: Stats,
     **options: Any,
-) -> tuple[list[ScoredNote], set[int]]:
-    """`rank_rows` for a list of rows, `rank_columns` for numpy columns (same options)."""
+) -> list[ScoredNote]:
+    """`rank_rows` for a list of rows, `rank_columns` for numpy columns (same options). Which
+    query terms matched is `matched_terms`, read before scoring."""
     if isinstance(postings, Mapping):
         return rank_columns(postings, weights, stats, **options)
     return rank_rows(postings, weights, stats, **options)
@@ -134,7 +135,7 @@ def rank_rows(
     excluded: frozenset[int] = frozenset(),
     only: frozenset[int] | None = None,
     best_documents: int = 5,
-) -> tuple[list[ScoredNote], set[int]]:
+) -> list[ScoredNote]:
     """`rank` over rows in plain Python: the same result for a few hundred rows, without
     numpy. Sums run term by term in query order, so they do not depend on row order.
 
@@ -151,11 +152,9 @@ def rank_rows(
     doc_norm = k1 * b / (stats.avgdl or 1.0)
     note_norm = k1 * b / (stats.avgnl or 1.0)
     base = k1 * (1 - b)
-    matched: set[int] = set()
     for ti, rows in enumerate(by_term):
         if not rows:
             continue
-        matched.add(ti)
         factor = weights[ti] * idf(stats.documents, float(len(rows)), math.log) * (k1 + 1)
         # A term has one row per document, so its parts add to the documents' sums once each
         # (the first term's are the sums: 0.0 + part is part).
@@ -210,20 +209,20 @@ def rank_rows(
             top_documents(best[key], best_documents),
         )
         for key in top
-    ], matched
+    ]
 
 
 def matched_terms(
     postings: Sequence[Row] | Mapping[str, npt.NDArray[Any]], terms: Sequence[str]
 ) -> frozenset[str]:
-    """The `terms` (by their index in the rows' `term` column) that have a posting: what
-    `rank` reports as matched, known before scoring. One pass, no sort (~50 us for 20,000
-    rows as columns, ~2 ms for the 50,000 rows a cold process may hold as tuples)."""
+    """The `terms` (by their index in the rows' `term` column) that have a posting: the query
+    words that matched, known before scoring (a typo's replacements are looked up first). One
+    pass, no sort (~50 us for 20,000 rows as columns, ~2 ms for 50,000 rows as tuples)."""
     if isinstance(postings, Mapping):
         import numpy as np
 
         held: Iterable[int] = np.flatnonzero(
-            np.bincount(postings["term"], minlength=len(terms))
+            np.bincount(np.asarray(postings["term"], dtype=np.intp), minlength=len(terms))
         ).tolist()
     else:
         held = {row[0] for row in postings}
@@ -265,15 +264,15 @@ def rank_columns(
     excluded: frozenset[int] = frozenset(),
     only: frozenset[int] | None = None,
     best_documents: int = 5,
-) -> tuple[list[ScoredNote], set[int]]:
-    """The `limit` best notes (score descending, then note key) and the indexes of the query
-    terms that matched, from numpy columns (POSTING_COLUMNS). `excluded` and `only` (note
+) -> list[ScoredNote]:
+    """The `limit` best notes (score descending, then note key), from numpy columns
+    (POSTING_COLUMNS). `excluded` and `only` (note
     keys) apply after scoring: they never change the statistics."""
     import numpy as np
 
     term = np.asarray(postings["term"], dtype=np.intp)
     if not len(term):
-        return [], set()
+        return []
     key = np.asarray(postings["note_key"], dtype=np.int64)
     ord_ = np.asarray(postings["ord"], dtype=np.int64)
     qw = np.asarray(weights, dtype=np.float64)
@@ -351,7 +350,7 @@ def rank_columns(
         kept = top_documents(zip(ords[start:end], scores[start:end], strict=True), best_documents)
         start = end
         scored.append(ScoredNote(key_, score, best, title_score, whole_score, kept))
-    return scored, set(df.nonzero()[0].tolist())
+    return scored
 
 
 def _top(

@@ -509,7 +509,7 @@ def _ranked(
 
     def rank(got: _Fetched) -> list[queries.RankedNote]:
         terms, counts, weighed, unique, postings = got
-        scored, _ = bm25.rank(  # which words matched: `matched_terms`, before this
+        scored = bm25.rank(
             postings,
             [float(weighed[t]) for t in unique],
             stats,
