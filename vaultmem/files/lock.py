@@ -86,37 +86,41 @@ def writer_lock(state_dir: Path, *, timeout_s: float = 30.0) -> Iterator[None]:
             os.ftruncate(fd, 0)
 
 
+def writer_holds(path: Path) -> bool:
+    """Whether another open file holds the writer lock `path`: a non-blocking shared `flock`,
+    let go at once (a missing file: no writer yet)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # closing drops the shared lock taken just to test
+    return False
+
+
 def wait_for_writer(state_dir: Path, deadline: float) -> bool:
     """While another process holds the vault's writer lock, wait for it to let go (until
     `deadline`, a `time.monotonic()` value); True when one held it.
 
     For a process that DuckDB refused the index to: a vaultmem writer holds the index only
-    inside this lock, so its release says when to open again. Looking costs a system call
+    inside this lock, so its release says when to open again. Looking costs a few system calls
     where a refused open costs ~10 ms of DuckDB's start-up, so the look is made every
     `WRITER_POLL_S` and the open follows within that of the writer's end, not after a backoff
-    grown to a fifth of a second. The shared lock taken to look is let go at once."""
+    grown to a fifth of a second."""
     path = state_dir / LOCK_NAME
     if path in _HELD:
         return False  # this process is the writer
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return False  # no lock file: no vaultmem writer yet
-    try:
-        held = False
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    return held
-                held = True
-                time.sleep(WRITER_POLL_S)
-                continue
-            fcntl.flock(fd, fcntl.LOCK_UN)
-            return held
-    finally:
-        os.close(fd)
+    held = False
+    while writer_holds(path):
+        held = True
+        if time.monotonic() >= deadline:
+            break
+        time.sleep(WRITER_POLL_S)
+    return held
 
 
 def _holder(path: Path) -> str:

@@ -20,7 +20,6 @@ bulk of the rows, come as TSV files written by the parse workers (`parallel.py`)
 from __future__ import annotations
 
 import atexit
-import fcntl
 import os
 import re
 import threading
@@ -44,6 +43,7 @@ except ImportError:  # pragma: no cover - depends on the installed DuckDB's pack
     import duckdb  # type: ignore[no-redef]
 
 from vaultmem.core.errors import IndexUnavailableError, LockedError
+from vaultmem.files.lock import wait_for_writer, writer_holds
 from vaultmem.storage.schema import DDL, SCHEMA_VERSION, SEARCH_SCHEMA_VERSION, table_docs
 
 _LOCK_MESSAGE = re.compile(r"Could not set lock|Conflicting lock", re.I)
@@ -137,8 +137,6 @@ def connect(
                     f"{holder.group(1) if holder else 'another process'}.",
                     hint="Close the other DuckDB connection (a long query, a GUI client), retry.",
                 ) from error
-            from vaultmem.files.lock import wait_for_writer  # only a refused open needs it
-
             if wait_for_writer(path.parent, deadline):
                 delay = 0.005  # a vaultmem writer just let go of the index: open it now
                 continue
@@ -190,19 +188,7 @@ def _signature(path: Path) -> tuple[int, ...]:
 
 def writer_waiting(lock_path: Path | None) -> bool:
     """True when another process holds the vault's writer lock (a reconcile about to write)."""
-    if lock_path is None:
-        return False
-    try:
-        fd = os.open(lock_path, os.O_RDONLY)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)  # closing drops the shared lock taken just to test
-    return False
+    return lock_path is not None and writer_holds(lock_path)
 
 
 class SharedReader:
