@@ -19,7 +19,7 @@ path holds) with where each string ends, and the integer columns as 64-bit array
 split when read: the paths, ids and hashes are `TextColumn`s, which cut a string when asked
 (a run named by path looks at a handful of 100,000), and the files, written sorted, stay one
 text (`ListedFiles`): a run whose walk lists the same files compares two byte strings and takes
-the walk's set; a run named by path asks whether a file is there by a search of that text.
+the walk's set; a run named by path asks whether a file is there by a bisection of it.
 
 Rewriting that whole record after a one-note edit cost ~0.05 s at 100,000 notes (16 MB), so a
 small write records only what it changed: `<state>/index-state.change.json` holds, for the base
@@ -158,19 +158,19 @@ class ListedFiles(AbstractSet[str]):
     __slots__ = ("_base", "_changed", "_frozen", "_len", "_split")
 
     def __init__(
-        self, joined: bytes, count: int, changed: Mapping[str, bool] | None = None
+        self, joined: bytes | _Listing, count: int = 0, changed: Mapping[str, bool] | None = None
     ) -> None:
-        self._base = _Listing(joined, count)
+        """`joined`: the base's bytes (`count` files), or a `_Listing` already made of them."""
+        self._base = joined if isinstance(joined, _Listing) else _Listing(joined, count)
         self._changed = dict(changed or {})
         self._split: list[str] | None = None
         self._frozen: frozenset[str] | None = None
         self._len: int | None = None
 
     def changed(self, files: Mapping[str, bool]) -> ListedFiles:
-        """These files with `files` come (True) or gone (False) as well."""
-        made = ListedFiles(b"", 0, {**self._changed, **files})
-        made._base = self._base  # the same base, and what was learnt of it
-        return made
+        """These files with `files` come (True) or gone (False) as well: the same base, and
+        what was learnt of it."""
+        return ListedFiles(self._base, changed={**self._changed, **files})
 
     def frozen(self) -> frozenset[str]:
         """The files as a set, made once: every run that takes this record back gets this same

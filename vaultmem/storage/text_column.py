@@ -79,11 +79,11 @@ class TextColumn(MutableSequence[str]):
         ends = self._ends
         return self._text[ends[i - 1] + 1 if i else 0 : ends[i]]
 
-    def _position(self, i: int, *, end_ok: bool = False) -> int:
+    def _position(self, i: int) -> int:
         n = len(self)
         if i < 0:
             i += n
-        if not 0 <= i < n + end_ok:
+        if not 0 <= i < n:
             raise IndexError("text column index out of range")
         return i
 
@@ -133,7 +133,7 @@ class TextColumn(MutableSequence[str]):
             return
         n = len(self)
         at = min(max(i + n if i < 0 else i, 0), n)  # as `list.insert` clamps
-        self._edit(("insert", self._position(at, end_ok=True), value))
+        self._edit(("insert", at, value))
         self._count += 1
 
     def _edit(self, edit: _Edit) -> None:
