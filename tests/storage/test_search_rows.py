@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
+from vaultmem.core.documents import note_key
 from vaultmem.storage import search_rows, store
 from vaultmem.storage.store import Connection
 
@@ -73,3 +74,42 @@ def test_notes_documents_reads_as_the_two_aggregates_do(tmp_path: Path) -> None:
     staged = search_rows.NotesDocuments(search_rows.Stats(3, 2, 11), [(7, 1), (8, 2), (9, 1)])
     for few in (0, 100):
         assert search_rows.notes_documents(con, few=few) == staged
+
+
+def test_deleting_postings_counts_and_removes_exactly_the_named_notes_rows(
+    tmp_path: Path,
+) -> None:
+    """One note (its key compared in the scan) or several (a list joined): per term, the
+    documents of theirs that held it, and only their rows go."""
+    con = _index(tmp_path)
+    rows = {  # note -> (term, ord) postings; `alpha` in two documents of `a`, and in `b` and `c`
+        "a": [("alpha", 0), ("alpha", 1), ("beta", 1)],
+        "b": [("alpha", 0), ("gamma", 0)],
+        "c": [("alpha", 2), ("beta", 0), ("delta", 2)],
+    }
+    for note, postings in rows.items():
+        for term, ord_ in postings:
+            con.execute(
+                "INSERT INTO postings VALUES ($1, $2, $3, 1.0, 5, 7)",
+                [term, note_key(note), ord_],
+            )
+    names = {note_key(n): n for n in rows}
+
+    def left() -> list[tuple[str, str, int]]:
+        found = con.execute("SELECT note_key, term, ord FROM postings").fetchall()
+        return sorted((names[k], t, o) for k, t, o in found)
+
+    assert search_rows.delete_postings(con, ["a"]) == Counter({"alpha": 2, "beta": 1})
+    assert left() == [
+        ("b", "alpha", 0),
+        ("b", "gamma", 0),
+        ("c", "alpha", 2),
+        ("c", "beta", 0),
+        ("c", "delta", 2),
+    ]
+    assert search_rows.delete_postings(con, ["missing"]) == Counter()
+    assert search_rows.delete_postings(con, ["c", "b", "a"]) == Counter(
+        {"alpha": 2, "beta": 1, "gamma": 1, "delta": 1}
+    )
+    assert left() == []
+    assert search_rows.delete_postings(con, []) == Counter()
