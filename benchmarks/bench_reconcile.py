@@ -71,14 +71,18 @@ def _mistune(vault: Path) -> dict[str, float]:
     return run_in_subprocess("benchmarks.bench_reconcile:mistune_entry", [str(vault)], 7200).result
 
 
-def _cold_cli(vault: Path) -> float:
+def _cold_cli(vault: Path, *args: str) -> float:
+    """Wall seconds of one cold `vaultmem reconcile ARGS` process (it must succeed)."""
     start = time.perf_counter()
-    subprocess.run(
-        [sys.executable, "-m", "vaultmem", "reconcile", "--vault", str(vault)],
-        check=True,
+    done = subprocess.run(
+        [sys.executable, "-m", "vaultmem", "reconcile", "--vault", str(vault), *args],
         capture_output=True,
     )
-    return time.perf_counter() - start
+    seconds = time.perf_counter() - start
+    if done.returncode:
+        tail = done.stderr.decode(errors="replace")[-500:]
+        raise RuntimeError(f"reconcile {' '.join(args)} failed (exit {done.returncode}): {tail}")
+    return seconds
 
 
 def bench_size(n: int, repeat: int) -> dict[str, Any]:
@@ -181,13 +185,18 @@ def _upgrade(vault: Path, full_s: float) -> dict[str, Any] | None:
 
 def _median_cold(vault: Path, args: Sequence[str], runs: int, edit: Path | None) -> float:
     """The median of `runs` cold `vaultmem reconcile ARGS` processes, `edit` appended to
-    before each when given (a one-note edit)."""
+    before each when given (a one-note edit).
+
+    Timed as `edit_floor.cold_floor` and `ab_cli` time theirs, around a plain wait: polling
+    `/proc` for the peak RSS (`_cli_tree`) reads the starting process's files while it
+    starts, and a 0.3 s command read ~0.03 s slower polled than not (alternating runs of
+    the same `reconcile --path`: benchmarks/HISTORY.md, session 37)."""
     seconds = []
     for i in range(runs):
         if edit is not None:
             with edit.open("a", encoding="utf-8") as handle:
                 handle.write(f"\nEdited for benchmark run {i}: zebrafish{i}\n")
-        seconds.append(_cli_tree(vault, "reconcile", *args).seconds)
+        seconds.append(_cold_cli(vault, *args))
     return statistics.median(seconds)
 
 
