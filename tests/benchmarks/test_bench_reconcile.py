@@ -4,7 +4,10 @@ figure, its limit and a verdict; a figure not measured says so instead of passin
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 from benchmarks.bench_reconcile import TARGETS, render_scale, target_rows
 
@@ -91,3 +94,23 @@ def test_a_command_is_timed_to_its_end_not_to_the_next_poll() -> None:
 
     timed = run_process_tree([sys.executable, "-c", "pass"], poll_s=30.0)
     assert timed.seconds < 30.0
+
+
+def test_a_cold_reconcile_is_timed_by_a_real_process_and_a_failure_says_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`_cold_cli` runs `vaultmem reconcile ARGS` as a process of its own (what the report's
+    no-op and edit rows time), and a run that fails raises with the command's own message
+    rather than a time."""
+    from benchmarks.bench_reconcile import _cold_cli
+
+    vault = tmp_path / "vault"
+    (vault / ".obsidian").mkdir(parents=True)
+    (vault / "a.md").write_text("# A\n\nlinks [[b]]\n", encoding="utf-8")
+    monkeypatch.setenv("VAULTMEM_STATE_DIR", str(tmp_path / "state"))
+    assert _cold_cli(vault) > 0
+    with (vault / "a.md").open("a", encoding="utf-8") as handle:
+        handle.write("one more line\n")
+    assert _cold_cli(vault, "--path", "a.md") > 0
+    with pytest.raises(RuntimeError, match=r"--path \.\./outside\.md failed \(exit \d+\)"):
+        _cold_cli(vault, "--path", "../outside.md")
