@@ -266,7 +266,8 @@ def test_parallel_calls_in_one_session(vault: Path) -> None:
                 group.start_soon(lambda: one("memory_recall", query="duckdb writer"))
                 group.start_soon(lambda: one("memory_status"))
         assert len(results) == 9
-        assert not [body for error, body in results if error]
+        failed = [body for error, body in results if error]
+        assert not failed, json.dumps(failed)  # whole: a cut message hid which error it was
 
     session_run(vault, body)
     assert len(list((vault / "agent-memory/project/atlas").glob("parallel-*.md"))) == 3

@@ -357,3 +357,49 @@ def test_a_writer_never_waits_for_its_own_lock(tmp_path: Path) -> None:
         assert not wait_for_writer(tmp_path, time.monotonic() + 30)
     assert not wait_for_writer(tmp_path, time.monotonic() + 30)  # let go: nobody holds it
     assert not wait_for_writer(tmp_path / "none", time.monotonic() + 30)  # no lock file
+
+
+def test_threads_of_one_process_take_turns_with_the_file_instead_of_failing(
+    tmp_path: Path,
+) -> None:
+    """DuckDB refuses a file that another thread of this process has open the other way
+    (read-only against read-write). An MCP server's writer and its shared readers meet so:
+    a reader reopens for a request between the writer's `release_all` and its open, or opens
+    while the writer's connection is open. Both wait their turn; before, the writer's open
+    raised `CorruptIndex` (a reconcile takes that for damage) and the reader's failed."""
+    import threading
+
+    from vaultmem.files.lock import writer_lock
+
+    make_vault(tmp_path / "v").close()
+    path = index_of(tmp_path / "v")
+    reader = store.SharedReader(path, lock_path=path.parent / "write.lock")
+    stop = threading.Event()
+    failures: list[str] = []
+
+    def read_until_stopped() -> None:
+        while not stop.is_set():
+            try:
+                with reader.use() as con:
+                    con.execute("SELECT count(*) FROM notes").fetchall()
+            except Exception as error:  # what the test is about: none may happen
+                failures.append(f"reader: {type(error).__name__}: {error}")
+
+    threads = [threading.Thread(target=read_until_stopped) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    try:
+        for _ in range(20):
+            try:
+                with writer_lock(path.parent, timeout_s=10):
+                    con = store.connect(path, read_only=False, timeout_s=10)
+                    con.execute("UPDATE meta SET value = value WHERE key = 'schema_version'")
+                    con.close()
+            except Exception as error:
+                failures.append(f"writer: {type(error).__name__}: {error}")
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join()
+        reader.close()
+    assert failures == []

@@ -47,8 +47,13 @@ from vaultmem.files.lock import wait_for_writer, writer_holds
 from vaultmem.storage.schema import DDL, SCHEMA_VERSION, SEARCH_SCHEMA_VERSION, table_docs
 
 _LOCK_MESSAGE = re.compile(r"Could not set lock|Conflicting lock", re.I)
+_OTHER_CONFIGURATION = re.compile(r"different configuration", re.I)
+"""DuckDB's refusal of a file that another thread of this process has open the other way."""
 _PERMISSION = re.compile(r"Permission denied|Read-only file system", re.I)
 _HOLDER = re.compile(r"Conflicting lock is held in (.*?)(?:\. See also|$)")
+IN_PROCESS_RETRY_S = 0.02
+"""The longest `connect` sleeps between tries while another thread of this process has the
+file open the other way (its request or write takes milliseconds)."""
 
 Connection = duckdb.DuckDBPyConnection
 
@@ -94,7 +99,8 @@ two threads (`storage/sql_process.py` bounds the rest)."""
 def connect(
     path: Path, *, read_only: bool, timeout_s: float = 15.0, sandboxed: bool = False
 ) -> Connection:
-    """Open the index, retrying while another process holds DuckDB's file lock.
+    """Open the index, retrying while another process holds DuckDB's file lock, or another
+    thread of this process has the file open the other way (read-only against read-write).
 
     `sandboxed` turns off DuckDB's file system access (COPY TO, read_csv, ATTACH) and its
     spill folder, for connections that run SQL written by a user or an agent: DuckDB lets even
@@ -128,15 +134,27 @@ def connect(
                     hint=f"Make {path.parent} and the files in it writable for this user "
                     f"(`chmod -R u+w {path.parent}`), or run vaultmem as their owner.",
                 ) from error
-            if not _is_lock_error(error):
+            in_process = bool(_OTHER_CONFIGURATION.search(str(error)))
+            if not in_process and not _is_lock_error(error):
                 raise CorruptIndex(str(error)) from error
             if time.monotonic() >= deadline:
                 holder = _HOLDER.search(str(error))
+                who = holder.group(1) if holder else "another process"
                 raise LockedError(
                     f"The index {path} stayed locked for {timeout_s:.0f} s by "
-                    f"{holder.group(1) if holder else 'another process'}.",
+                    f"{'another thread of this process' if in_process else who}.",
                     hint="Close the other DuckDB connection (a long query, a GUI client), retry.",
                 ) from error
+            if in_process:
+                # Another thread has the file open the other way: a shared reader reopened
+                # for a request since `release_all` (a writer), or a writer's connection (a
+                # reader). Either lets go within its request or write: not damage, which a
+                # reconcile would move aside and rebuild.
+                if not read_only or sandboxed:
+                    SharedReader.release_all(path)
+                time.sleep(delay)
+                delay = min(delay * 2, IN_PROCESS_RETRY_S)
+                continue
             if wait_for_writer(path.parent, deadline):
                 delay = 0.005  # a vaultmem writer just let go of the index: open it now
                 continue
