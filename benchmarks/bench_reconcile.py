@@ -13,8 +13,9 @@ Times are medians of `--repeat` runs (the timed span excludes interpreter start-
 the floor; no-op under 10% of a full; one edit under 5% of a full.
 
 `--scale N` (e.g. `make bench-100k`, not in CI) runs the scale report of issue 14 once on an
-N-note vault, every step a cold CLI process with the peak RSS of each of its processes (main,
-forkserver, workers) polled from `/proc`: full build, no-op, one edit; beside, in the same run,
+N-note vault, every step a cold CLI process: the full build with the peak RSS of each of its
+processes (main, forkserver, workers) polled from `/proc`, the no-op and the edits timed
+around a plain wait (no polling, as their floor is timed: `_median_cold`); beside, in the same run,
 SQLite FTS5 indexing the same files, the read+YAML floor and mistune's own pass over the text
 (FTS5 and mistune each once before and once after the build, and their means taken: the load
 of a shared machine drifts over a long build).
