@@ -32,6 +32,7 @@ from vaultmem.storage.rows import (
     STAGED_TABLES,
     STRUCTURE_TABLES,
 )
+from vaultmem.storage.staged_files import statement_groups
 from vaultmem.storage.store import (
     Batch,
     Connection,
@@ -370,13 +371,14 @@ def load_staged(
         # compressed rows, or the commit merging two threads' row groups: benchmarks/HISTORY.md).
         parallel = table != "documents" and sum(map(os.path.getsize, paths)) > _PARALLEL_LOAD_BYTES
         with build_side_as_written(con) if parallel else nullcontext():
-            con.execute(
-                f"INSERT INTO {table} SELECT {select} FROM (SELECT {unnested} FROM "
-                f"read_json($1, format='unstructured', columns={spec}, "
-                f"maximum_object_size={size})) s "
-                f"JOIN note_numbers m ON m.number = s.{key}{target}",
-                [paths],
-            )
+            for group in statement_groups(paths):  # DuckDB holds a statement's files whole
+                con.execute(
+                    f"INSERT INTO {table} SELECT {select} FROM (SELECT {unnested} FROM "
+                    f"read_json($1, format='unstructured', columns={spec}, "
+                    f"maximum_object_size={size})) s "
+                    f"JOIN note_numbers m ON m.number = s.{key}{target}",
+                    [group],
+                )
 
 
 _JSON_OBJECT_BYTES = 16 * 1024 * 1024

@@ -6,8 +6,9 @@ known): each row names its note by the note's *number* in the run instead of its
 of notes is written as one JSON object per table (`StagedRows.write`), mapping each column
 name to the list of its values, so a chunk costs one `json.dumps` per table rather than one
 per row (half the formatting time); a process appends its chunks' objects to one file per
-table. `storage.index_writes.load_staged` bulk-loads every file with DuckDB's JSON reader,
-unnests the lists and swaps numbers for ids with one join. JSON
+table (in parts: `storage.staged_files`). `storage.index_writes.load_staged` bulk-loads the
+files with DuckDB's JSON reader, a bounded group a statement, unnests the lists and swaps
+numbers for ids with one join. JSON
 escapes every character, so no text a note holds (tabs, newlines, quotes) can break a row.
 
 Two columns are left for the load to fill: `links.target_id` (a join on the target's path,
@@ -27,6 +28,7 @@ from vaultmem.core.documents import SearchDocument
 from vaultmem.core.models import Note, Resolution, Scope
 from vaultmem.note.links import file_name_key, fold_name, link_name_key
 from vaultmem.storage.schema import table_docs
+from vaultmem.storage.staged_files import part_path
 
 PRECUT_WEIGHTS = ".precut.tsv"
 """The suffix of a parse worker's file of boilerplate weights cut early (`index.early_cut`):
@@ -206,13 +208,14 @@ class StagedRows:
 
     def write(self, folder: Path, stem: str) -> dict[str, tuple[Path, int]]:
         """Append one object per table that has rows, `{column: [values]}`, to
-        `<stem>.<table>.json` (created on first use): {table: (file, the object's bytes)}.
-        A worker appends every chunk of a run to the same files (`parallel.process_stem`);
-        DuckDB reads the objects one after the other, and its buffer must hold the largest."""
+        `<stem>.<table>.json` (created on first use; from `staged_files.PART_BYTES` on, to a
+        next part): {table: (file, the object's bytes)}. A worker appends every chunk of a
+        run to the same files (`parallel.process_stem`); DuckDB reads the objects one after
+        the other, and its buffer must hold the largest."""
         out: dict[str, tuple[Path, int]] = {}
         for table, rows in self.rows.items():
             if rows:
-                path = folder / f"{stem}.{table}.json"
+                path = part_path(folder, stem, table)
                 names = [name for name, _ in STAGED_COLUMNS[table]]
                 columns = zip(*rows, strict=True)
                 text = json.dumps(dict(zip(names, columns, strict=True)))  # ASCII: a char a byte

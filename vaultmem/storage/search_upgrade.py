@@ -32,6 +32,7 @@ from typing import Any, NamedTuple
 from vaultmem.core.documents import SearchDocument
 from vaultmem.storage import store
 from vaultmem.storage.schema import DERIVED_TABLES, SEARCH_TABLES, table_docs
+from vaultmem.storage.staged_files import statement_groups
 from vaultmem.storage.store import Connection
 
 REMADE_TABLES = ("documents", "termless_sections", *SEARCH_TABLES)
@@ -155,14 +156,15 @@ def _insert_cut_documents(con: Connection, files: Sequence[Path], sections: str)
         "{'number': 'INTEGER[]', 'ord': 'INTEGER[]', 'length': 'INTEGER[]', "
         "'line_keys': 'BIGINT[][]'}"
     )
-    con.execute(
-        "INSERT INTO documents SELECT s.note_id, w.ord, s.heading, s.line, w.length, s.text, "
-        "w.line_keys FROM (SELECT unnest(number) AS number, unnest(ord) AS ord, "
-        "unnest(length) AS length, unnest(line_keys) AS line_keys FROM read_json($1, "
-        f"format='unstructured', columns={spec}, maximum_object_size={size})) w "
-        f"JOIN {sections} s ON s.number = w.number AND s.ord = w.ord",
-        [paths],
-    )
+    for group in statement_groups(paths):  # DuckDB holds a statement's files whole
+        con.execute(
+            "INSERT INTO documents SELECT s.note_id, w.ord, s.heading, s.line, w.length, s.text, "
+            "w.line_keys FROM (SELECT unnest(number) AS number, unnest(ord) AS ord, "
+            "unnest(length) AS length, unnest(line_keys) AS line_keys FROM read_json($1, "
+            f"format='unstructured', columns={spec}, maximum_object_size={size})) w "
+            f"JOIN {sections} s ON s.number = w.number AND s.ord = w.ord",
+            [group],
+        )
 
 
 def set_meta(con: Connection, values: Mapping[str, str]) -> None:
