@@ -689,6 +689,35 @@ def test_links_re_resolve_when_targets_come_and_go(vault: Config) -> None:
     assert_equals_rebuild(vault)
 
 
+def test_links_re_resolved_together_keep_their_own_folder(vault: Config) -> None:
+    """A run re-resolves stored links together, one answer per target, subpath and linking
+    folder (`resolution_scope`): the same `[[Target]]` and the same relative `[[./Near]]`,
+    stored in two folders' notes, each keep their own folder's answer."""
+    root = vault.root
+    for folder in ("A", "B"):
+        write(root, f"{folder}/Source.md", "# Intro\n\n[[Target]] [[./Near]] [[#Intro]]\n")
+        write(root, f"{folder}/Near.md", "near\n")
+    write(root, "A/Target.md", "## Intro\n")
+    reconcile(vault)
+    assert {r[2] for r in link_rows(vault, "B/Source.md")} == {
+        "A/Target.md",
+        "B/Near.md",
+        "B/Source.md",
+    }
+
+    write(root, "B/Target.md", "## Intro\n")  # closer for B/Source.md only
+    for folder in ("A", "B"):  # every link of both sources re-resolved in this run
+        write(root, f"{folder}/Near.md", "# Near\n")
+    reconcile(vault)
+    for folder in ("A", "B"):
+        assert [r[2] for r in link_rows(vault, f"{folder}/Source.md")] == [
+            f"{folder}/Target.md",
+            f"{folder}/Near.md",
+            f"{folder}/Source.md",
+        ]
+    assert_equals_rebuild(vault)
+
+
 def test_attachment_links_follow_the_file(vault: Config) -> None:
     write(vault.root, "Note.md", "![[pic.png]]\n")
     reconcile(vault)

@@ -476,6 +476,14 @@ def subpath_matches(subpath: str, headings: Sequence[Heading], blocks: Sequence[
     return SubpathIndex(headings, blocks).matches(subpath)
 
 
+def resolution_scope(target: str, source_path: str) -> str:
+    """What the file a link `target` resolves to depends on besides the target itself: the
+    linking note's folder (a relative path, rule 6c, and the best match under it, rule 6e),
+    or the note itself for a link to itself (`[[#Heading]]`). Links equal in target,
+    subpath and this resolve alike."""
+    return source_path if target == "" else _folder_of(source_path)
+
+
 def resolve_link(
     link: Link,
     source_path: str,
