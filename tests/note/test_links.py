@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import unicodedata
 from pathlib import Path
+from unittest.mock import patch
 
 import pytest
 from hypothesis import example, given, settings
@@ -14,6 +15,7 @@ from hypothesis import strategies as st
 from vaultmem import Vault
 from vaultmem.core.errors import NotFoundError
 from vaultmem.core.models import Block, Heading, Link
+from vaultmem.note import links as links_module
 from vaultmem.note.links import (
     LazyLinkResolver,
     LinkResolver,
@@ -568,6 +570,43 @@ def test_index_agrees_with_full_scan(
     for source in sources:
         for target in targets:
             assert resolver.resolve(target, source) == _reference_resolve(unique, target, source)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    files=st.lists(_paths(), max_size=30),
+    targets=st.lists(_targets(), min_size=1, max_size=15),
+    sources=st.lists(_paths(), min_size=1, max_size=4),
+    few=st.sampled_from([0, 1, 2]),
+)
+def test_index_agrees_with_full_scan_whichever_way_a_run_is_searched(
+    files: list[str], targets: list[str], sources: list[str], few: int
+) -> None:
+    """`_Order` answers a link from its run of files ending with the link's path when the run
+    is short, else by a scan in order: both ways agree with the reference."""
+    with patch.object(links_module, "_FEW_ENDING", few):
+        resolver = LinkResolver(files)
+        unique = set(files)
+        for source in sources:
+            for target in targets:
+                want = _reference_resolve(unique, target, source)
+                assert resolver.resolve(target, source) == want
+
+
+def test_a_big_bucket_of_one_name_answers_as_the_full_scan() -> None:
+    """3,000 `README.md`s: a link that none of them ends with (`archive/README`), a few do
+    (`12/docs/README`: the suffix test has no segment boundary), hundreds do (`2/docs/README`)
+    or all do, from inside and outside their folders, each as the spec's full scan says."""
+    files = [f"p{i}/docs/README.md" for i in range(3000)] + ["docs/README.md", "q/README.md"]
+    unique = set(files)
+    resolver = LinkResolver(files)
+    targets = ["archive/README", "12/docs/README", "2/docs/README", "docs/README", "README"]
+    targets += ["p7/docs/README", "s/README", "q/README.md"]
+    sources = ["p12/docs/Note.md", "p2/Other.md", "q/Note.md", "Note.md", "zz/Note.md"]
+    for source in sources:
+        for target in targets:
+            want = _reference_resolve(unique, target, source)
+            assert resolver.resolve(target, source) == want, (target, source)
 
 
 # --- speed ----------------------------------------------------------------------------------

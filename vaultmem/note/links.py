@@ -108,21 +108,46 @@ def join_relative(folder: str, target: str) -> str | None:
 
 
 class _Order:
-    """One name-key bucket, sorted two ways for the rule 6e search.
+    """One name-key bucket, sorted three ways for the rule 6e search.
 
     Sorted by folded path, the files under a folder prefix form one contiguous run (found by
     bisection), so a big bucket (`README` in every folder) does not cost a full scan per link.
+    Sorted by reversed folded path, the files ending with a link's path form one run too: a
+    link that few or none of a big bucket's files end with (`[[archive/README]]` where no
+    `archive/` holds one) is answered from that run, where scanning the bucket for it made a
+    build of 6,000 `README.md`s quadratic (36M suffix tests, 25 s).
     """
 
-    __slots__ = ("by_folded", "by_length", "folded_keys")
+    __slots__ = ("by_folded", "by_length", "folded_keys", "tail_ranks", "tails")
 
     def __init__(self, bucket: dict[str, str]) -> None:
         self.by_length = sorted(bucket.items(), key=lambda item: (len(item[0]), item[0]))
         self.by_folded = sorted(bucket.items(), key=lambda item: (item[1], item[0]))
         self.folded_keys = [folded for _, folded in self.by_folded]
+        tails = sorted((folded[::-1], rank) for rank, (_, folded) in enumerate(self.by_length))
+        self.tails = [tail for tail, _ in tails]
+        self.tail_ranks = [rank for _, rank in tails]  # positions in `by_length`
+
+    def _ending(self, variant: str) -> range:
+        """The positions in `tails` of the files whose folded path ends with `variant` (never
+        empty: a link path has a name)."""
+        head = variant[::-1]  # the run of reversed paths starting with it
+        start = bisect_left(self.tails, head)
+        last = ord(head[-1])
+        if last < sys.maxunicode:
+            return range(start, bisect_left(self.tails, head[:-1] + chr(last + 1), start))
+        stop = start  # no code point follows: count the run
+        while stop < len(self.tails) and self.tails[stop].startswith(head):
+            stop += 1
+        return range(start, stop)
 
     def first_under(self, folder: str, variant: str) -> str | None:
         """The shortest path starting with `folder` and ending with `variant`, if any."""
+        ending = self._ending(variant)
+        if len(ending) <= _FEW_ENDING:
+            ranks = self.tail_ranks[ending.start : ending.stop]
+            under = [r for r in ranks if self.by_length[r][1].startswith(folder)]
+            return self.by_length[min(under)][0] if under else None
         best: str | None = None
         for index in range(bisect_left(self.folded_keys, folder), len(self.folded_keys)):
             path, folded = self.by_folded[index]
@@ -131,6 +156,24 @@ class _Order:
             if folded.endswith(variant) and (best is None or (len(path), path) < (len(best), best)):
                 best = path
         return best
+
+    def first(self, variant: str) -> str | None:
+        """The shortest path ending with `variant` (the smallest of equal length), if any."""
+        ending = self._ending(variant)
+        if not ending:
+            return None
+        if len(ending) <= _FEW_ENDING:
+            return self.by_length[min(self.tail_ranks[ending.start : ending.stop])][0]
+        for path, folded in self.by_length:  # many end with it: one is near the front
+            if folded.endswith(variant):
+                return path
+        return None
+
+
+_FEW_ENDING = 256
+"""Up to this many files ending with a link's path, the least of them is taken from the run
+of `_Order.tails` that holds them; more, and the bucket's files are scanned in order, where
+one that matches is met early (every file of a bucket ends with its bare name)."""
 
 
 class LinkResolver:
@@ -254,9 +297,9 @@ class LinkResolver:
             under = order.first_under(folder, variant)
             if under is not None:
                 return under
-            for path, folded in order.by_length:
-                if folded.endswith(variant):
-                    return path
+            first = order.first(variant)
+            if first is not None:
+                return first
         return None
 
 
