@@ -118,12 +118,13 @@ def _vault_of_several_chunks(root: Path) -> Path:
     return root
 
 
-def test_a_build_loaded_in_many_statements_equals_one_loaded_in_one(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    vault = Vault(_vault_of_several_chunks(tmp_path / "vault"))
+def _built_and_recorded(
+    root: Path, monkeypatch: pytest.MonkeyPatch, loader: object
+) -> tuple[Vault, dict[str, list[tuple[object, ...]]], list[list[str]]]:
+    """A vault of several chunks built once and dumped, and the groups `loader`'s
+    `statement_groups` hands out from now on, recorded."""
+    vault = Vault(_vault_of_several_chunks(root))
     vault.reconcile(rebuild=True)
-    whole = dump_index(vault.config.index_path)
     statements: list[list[str]] = []
 
     def recorded(paths: list[str]) -> list[list[str]]:
@@ -131,7 +132,14 @@ def test_a_build_loaded_in_many_statements_equals_one_loaded_in_one(
         statements.extend(groups)
         return groups
 
-    monkeypatch.setattr(index_writes, "statement_groups", recorded)
+    monkeypatch.setattr(loader, "statement_groups", recorded)
+    return vault, dump_index(vault.config.index_path), statements
+
+
+def test_a_build_loaded_in_many_statements_equals_one_loaded_in_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    vault, whole, statements = _built_and_recorded(tmp_path / "vault", monkeypatch, index_writes)
     monkeypatch.setattr(staged_files, "PART_BYTES", 1)  # every object a part of its own
     monkeypatch.setattr(staged_files, "STATEMENT_BYTES", 1)  # every part a statement
     vault.reconcile(rebuild=True)
@@ -143,17 +151,7 @@ def test_an_upgrade_loads_its_documents_in_many_statements_as_in_one(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A tokenizer-only upgrade reads its cut documents (a file a chunk) a group a statement."""
-    vault = Vault(_vault_of_several_chunks(tmp_path / "vault"))
-    vault.reconcile(rebuild=True)
-    whole = dump_index(vault.config.index_path)
-    statements: list[list[str]] = []
-
-    def recorded(paths: list[str]) -> list[list[str]]:
-        groups = staged_files.statement_groups(paths)
-        statements.extend(groups)
-        return groups
-
-    monkeypatch.setattr(search_upgrade, "statement_groups", recorded)
+    vault, whole, statements = _built_and_recorded(tmp_path / "vault", monkeypatch, search_upgrade)
     monkeypatch.setattr(staged_files, "STATEMENT_BYTES", 1)
     con = store.connect(vault.config.index_path, read_only=False)
     try:
