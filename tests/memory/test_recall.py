@@ -331,3 +331,82 @@ def test_cli_recall_json(vault: Vault) -> None:
     bad = run_cli("recall", "the", "--mode", "words", "--vault", str(vault.root), "--json")
     assert bad.returncode == 1
     assert json.loads(bad.stdout)["error"]["code"] == "query_invalid"
+
+
+def _tagged_vault(root: Path) -> Vault:
+    """400 notes tagged `deploy` (a name match for any question that says it), of every age,
+    beside a few that a question's other words find."""
+    root.mkdir()
+    vault = Vault.init(root)
+    for i in range(400):
+        updated = f"2026-{1 + i % 11:02d}-{1 + i % 27:02d}T10:00:00Z"
+        (root / f"Deploy note {i}.md").write_text(
+            f"---\ntags: [deploy, team{i % 7}]\nupdated: {updated}\n---\n# Deploy note {i}\n\n"
+            f"Words about shipping number {i}.\n",
+            "utf-8",
+        )
+    for i in range(6):
+        (root / f"Pipeline {i}.md").write_text(
+            f"# Pipeline {i}\n\nThe release pipeline hit a timeout {i + 1} times in the config "
+            "server.\n",
+            "utf-8",
+        )
+    vault.reconcile()
+    return vault
+
+
+def test_notes_matched_by_name_alone_are_read_only_while_they_can_count(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Recall reads a note matched by name alone only while its best possible score can enter
+    the pool: the same hits and scores as scoring every one of them, from far fewer reads."""
+    from vaultmem.memory import recall as recall_module
+    from vaultmem.storage import store
+
+    vault = _tagged_vault(tmp_path / "vault")
+    uses = {}  # some tag-only notes much used: their ceiling rises
+    read: list[str] = []
+    infos = recall_module.note_infos
+
+    def counted(con: object, ids: list[str]) -> object:
+        read.extend(ids)
+        return infos(con, ids)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(recall_module, "note_infos", counted)
+    questions = [
+        "deploy",
+        "deploy pipeline timeout",
+        "why did the release pipeline time out in the config server after the deploy, "
+        "and what did team3 decide about shipping",
+    ]
+    with store.reading(vault.config.index_path) as con:
+        ids = [r[0] for r in con.execute("SELECT id FROM notes ORDER BY path").fetchall()]
+        uses = {ids[i]: float(3 * i % 40) for i in range(0, 400, 9)}
+
+        def run(question: str, mode: str, limit: int) -> list[tuple[str, float]]:
+            hits = recall_module.recall(
+                con,
+                question,
+                root=vault.config.root,
+                managed_folder=vault.config.managed_folder,
+                mode=mode,  # type: ignore[arg-type]
+                limit=limit,
+                now=NOW,
+                usage_counts=uses,
+            )
+            return [(h.id, h.score) for h in hits]
+
+        for question in questions:
+            for mode in ("blended", "metadata"):
+                for limit in (1, 5, 20):
+                    read.clear()
+                    pruned = run(question, mode, limit)
+                    pruned_reads = len(read)
+                    with monkeypatch.context() as every:
+                        every.setattr(recall_module, "name_only_ceiling", lambda *a, **k: 1e9)
+                        read.clear()
+                        assert run(question, mode, limit) == pruned, (question, mode, limit)
+                        assert len(read) >= 400  # every tagged note read and scored
+                    if question == questions[-1] and mode == "blended":
+                        # the words find better notes; a tag's share of them cannot compete
+                        assert pruned_reads < 100, (question, mode, limit, pruned_reads)

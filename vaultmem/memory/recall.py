@@ -37,6 +37,7 @@ hit: the better ranked stays, the other gives its place to the next.
 
 from __future__ import annotations
 
+import heapq
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -240,6 +241,18 @@ def usage_weight(uses: float) -> float:
     return min(1.0, math.log1p(max(uses, 0.0)) / math.log1p(USAGE_SATURATION))
 
 
+def name_only_ceiling(strength: float, uses: float, *, metadata: bool = False) -> float:
+    """The most `blended` can give a note matched by name alone with this `strength`: its
+    relevance (the name match, halved by `NAME_WEIGHT` but in metadata mode) with the
+    greatest recency, known without reading the note."""
+    named = strength if metadata else min(1.0, NAME_WEIGHT * strength)
+    return WEIGHT_RELEVANCE * named + WEIGHT_RECENCY + WEIGHT_USAGE * usage_weight(uses)
+
+
+NAME_BATCH = 256
+"""Notes matched by name alone read at a time, strongest first, while they can still count."""
+
+
 def blended(relevance: float, info: NoteInfo, now: datetime, uses: float) -> float:
     return (
         WEIGHT_RELEVANCE * relevance
@@ -286,8 +299,11 @@ def metadata_matches(
     times the share of the question's words (stop words aside) the matched name covers."""
     asked = len(set(_content_parts(" ".join(_question_words(query))))) or 1
     strength: dict[str, float] = {}
+    shares: dict[str, float] = {}  # a tag a question names can match thousands of notes
     for note_id, field, matched in q.name_matches(con, metadata_candidates(query), notes):
-        share = min(1.0, len(set(_content_parts(matched))) / asked)
+        share = shares.get(matched)
+        if share is None:
+            share = shares[matched] = min(1.0, len(set(_content_parts(matched))) / asked)
         strength[note_id] = max(strength.get(note_id, 0.0), METADATA_STRENGTH[field] * share)
     return strength
 
@@ -411,7 +427,7 @@ def recall(
         else {}
     )
     cover = topic_coverage(con, query, in_asked) if mode == "blended" and kind != "notes" else {}
-    infos = note_infos(con, [*meta, *bm25, *cover])
+    infos = note_infos(con, [*bm25, *cover])
 
     def keep(note_id: str) -> bool:
         info = infos.get(note_id)
@@ -431,14 +447,35 @@ def recall(
             named = meta.get(note_id, 0.0)
         return max(named, cover.get(note_id, 0.0)) if infos[note_id].managed else named
 
-    scores = {
-        n: blended(relevance(n), infos[n], now, counts.get(n, 0.0))
-        for n in dict.fromkeys([*meta, *bm25, *cover])
-        if keep(n)
-    }
+    def score(notes: Iterable[str]) -> None:
+        scores.update(
+            (n, blended(relevance(n), infos[n], now, counts.get(n, 0.0))) for n in notes if keep(n)
+        )
+
     # A pool past the limit, so that hits collapsed as near-identical (one fact stored under
     # two topics) leave room for the next ones.
-    chosen = sorted(scores, key=lambda n: (-scores[n], infos[n].path))[: limit + DUPLICATE_POOL]
+    pool = limit + DUPLICATE_POOL
+    scores: dict[str, float] = {}
+    score(dict.fromkeys([*bm25, *cover]))
+    # A note matched by name alone is read and scored only while the best score it could
+    # reach can still enter the pool (`name_only_ceiling`): a long question names tags that
+    # thousands of notes carry, each with a share of the question too small to count.
+    ceiling = {
+        n: name_only_ceiling(meta[n], counts.get(n, 0.0), metadata=mode == "metadata")
+        for n in meta
+        if n not in bm25 and n not in cover
+    }
+    named = sorted(ceiling, key=ceiling.__getitem__, reverse=True)
+    at = 0
+    while at < len(named):
+        bar = heapq.nlargest(pool, scores.values())[-1] if len(scores) >= pool else -math.inf
+        batch = [n for n in named[at : at + NAME_BATCH] if ceiling[n] >= bar]  # a prefix
+        if not batch:
+            break
+        infos.update(note_infos(con, batch))
+        score(batch)
+        at += len(batch)
+    chosen = sorted(scores, key=lambda n: (-scores[n], infos[n].path))[:pool]
     contents = latest_contents(
         con, root, [n for n in chosen if infos[n].managed or not bm25.get(n, (0, ""))[1]]
     )
