@@ -150,7 +150,8 @@ def test_a_build_loaded_in_many_statements_equals_one_loaded_in_one(
 def test_an_upgrade_loads_its_documents_in_many_statements_as_in_one(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A tokenizer-only upgrade reads its cut documents (a file a chunk) a group a statement."""
+    """A tokenizer-only upgrade reads its cut documents (a file a chunk) a group a statement,
+    into a table of their own that is then joined to the index's sections once."""
     vault, whole, statements = _built_and_recorded(tmp_path / "vault", monkeypatch, search_upgrade)
     monkeypatch.setattr(staged_files, "STATEMENT_BYTES", 1)
     con = store.connect(vault.config.index_path, read_only=False)

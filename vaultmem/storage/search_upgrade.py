@@ -156,15 +156,33 @@ def _insert_cut_documents(con: Connection, files: Sequence[Path], sections: str)
         "{'number': 'INTEGER[]', 'ord': 'INTEGER[]', 'length': 'INTEGER[]', "
         "'line_keys': 'BIGINT[][]'}"
     )
-    for group in statement_groups(paths):  # DuckDB holds a statement's files whole
-        con.execute(
-            "INSERT INTO documents SELECT s.note_id, w.ord, s.heading, s.line, w.length, s.text, "
-            "w.line_keys FROM (SELECT unnest(number) AS number, unnest(ord) AS ord, "
-            "unnest(length) AS length, unnest(line_keys) AS line_keys FROM read_json($1, "
-            f"format='unstructured', columns={spec}, maximum_object_size={size})) w "
-            f"JOIN {sections} s ON s.number = w.number AND s.ord = w.ord",
-            [group],
+    cut = (
+        "SELECT unnest(number) AS number, unnest(ord) AS ord, unnest(length) AS length, "
+        f"unnest(line_keys) AS line_keys FROM read_json($1, format='unstructured', "
+        f"columns={spec}, maximum_object_size={size})"
+    )
+
+    def insert(source: str) -> str:
+        return (
+            "INSERT INTO documents SELECT s.note_id, w.ord, s.heading, s.line, w.length, "
+            f"s.text, w.line_keys FROM {source} w "
+            f"JOIN {sections} s ON s.number = w.number AND s.ord = w.ord"
         )
+
+    groups = statement_groups(paths)  # DuckDB holds a statement's files whole
+    if len(groups) == 1:
+        con.execute(insert(f"({cut})"), [groups[0]])
+        return
+    # More than one statement's worth: the files are read a group at a time into a table of
+    # their few columns, so `sections` (every text of the index) is joined once, not per group.
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE cut_documents "
+        "(number INTEGER, ord INTEGER, length INTEGER, line_keys BIGINT[])"
+    )
+    for group in groups:
+        con.execute(f"INSERT INTO cut_documents {cut}", [group])
+    con.execute(insert("cut_documents"))
+    con.execute("DROP TABLE cut_documents")
 
 
 def set_meta(con: Connection, values: Mapping[str, str]) -> None:
