@@ -68,10 +68,10 @@ def test_both_scorers_agree(
         excluded=excluded,
         **kw,
     )
-    names = [f"t{i}" for i in range(len(weights))]
-    matched = bm25.matched_terms(rows, names)
-    matched_np = bm25.matched_terms(columns(shuffled), names)
-    assert matched == matched_np == {names[r[0]] for r in rows}
+    # Rows the index read in order skip the sort: the same result, exactly.
+    in_order = sorted(rows, key=lambda r: (r[1], r[2], r[0]))
+    assert bm25._in_order(*(np.array([r[i] for r in in_order], dtype=np.int64) for i in (1, 2, 0)))
+    assert bm25.rank_columns(columns(in_order), weights, STATS, excluded=excluded, **kw) == vector
     # The resident index adds note numbers that sort as the keys do: the same result, exactly.
     by_number = columns(shuffled)
     by_number[bm25.NOTE_ORDER] = np.unique(by_number["note_key"], return_inverse=True)[1]
@@ -116,6 +116,7 @@ def test_search_gives_the_same_hits_through_either_scorer(
         "copper -meadow",
         "signal ledger orbit",
         '"quartz velvet"',
+        "lantren kettle harbor",  # a typo: the words are read again with its replacement
     ]
     monkeypatch.setattr(bm25, "columns_from", lambda: 10**9)
     plain = [vault.search(q, limit=20) for q in queries]
@@ -123,6 +124,33 @@ def test_search_gives_the_same_hits_through_either_scorer(
         monkeypatch.setattr(bm25, "columns_from", lambda n=columns_from: n)
         assert [vault.search(q, limit=20) for q in queries] == plain
     assert all(plain)
+
+
+@settings(max_examples=200, deadline=None)
+@given(postings_strategy(), st.randoms(use_true_random=False))
+def test_rows_count_as_in_order_only_when_sorted_by_note_ord_term(
+    rows: list[Row], rnd: random.Random
+) -> None:
+    """The scorer skips its sort for rows the index read in order: any other order must be
+    sorted (a row out of place would be summed into the wrong document)."""
+    shuffled = rows[:]
+    rnd.shuffle(shuffled)
+    expected = shuffled == sorted(shuffled, key=lambda r: (r[1], r[2], r[0]))
+    cols = [np.array([r[i] for r in shuffled], dtype=np.int64) for i in (1, 2, 0)]
+    assert bm25._in_order(*cols) == expected
+
+
+def test_a_row_out_of_place_anywhere_is_not_in_order() -> None:
+    def check(rows: list[tuple[int, int, int]]) -> bool:  # (note key, ord, term)
+        return bm25._in_order(*(np.array([r[i] for r in rows], dtype=np.int64) for i in range(3)))
+
+    ordered = [(5, 0, 0), (5, 0, 2), (5, 1, 1), (9, 0, 0), (9, 2, 0), (9, 2, 3)]
+    assert check(ordered)
+    for i in range(len(ordered) - 1):  # two neighbours swapped: terms, documents or notes
+        swapped = ordered[:]
+        swapped[i], swapped[i + 1] = swapped[i + 1], swapped[i]
+        assert not check(swapped), swapped
+    assert not check([(5, 0, 1), (5, 0, 1)])  # one posting twice is no order of postings
 
 
 def test_idf_is_one_formula_for_a_float_and_an_array() -> None:

@@ -180,6 +180,9 @@ def test_both_sources_read_the_same_rows(vault: Vault) -> None:
             assert mem.keys_with_terms(("flaky", "footer")) == sql.keys_with_terms(
                 ("flaky", "footer")
             )
+            # every query asks which of its words the index holds, and their df
+            assert mem.known_terms(terms) == sql.known_terms(terms)
+            assert len(sql.known_terms(terms)) == 4 and "nosuchterm" not in sql.known_terms(terms)
         keys = sorted(held.note_keys.tolist())
         assert mem.note_rows(keys) == sql.note_rows(keys) and len(keys) == len(NOTES)
         ids = [row[0] for row in sql.note_rows(keys).values()] + ["missing.md"]

@@ -157,6 +157,17 @@ class ResidentReads(SqlReads):
             return {**columns, NOTE_ORDER: note}  # note numbers sort as their keys do
         return list(zip(*(c.tolist() for c in columns.values()), strict=True))
 
+    def known_terms(self, terms: list[str]) -> dict[str, int]:
+        """A term's df is its run of postings (one row per document), as `terms.df` counts:
+        every query asks it, so it is answered from memory too."""
+        held = self.held
+        offsets = held.offsets
+        return {
+            term: int(offsets[tid + 1] - offsets[tid])
+            for term in terms
+            if (tid := held.terms.get(term)) is not None
+        }
+
     def keys_with_terms(self, terms: tuple[str, ...]) -> frozenset[int]:
         held = self.held
         found = [held.terms[t] for t in terms if t in held.terms]

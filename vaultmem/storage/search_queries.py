@@ -205,7 +205,10 @@ def term_postings(
     Only these rows are read: the literal `term IN (...)` list lets DuckDB skip every row
     group of other terms (a fresh index writes postings sorted by term). No string comes
     back (turning note ids into Python strings cost more than the scan); `note_rows` reads
-    the few notes that rank by their key.
+    the few notes that rank by their key. The rows come sorted by (note key, ord, term), the
+    order the scorer needs: DuckDB sorts on every core, where numpy's lexsort ran on one (a
+    long prompt's 1.35M rows at 100,000 notes: ~0.19 s more for the read, ~0.4 s less
+    scoring).
     """
     params: dict[str, Any] = {f"t{i}": term for i, term in enumerate(terms)}
     params.update(notes.params or {})
@@ -219,7 +222,8 @@ def term_postings(
     sql = (
         f"SELECT (CASE p.term {case} END)::INTEGER AS term, p.note_key, p.ord, p.tf, p.length, "
         f"p.note_length FROM postings p {kept}"
-        f"WHERE p.term IN ({', '.join(f'$t{i}' for i in range(len(terms)))})"
+        f"WHERE p.term IN ({', '.join(f'$t{i}' for i in range(len(terms)))}) "
+        "ORDER BY 2, 3, 1"
     )
     cursor = con.execute(sql, params)
     head = cursor.fetchmany(columns_from)
