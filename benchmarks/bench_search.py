@@ -18,7 +18,8 @@ hard-linked copy `benchmarks/out/search-<N>/` so the cached vault keeps no index
    connection opened and closed per call (what `Vault.search` did before); median and p95
    (nearest rank). Then a cold CLI: `python -m vaultmem search QUERY --json` as a fresh
    process, median of 5 queries (wall, and CPU = user + system), beside `python -c pass` (the
-   interpreter alone), same run.
+   interpreter alone), same run; and a 60-word prompt (`long_prompt`: the vault's words, one
+   in six misspelt), median of 3: what a prompt hook's recall reads and scores.
 3. SQLite FTS5 (stdlib `sqlite3`, `porter unicode61`, `bm25()` with heading weight 2, in
    memory): index build over the same documents' text, and the same 50 queries (words OR-ed,
    best section per note, top 10), timed in turn with ours (2. above).
@@ -120,6 +121,36 @@ def draw_queries(texts: Sequence[str], seed: int = 0) -> list[str]:
     words = sorted(w for w, c in counts.items() if c >= 2 and not is_stopword(w))
     rng = random.Random(seed)
     return [" ".join(rng.sample(words, rng.randint(1, 4))) for _ in range(QUERIES)]
+
+
+LONG_PROMPT_WORDS = 60
+"""Words in the long prompt (`long_prompt`): what a person writes to an agent, which the
+prompt hook hands to `recall` whole."""
+
+
+def long_prompt(texts: Sequence[str], seed: int = 0) -> str:
+    """A prompt of LONG_PROMPT_WORDS words as a request to an agent reads: the vault's own
+    words (common and rare alike) between stop words, and one word in six with two letters
+    swapped (a word the index lacks: a typo, or a word no note uses), whose lookup and
+    replacement a long prompt pays."""
+    from vaultmem.core.tokenizer import is_stopword
+
+    counts: Counter[str] = Counter()
+    for text in texts:
+        counts.update(set(_WORD.findall(text.lower())))
+    words = sorted(w for w, c in counts.items() if c >= 2 and not is_stopword(w))
+    rng = random.Random(seed)
+    out: list[str] = []
+    for i in range(LONG_PROMPT_WORDS):
+        if i % 3 == 1:
+            out.append(rng.choice(["the", "and", "please", "with", "before", "about", "we"]))
+            continue
+        word = rng.choice(words)
+        if i % 6 == 0 and len(word) > 4:
+            at = rng.randrange(1, len(word) - 2)
+            word = word[:at] + word[at + 1] + word[at] + word[at + 2 :]
+        out.append(word)
+    return " ".join(out)
 
 
 def bm25_build_phases(root: Path) -> dict[str, float]:
@@ -233,10 +264,11 @@ def fts5_query(con: sqlite3.Connection, query: str) -> list[str]:
     return [r[0] for r in rows]
 
 
-def cold_cli(root: Path, queries: Sequence[str]) -> dict[str, float]:
+def cold_cli(root: Path, queries: Sequence[str], prompt: str = "") -> dict[str, float]:
     """Median wall seconds of a fresh `python -m vaultmem search Q --json` and of `python -c
     pass`, and the search's median CPU seconds (user + system: what a shared machine's load
-    moves least), taking turns query by query."""
+    moves least), taking turns query by query; then the same for the long `prompt`, three
+    times (a prompt hook's question: many words, some the index lacks)."""
     import subprocess
 
     from benchmarks.ab_cli import children_cpu_s
@@ -259,10 +291,17 @@ def cold_cli(root: Path, queries: Sequence[str]) -> dict[str, float]:
         wall, cpu = run([sys.executable, "-m", "vaultmem", "search", q, "--json"])
         search_s.append(wall)
         search_cpu_s.append(cpu)
+    prompt_s, prompt_cpu_s = [], []
+    for _ in range(3 if prompt else 0):
+        wall, cpu = run([sys.executable, "-m", "vaultmem", "search", prompt, "--json"])
+        prompt_s.append(wall)
+        prompt_cpu_s.append(cpu)
     return {
         "cold_cli_search_s": statistics.median(search_s),
         "cold_cli_search_cpu_s": statistics.median(search_cpu_s),
         "cold_python_s": statistics.median(bare_s),
+        "cold_cli_long_prompt_s": statistics.median(prompt_s) if prompt_s else 0.0,
+        "cold_cli_long_prompt_cpu_s": statistics.median(prompt_cpu_s) if prompt_s else 0.0,
     }
 
 
@@ -354,7 +393,7 @@ def run_size(n_notes: int, existing: Path | None = None) -> dict[str, Any]:
             seconds, _ = _timed(lambda q=q: per_call(q))
             reopen_runs.append(seconds)
         _log("cold CLI")
-        cold = cold_cli(root, queries[:5])
+        cold = cold_cli(root, queries[:5], long_prompt([t for _, _, t in texts[:20_000]]))
     finally:
         if existing is not None:  # leave the vault as found: the note's bytes, then its index
             vault.close()  # idempotent; DuckDB will not open a writer beside its reader
@@ -416,7 +455,8 @@ def render(rows: Sequence[dict[str, Any]]) -> str:
             f"{r['notes']:>7} Vault.search ×fts5 {r['vault_ratio_to_fts5']:.2f}; connection per "
             f"call {r['search_connection_per_call']['median_ms']:.1f} ms; cold CLI search "
             f"{r['cold_cli_search_s']:.3f} s, CPU {r['cold_cli_search_cpu_s']:.3f} s "
-            f"(python -c pass {r['cold_python_s']:.3f} s)"
+            f"(python -c pass {r['cold_python_s']:.3f} s); a {LONG_PROMPT_WORDS}-word prompt "
+            f"{r['cold_cli_long_prompt_s']:.3f} s, CPU {r['cold_cli_long_prompt_cpu_s']:.3f} s"
         )
         extra.append(
             f"{r['notes']:>7} resident index: {'held' if r['resident'] else 'not held (SQL)'}, "

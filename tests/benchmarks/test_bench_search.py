@@ -34,5 +34,6 @@ def test_a_run_on_an_existing_vault_gives_back_its_notes(tmp_path: Path) -> None
     before = _notes(root)
     row = run_size(200, existing=root)
     assert row["notes"] == 200 and row["incremental_reconcile_s"] > 0
+    assert row["cold_cli_long_prompt_s"] > row["cold_python_s"] > 0  # the prompt ran, cold
     assert _notes(root) == before
     assert Vault(root).reconcile().changed == 0  # and the index already holds them
