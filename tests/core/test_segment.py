@@ -161,7 +161,8 @@ def test_korean_particles_meet_the_bare_word() -> None:
 
 _CJK = st.text(
     alphabet=st.sampled_from(
-        list("属性同步笔记设备之间怎么如何使用的是在和吗方法东京のをにはするノート手机上文件夹里")
+        # 个 么 何 法: characters of stop words (这个, 怎么, 如何, 方法) that are none alone
+        list("属性同步笔记设备之间怎么如何使用的是在和吗方法东京のをにはするノート手机上文件夹里个")
     ),
     min_size=1,
     max_size=12,
@@ -177,12 +178,14 @@ def test_the_terms_alone_are_the_terms_of_the_spans(run: str, lang: str | None) 
 
 
 def test_indexing_a_few_han_characters_or_japanese_loads_no_segmenter() -> None:
-    """A note that names 東京 in English prose, and a Japanese note, are indexed without
-    a dictionary (a real interpreter, so no other test has loaded one before)."""
+    """A note that names 東京 in English prose, or quotes a 个 that is no stop word by
+    itself, and a Japanese note, are indexed without a dictionary (a real interpreter, so no
+    other test has loaded one before)."""
     code = (
         "import sys\n"
         "from vaultmem.core.tokenizer import analyzer\n"
         "analyzer('english').counts('We met in 東京 and 大阪 last spring')\n"
+        "analyzer('english').counts(\"return ''.concat(val, '个');\")\n"
         "analyzer('english', 'ja').counts('ノートを同期する方法と設定')\n"
         "print(sorted(m for m in ('rjieba', 'sudachipy') if m in sys.modules))\n"
     )
