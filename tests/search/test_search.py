@@ -817,3 +817,24 @@ def test_a_japanese_hit_marks_the_words_asked_not_words_sharing_a_bigram(tmp_pat
     assert hit.path == "同期.md"
     assert "**ノート**" in hit.snippet and "**同期**" in hit.snippet
     assert "リモート**" not in hit.snippet and "サポート**" not in hit.snippet
+
+
+def test_a_heading_over_a_comment_shows_the_next_section_and_keeps_its_score(
+    tmp_path: Path,
+) -> None:
+    """A note may open with `# key` over an HTML comment (example-vault's topics carry their
+    `<!-- id: ... -->` header so): that section holds text but none a reader sees. A search
+    matching the heading shows the next best section with text, not an empty snippet, while
+    proximity still reads the heading (the pair `release process` stands there), so the
+    score is what it was."""
+    note = (
+        "# release-process\n<!-- id: c4e2 | scope: project | scope_id: atlas -->\n\n"
+        "## 2026-09-14\nCut from main by pushing a tag; CI publishes it.\n\n"
+        "## See also\nThe release notes.\n"
+    )
+    vault = make_vault(
+        tmp_path / "vault", {"release-process.md": note, "Other.md": "# Other\n\nNothing.\n"}
+    )
+    [hit] = vault.search("release process")
+    assert hit.heading == "See also" and hit.snippet == "The **release** notes."
+    assert hit.score_parts["proximity"] == 1.0  # read off the heading: both words, in order

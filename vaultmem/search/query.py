@@ -613,13 +613,27 @@ def _shown(
     japanese: bool = False,
 ) -> _Shown:
     """The section `note` shows, cleaned; with its terms when `terms` (proximity reads them).
-    `japanese`: the query holds kana (`section_cjk`)."""
-    heading, line, text = shown_section(note.documents, sections.get(note.note_id, {}))
+    `japanese`: the query holds kana (`section_cjk`).
+
+    Proximity reads the best section with any text, even text a reader does not see (a
+    topic's `# key` heading over its `<!-- id: ... -->` header names the topic); the hit
+    shows the best one with text to quote (`shown_section`)."""
+    own = sections.get(note.note_id, {})
+    heading, line, text = shown = shown_section(note.documents, own)
     if clean is not None:
         text = clean(text)
     cjk = section_cjk(text, japanese)
     if not terms:
         return _Shown(heading, line, text, [], cjk=cjk)
+    scored = shown_section(note.documents, own, visible=False)
+    if scored != shown:  # proximity's section is not the one shown: scan it apart
+        scored_heading, _, scored_text = scored
+        if clean is not None:
+            scored_text = clean(scored_text)
+        analyse = analyzer(language, section_cjk(scored_text, japanese))
+        scored_terms = analyse.tokenize(scored_heading) if scored_heading else []
+        scored_terms += analyse.scan(_snippet_head(scored_text)).tokens()
+        return _Shown(heading, line, text, scored_terms, cjk=cjk)
     # One scan of the head gives proximity its terms and the snippet its words (marked with
     # `matching_spans` for the hits actually returned): scanning it twice was a fifth of a
     # warm search.
@@ -668,21 +682,29 @@ def _hit(
 
 
 def shown_section(
-    docs: list[tuple[int, float]], sections: dict[int, queries.Section]
+    docs: list[tuple[int, float]], sections: dict[int, queries.Section], *, visible: bool = True
 ) -> tuple[str | None, int, str]:
     """The section a hit shows: the best-scoring one with text to quote.
 
-    A match on the title (ord 0) or on a heading over an empty section (a topic's `# key`
-    line) has nothing to quote, so the next best matching section with text is shown, else
-    the note's first section with text.
+    A match on the title (ord 0) or on a heading over a section a reader sees nothing of (a
+    topic's `# key` line over its `<!-- id: ... -->` header, a heading over a comment) has
+    nothing to quote, so the next best matching section with text is shown, else the note's
+    first section with text. `visible=False`: any text counts, markup too (the section
+    proximity reads, `_shown`).
     """
+    seen = _quotable if visible else str.strip
     for ord_, _ in docs:
-        if ord_ in sections and sections[ord_][2].strip():
+        if ord_ in sections and seen(sections[ord_][2]):
             return sections[ord_]
     for ord_ in sorted(sections):
-        if sections[ord_][2].strip():
+        if seen(sections[ord_][2]):
             return sections[ord_]
     return sections[min(sections)] if sections else (None, 1, "")
+
+
+def _quotable(text: str) -> bool:
+    """Whether a reader sees any of `text` (markup and white space aside)."""
+    return bool(text.strip()) and bool(without_markup(text).strip())
 
 
 def _snippet_head(text: str) -> str:
