@@ -111,14 +111,24 @@ def search_copy(n_notes: int) -> Path:
     return dst
 
 
-def draw_queries(texts: Sequence[str], seed: int = 0) -> list[str]:
-    """50 queries of 1–4 words that occur in at least two documents (not stop words)."""
+def vault_words(texts: Sequence[str]) -> list[str]:
+    """The words (not stop words) that occur in at least two of `texts`, sorted: what the
+    drawn queries and the long prompt are made of."""
     from vaultmem.core.tokenizer import is_stopword
 
     counts: Counter[str] = Counter()
     for text in texts:
         counts.update(set(_WORD.findall(text.lower())))
-    words = sorted(w for w, c in counts.items() if c >= 2 and not is_stopword(w))
+    return sorted(w for w, c in counts.items() if c >= 2 and not is_stopword(w))
+
+
+def draw_queries(texts: Sequence[str], seed: int = 0) -> list[str]:
+    """50 queries of 1–4 words that occur in at least two documents (not stop words)."""
+    return queries_from(vault_words(texts), seed)
+
+
+def queries_from(words: Sequence[str], seed: int = 0) -> list[str]:
+    """`draw_queries` from the words `vault_words` gave."""
     rng = random.Random(seed)
     return [" ".join(rng.sample(words, rng.randint(1, 4))) for _ in range(QUERIES)]
 
@@ -128,17 +138,11 @@ LONG_PROMPT_WORDS = 60
 prompt hook hands to `recall` whole."""
 
 
-def long_prompt(texts: Sequence[str], seed: int = 0) -> str:
+def long_prompt(words: Sequence[str], seed: int = 0) -> str:
     """A prompt of LONG_PROMPT_WORDS words as a request to an agent reads: the vault's own
-    words (common and rare alike) between stop words, and one word in six with two letters
-    swapped (a word the index lacks: a typo, or a word no note uses), whose lookup and
-    replacement a long prompt pays."""
-    from vaultmem.core.tokenizer import is_stopword
-
-    counts: Counter[str] = Counter()
-    for text in texts:
-        counts.update(set(_WORD.findall(text.lower())))
-    words = sorted(w for w, c in counts.items() if c >= 2 and not is_stopword(w))
+    `words` (`vault_words`, common and rare alike) between stop words, and one word in six
+    with two letters swapped (a word the index lacks: a typo, or a word no note uses), whose
+    lookup and replacement a long prompt pays."""
     rng = random.Random(seed)
     out: list[str] = []
     for i in range(LONG_PROMPT_WORDS):
@@ -340,7 +344,8 @@ def run_size(n_notes: int, existing: Path | None = None) -> dict[str, Any]:
         one_bm25_s = one_note_bm25(vault.config.index_path, note_id, parse_note(rel, data).note)
 
         _log(f"incremental {incremental_s:.3f} s (BM25 {one_bm25_s:.3f} s); queries")
-        queries = draw_queries([t for _, _, t in texts[:20_000]])
+        words = vault_words([t for _, _, t in texts[:20_000]])
+        queries = queries_from(words)
         k1, b = vault.config.bm25_k1, vault.config.bm25_b
         # Warm: imports, the page cache and DuckDB's buffers hold what the queries read; the
         # second search starts loading the resident index (search/resident.py) in a thread: the
@@ -393,7 +398,7 @@ def run_size(n_notes: int, existing: Path | None = None) -> dict[str, Any]:
             seconds, _ = _timed(lambda q=q: per_call(q))
             reopen_runs.append(seconds)
         _log("cold CLI")
-        cold = cold_cli(root, queries[:5], long_prompt([t for _, _, t in texts[:20_000]]))
+        cold = cold_cli(root, queries[:5], long_prompt(words))
     finally:
         if existing is not None:  # leave the vault as found: the note's bytes, then its index
             vault.close()  # idempotent; DuckDB will not open a writer beside its reader

@@ -116,7 +116,7 @@ def test_search_gives_the_same_hits_through_either_scorer(
         "copper -meadow",
         "signal ledger orbit",
         '"quartz velvet"',
-        "lantren kettle harbor",  # a typo: the words are read again with its replacement
+        "lantren kettle harbor",  # a typo: replaced before the postings are read
     ]
     monkeypatch.setattr(bm25, "columns_from", lambda: 10**9)
     plain = [vault.search(q, limit=20) for q in queries]
