@@ -392,6 +392,19 @@ def test_a_resolver_over_the_very_same_files_is_taken_again() -> None:
     assert other is not first and other.resolve("C", "A.md") == "sub/C.md"
 
 
+def test_a_resolver_taken_again_counts_only_this_runs_keys() -> None:
+    """Each `link_resolver` call is a run: two runs of 20 new keys each stay under the
+    resolver's 32 a run and index 40 names, not every file of the set."""
+    from vaultmem.index.preparation import link_resolver
+
+    files = frozenset(f"n{i}.md" for i in range(60))
+    for run in range(2):
+        made = link_resolver(files)()
+        for i in range(20 * run, 20 * run + 20):
+            assert made.resolve(f"n{i}", "a.md") == f"n{i}.md"
+    assert len(made) == 40
+
+
 def test_the_walks_files_stand_for_the_records_when_their_listings_match(
     vault: Config, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -782,6 +782,20 @@ def test_the_lazy_resolver_answers_as_the_full_one(
             assert joined.resolve(target, source) == expected, (target, source)
 
 
+def test_a_lazy_resolver_counts_its_new_keys_per_run() -> None:
+    """Kept for the watcher's next batch, a resolver counts from `begin_run`: the keys of
+    earlier runs no longer add up to a full build that one later save pays for."""
+    lazy = LazyLinkResolver(VAULT, eager_after=2)
+    assert lazy.resolve("Dog", "a.md") == "Dog.md"
+    assert lazy.resolve("Café", "a.md") == "Café.md"
+    lazy.begin_run()
+    assert lazy.resolve("Unique Thing", "a.md") == "Unique Thing.md"
+    assert lazy.resolve("Inside", "a.md") == "Folder/Inside.md"
+    assert len(lazy) == 4  # each key's one file, not all 17
+    assert lazy.resolve("Plan", "a.md") == "Projects/Plan.md"  # a third new key in one run
+    assert len(lazy) == len(VAULT)
+
+
 def test_the_lazy_resolver_indexes_only_the_keys_asked() -> None:
     lazy = LazyLinkResolver(VAULT)
     assert lazy.resolve("Sub/Duplicate", "Projects/Plan.md") == "Projects/Sub/Duplicate.md"
