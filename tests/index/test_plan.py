@@ -17,6 +17,7 @@ from vaultmem.index.plan import (
     _candidate,
     _ranked_ids,
     assign_ids,
+    assign_ids_salted,
     ids_of_added,
     plan_changes,
 )
@@ -209,3 +210,36 @@ def test_new_notes_given_their_own_ids_only_when_a_whole_assignment_agrees(
     added = ids_of_added(new, journal, tuple(before.values()))
     if added is not None:  # when it answers, it is what assigning every id again gives
         assert {**before, **added} == assign_ids({**old, **new}, journal)
+
+
+@given(
+    old=st.dictionaries(_PATHS, st.none() | _IDS, max_size=6),
+    gone=st.sets(_PATHS, max_size=3),
+    new=st.dictionaries(st.sampled_from(["n/p.md", "n/q.md"]), st.none() | _IDS, max_size=2),
+    journal=st.dictionaries(_PATHS, _IDS, max_size=2),
+    renamed=st.dictionaries(st.sampled_from(["n/p.md", "n/q.md"]), _IDS, max_size=1),
+)
+def test_with_no_id_salted_notes_that_go_leave_every_other_id_as_it_was(
+    old: dict[str, str | None],
+    gone: set[str],
+    new: dict[str, str | None],
+    journal: dict[str, str],
+    renamed: dict[str, str],
+) -> None:
+    """`steps._moved_ids`' argument: where no clash salted an id, notes that go (and new ones,
+    renamed ones among them) leave each remaining note its id, and a new note whose candidate
+    is free takes it: what assigning every id again gives."""
+    before, salted = assign_ids_salted(old, journal)
+    if salted:
+        return
+    after = {p: c for p, c in old.items() if p not in gone}
+    moved_journal = {**journal, **renamed}  # a rename adds its new path, as reconcile does
+    added = ids_of_added(new, moved_journal, {before[p] for p in after})
+    if added is not None:
+        kept = {p: before[p] for p in after}
+        assert {**kept, **added} == assign_ids({**after, **new}, moved_journal)
+
+
+def test_a_clash_is_reported_as_salted() -> None:
+    assert assign_ids_salted({"a.md": "t-one", "b.md": None}, {})[1] is False
+    assert assign_ids_salted({"a.md": "t-one", "b.md": "t-one"}, {})[1] is True

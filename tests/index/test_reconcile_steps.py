@@ -136,7 +136,7 @@ def test_notes_that_only_came_take_their_ids_without_assigning_every_id_again(
 ) -> None:
     state, survey, out = _added(("New.md", None), ("Topic.md", "topic-id"))
     expected = _assigned_afresh(state, out)
-    monkeypatch.setattr(rc, "assign_ids", _must_not_run)
+    monkeypatch.setattr(rc, "assign_ids_salted", _must_not_run)
     ident = rc.identities(state, survey, out, {})
     assert {p: ident.ids[p] for p in expected} == expected
     assert ident.id_changes == {} and ident.removed_ids == frozenset()
@@ -161,7 +161,7 @@ def test_a_new_note_whose_id_clashes_assigns_every_id_again(
 
 
 def _must_not_run(*args: object) -> dict[str, str]:
-    raise AssertionError("assign_ids ran")
+    raise AssertionError("every id was assigned again")
 
 
 def test_link_work_names_the_keys_of_files_that_came_or_went() -> None:

@@ -17,6 +17,7 @@ from tests.index.test_reconcile import (
     assert_equals_rebuild,
     assert_state_record_matches,
     counts,
+    note_id,
     query,
     write,
 )
@@ -231,6 +232,105 @@ def test_a_note_that_comes_leaves_the_index_equal_to_a_rebuild(vault: Config, cl
     after = dict(query(vault, "SELECT path, id FROM notes"))
     moved = {p for p in before if after[p] != before[p]}
     assert moved == ({"agent-memory/global/t.md"} if claim else set())
+    assert_equals_rebuild(vault)
+
+
+@pytest.mark.parametrize("move", ["delete", "rename"])
+def test_a_note_that_goes_keeps_every_other_id_without_a_pass_over_all(
+    vault: Config, move: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With no id salted, a deleted or renamed note costs its own ids: the others keep theirs
+    without `assign_ids` over every note, and the index is what a rebuild writes."""
+    from vaultmem.index import steps
+
+    before = dict(query(vault, "SELECT path, id FROM notes"))
+    assert query(vault, "SELECT value FROM meta WHERE key = 'rename_journal'")[0][0].endswith(
+        ":unsalted"
+    )
+
+    def no_full_pass(*_: object) -> None:
+        raise AssertionError("every id was assigned again")
+
+    monkeypatch.setattr(steps, "assign_ids_salted", no_full_pass)
+    if move == "delete":
+        (vault.root / "B.md").unlink()
+    else:
+        (vault.root / "B.md").rename(vault.root / "sub/B2.md")
+    reconcile(vault)
+    monkeypatch.undo()
+    after = dict(query(vault, "SELECT path, id FROM notes"))
+    assert {p: after[p] for p in ("A.md", "sub/C.md")} == {
+        p: before[p] for p in ("A.md", "sub/C.md")
+    }
+    if move == "rename":
+        assert after["sub/B2.md"] == before["B.md"]
+    basis = query(vault, "SELECT value FROM meta WHERE key = 'rename_journal'")
+    assert_equals_rebuild(vault)
+    assert query(vault, "SELECT value FROM meta WHERE key = 'rename_journal'") == basis
+
+
+def test_a_note_renamed_twice_leaves_the_journal_its_ids_came_from(
+    vault: Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run applies its renames to the journal as reading it back does (the old path's entry
+    goes): the basis it records is the journal's, so the next note that goes keeps the others'
+    ids without a pass over every note."""
+    from vaultmem.index import steps
+
+    (vault.root / "B.md").rename(vault.root / "B2.md")
+    reconcile(vault)
+    (vault.root / "B2.md").rename(vault.root / "sub/B3.md")
+    reconcile(vault)
+
+    def no_full_pass(*_: object) -> None:
+        raise AssertionError("every id was assigned again")
+
+    monkeypatch.setattr(steps, "assign_ids_salted", no_full_pass)
+    (vault.root / "A.md").unlink()
+    reconcile(vault)
+    monkeypatch.undo()
+    assert_equals_rebuild(vault)
+
+
+def test_a_note_that_goes_gives_its_id_back_to_the_note_it_salted(vault: Config) -> None:
+    """A clash salts the loser's id; when the winner goes, every id is assigned again and the
+    loser takes its own back, as a rebuild gives it."""
+    write(vault.root, "agent-memory/global/t.md", "---\nid: t-one\n---\n# T\n")
+    write(vault.root, "agent-memory/global/a.md", "---\nid: t-one\n---\n# A\n")
+    reconcile(vault)
+    assert note_id(vault, "agent-memory/global/t.md") != "t-one"  # a.md sorts first, wins
+    assert query(vault, "SELECT value FROM meta WHERE key = 'rename_journal'")[0][0].endswith(
+        ":salted"
+    )
+    (vault.root / "agent-memory/global/a.md").unlink()
+    reconcile(vault)
+    assert note_id(vault, "agent-memory/global/t.md") == "t-one"
+    assert_equals_rebuild(vault)
+
+
+def test_an_index_that_does_not_say_whether_ids_are_salted_assigns_them_once(
+    vault: Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An index written before the basis said so (the journal's digest alone, in `meta` and
+    the state record): a note that goes makes every id be assigned again, once, and the run
+    records the whole basis."""
+    from vaultmem.index import steps
+    from vaultmem.storage.index_state import CHANGE_NAME
+    from vaultmem.storage.index_state import RECORD_NAME as STATE_RECORD
+
+    (basis,) = query(vault, "SELECT value FROM meta WHERE key = 'rename_journal'")[0]
+    con = duckdb.connect(str(vault.index_path))
+    con.execute("UPDATE meta SET value = ? WHERE key = 'rename_journal'", [basis.rsplit(":", 1)[0]])
+    con.close()
+    for name in (STATE_RECORD, CHANGE_NAME, RECORD_NAME):  # the index's rows are read
+        (vault.state_dir / name).unlink(missing_ok=True)
+    calls: list[object] = []
+    real = steps.assign_ids_salted
+    monkeypatch.setattr(steps, "assign_ids_salted", lambda *a: calls.append(a) or real(*a))
+    (vault.root / "B.md").unlink()
+    reconcile(vault)
+    assert len(calls) == 1
+    assert query(vault, "SELECT value FROM meta WHERE key = 'rename_journal'") == [(basis,)]
     assert_equals_rebuild(vault)
 
 

@@ -48,10 +48,18 @@ def read_renames(state_dir: Path) -> Journal:
         except (ValueError, KeyError, TypeError):
             skipped += 1  # the rename is lost; the note falls back to its path's id
             continue
+        replay(path_to_id, ((note_id, old, new),))
+    return Journal(path_to_id, skipped)
+
+
+def replay(path_to_id: dict[str, str], renames: Iterable[tuple[str, str, str]]) -> None:
+    """Apply (id, old path, new path) records to {path: id} as reading the journal does: the
+    new path inherits the id, the old path's entry for it goes. A run applies its own renames
+    so, and its ids then come from the journal the next run reads."""
+    for note_id, old, new in renames:
         if path_to_id.get(old) == note_id:
             del path_to_id[old]
         path_to_id[new] = note_id
-    return Journal(path_to_id, skipped)
 
 
 def append_renames(state_dir: Path, renames: Iterable[tuple[str, str, str]]) -> None:

@@ -335,12 +335,19 @@ def assign_ids(claims: Mapping[str, str | None], journal: Mapping[str, str]) -> 
     to a salted digest of its own path. This is a function of the vault and the journal only,
     which is what makes an incremental reconcile equal a rebuild.
     """
+    return assign_ids_salted(claims, journal)[0]
+
+
+def assign_ids_salted(
+    claims: Mapping[str, str | None], journal: Mapping[str, str]
+) -> tuple[dict[str, str], bool]:
+    """`assign_ids`, and whether any note lost a clash and took a salted id (`ids_basis`)."""
     candidates = [_candidate(path, claimed, journal) for path, claimed in claims.items()]
     if len({wanted for _, _, wanted in candidates}) == len(candidates):
         # No two notes ask for one id, so each takes its own: the ranking would give the
         # same (~0.1 s of sorting and looping at 100,000 notes).
-        return {path: wanted for _, path, wanted in candidates}
-    return _ranked_ids(candidates)
+        return {path: wanted for _, path, wanted in candidates}, False
+    return _ranked_ids(candidates), True
 
 
 def _ranked_ids(candidates: list[tuple[int, str, str]]) -> dict[str, str]:
@@ -412,3 +419,30 @@ def journal_digest(journal: Mapping[str, str]) -> str:
     comes or goes, every id stays the same, and reconcile need not assign them again."""
     text = "\n".join(f"{path}\t{note_id}" for path, note_id in sorted(journal.items()))
     return blake2b(text.encode("utf-8", "surrogateescape"), digest_size=16).hexdigest()
+
+
+_UNSALTED = ":unsalted"
+_SALTED = ":salted"
+
+
+def ids_basis(journal: str, salted: bool) -> str:
+    """What the stored ids were assigned from, as the index records it: the rename journal's
+    digest (`journal_digest`) and whether any note took a salted id. An index written before
+    this recorded the digest alone: whether any id is salted is then unknown, so a run where
+    notes went assigns every id again (once; it records the basis)."""
+    return journal + (_SALTED if salted else _UNSALTED)
+
+
+def basis_journal(basis: str | None) -> str | None:
+    """The rename journal's digest in a recorded `ids_basis` (or the digest alone)."""
+    if basis is None:
+        return None
+    for suffix in (_UNSALTED, _SALTED):
+        if basis.endswith(suffix):
+            return basis[: -len(suffix)]
+    return basis
+
+
+def basis_unsalted(basis: str | None) -> bool:
+    """Whether a recorded `ids_basis` says no note took a salted id."""
+    return basis is not None and basis.endswith(_UNSALTED)
