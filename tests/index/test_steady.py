@@ -292,6 +292,29 @@ def test_a_note_renamed_twice_leaves_the_journal_its_ids_came_from(
     assert_equals_rebuild(vault)
 
 
+def test_a_journal_of_moves_back_and_forth_is_compacted_and_keeps_the_ids(
+    vault: Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every write replays the journal; one grown past its bound by moves is rewritten as
+    what it replays to, under the writer lock, and the ids (and the basis) stay."""
+    from vaultmem.index import journal
+
+    monkeypatch.setattr(journal, "COMPACT_LINES", 4)
+    for _ in range(3):
+        (vault.root / "B.md").rename(vault.root / "sub/B.md")
+        reconcile(vault)
+        (vault.root / "sub/B.md").rename(vault.root / "B.md")
+        reconcile(vault)
+    lines = (vault.state_dir / journal.JOURNAL_NAME).read_bytes().splitlines()
+    assert len(lines) <= 5  # compacted on the way, then a few appends
+    ids = dict(query(vault, "SELECT path, id FROM notes"))
+    basis = query(vault, "SELECT value FROM meta WHERE key = 'rename_journal'")
+    assert journal.read_renames(vault.state_dir).ids == {"B.md": ids["B.md"]}
+    assert_equals_rebuild(vault)
+    assert dict(query(vault, "SELECT path, id FROM notes")) == ids
+    assert query(vault, "SELECT value FROM meta WHERE key = 'rename_journal'") == basis
+
+
 def test_a_note_that_goes_gives_its_id_back_to_the_note_it_salted(vault: Config) -> None:
     """A clash salts the loser's id; when the winner goes, every id is assigned again and the
     loser takes its own back, as a rebuild gives it."""
