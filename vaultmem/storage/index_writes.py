@@ -436,13 +436,15 @@ def links_to_reresolve(
     temp table `RELINKED` for `update_links`.
 
     The links are filtered first and their notes' paths looked up after: joining every link
-    to `notes` before the filter cost twice as much at 650,000 links."""
+    to `notes` before the filter cost twice as much at 650,000 links. The lists are hash
+    joins, not `list_contains`, which compares each row with every element: a folder of 2,948
+    notes moved at 100,000 notes asked ~6,000 keys and paths, 9.9 s against 0.6 s."""
     with scanning_once(con):
         con.execute(
             f"CREATE OR REPLACE TEMP TABLE {RELINKED} AS SELECT rowid AS row_id, * "
-            "FROM links WHERE (list_contains($1::VARCHAR[], name_key) "
-            "OR list_contains($2::VARCHAR[], target_path)) "
-            "AND NOT list_contains($3::VARCHAR[], source_id)",
+            "FROM links WHERE (name_key IN (SELECT unnest($1::VARCHAR[])) "
+            "OR target_path IN (SELECT unnest($2::VARCHAR[]))) "
+            "AND source_id NOT IN (SELECT unnest($3::VARCHAR[]))",
             [sorted(name_keys), sorted(target_paths), sorted(skip)],
         )
     rows = con.execute(
