@@ -597,12 +597,8 @@ def _added_ids(
     ):
         return None
     notes = state.notes
-    claims: dict[str, str | None] = {}
-    for path, parsed in out.parsed.items():
-        if path not in notes:
-            claims[path] = parsed.claimed_id
-        elif parsed.claimed_id != notes[path].claimed_id:
-            return None
+    if (claims := _new_claims(notes, out)) is None:
+        return None
     taken = notes.columns()[1]  # a tuple: a few lookups in C beat building a set of 100,000
     return ids_of_added(claims, journal_ids, taken if len(claims) <= 8 else set(taken))
 
@@ -624,15 +620,23 @@ def _moved_ids(
     if basis_journal(state.journal) != journal_digest(journal_ids):
         return None
     notes = state.notes
+    if (claims := _new_claims(notes, out)) is None:
+        return None
+    gone = {n.id for n in out.changes.gone}
+    remaining = set(notes.columns()[1]) - gone
+    return ids_of_added(claims, ids_journal, remaining)
+
+
+def _new_claims(notes: IndexedNotes, out: Outcomes) -> dict[str, str | None] | None:
+    """The ids the new parsed notes claim, by path; None when an indexed note parsed again
+    claims another id than it did (then ids are assigned afresh)."""
     claims: dict[str, str | None] = {}
     for path, parsed in out.parsed.items():
         if path not in notes:
             claims[path] = parsed.claimed_id
         elif parsed.claimed_id != notes[path].claimed_id:
             return None
-    gone = {n.id for n in out.changes.gone}
-    remaining = set(notes.columns()[1]) - gone
-    return ids_of_added(claims, ids_journal, remaining)
+    return claims
 
 
 def _ids_stand(state: State, out: Outcomes, journal: str) -> bool:
