@@ -25,8 +25,8 @@ change rebuilds them from the index, without reading a note (`index.upgrade`).""
 DDL = """
 -- Facts about the index itself: which versions built it. A mismatch means rebuild: of nothing when only vaultmem_version differs (meta alone is updated: a release that changes the index bumps one of the other versions), of the search tables alone when only search_schema_version, tokenizer_version, segment_version, line_key_version or embedding_model differ (and vaultmem_version), else of everything; when only segment_version differs, of the rows of the notes holding text of an unspaced script, Hangul or Cyrillic alone, in place (of nothing when none does: meta alone is updated; of every note when the index's segment_version is newer than the code's).
 CREATE TABLE meta (
-    key VARCHAR NOT NULL, -- schema_version, search_schema_version, parser_version, tokenizer_version, segment_version, line_key_version, vaultmem_version, config_digest, embedding_model; rename_journal (not a version: the digest of the rename journal the note ids were assigned with)
-    value VARCHAR NOT NULL -- the version string (the digest for rename_journal)
+    key VARCHAR NOT NULL, -- schema_version, search_schema_version, parser_version, tokenizer_version, segment_version, line_key_version, vaultmem_version, config_digest, embedding_model; rename_journal (not a version: what the note ids were assigned from, the rename journal's digest and `:unsalted` or `:salted`, whether a clash gave any note a salted id)
+    value VARCHAR NOT NULL -- the version string (for rename_journal: `<digest>:unsalted` or `<digest>:salted`)
 );
 
 -- One row per indexed note: a Markdown file inside a mapped folder.
