@@ -428,8 +428,8 @@ _SALTED = ":salted"
 def ids_basis(journal: str, salted: bool) -> str:
     """What the stored ids were assigned from, as the index records it: the rename journal's
     digest (`journal_digest`) and whether any note took a salted id. An index written before
-    this recorded the digest alone: whether any id is salted is then unknown, so a run where
-    notes went assigns every id again (once; it records the basis)."""
+    this recorded the digest alone: whether any id is salted is then unknown and counts as
+    salted, so the first run where notes went assigns every id again and records the truth."""
     return journal + (_SALTED if salted else _UNSALTED)
 
 

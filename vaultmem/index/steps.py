@@ -377,7 +377,7 @@ def identities(
             {},
             new_renames,
             frozenset(indexed[p].id for p in out.parsed),
-            state.journal or ids_basis(digest, True),
+            ids_basis(digest, not basis_unsalted(state.journal)),
         )
     if (added := _added_ids(state, out, digest, ids_journal)) is not None:
         # Notes came and none went, each new one's id free: the stored ids stand too (a
@@ -387,7 +387,7 @@ def identities(
             {},
             new_renames,
             frozenset(indexed[p].id for p in out.parsed if p in indexed),
-            state.journal or ids_basis(digest, True),
+            ids_basis(digest, not basis_unsalted(state.journal)),
         )
     if (moved := _moved_ids(state, out, journal_ids, ids_journal)) is not None:
         # Notes went (renamed, perhaps) where no id is salted: the others keep theirs.
@@ -622,6 +622,8 @@ def _moved_ids(
     notes = state.notes
     if (claims := _new_claims(notes, out)) is None:
         return None
+    if not claims:
+        return {}  # only deletes: nothing to look up among the ids that stay
     gone = {n.id for n in out.changes.gone}
     remaining = set(notes.columns()[1]) - gone
     return ids_of_added(claims, ids_journal, remaining)
