@@ -403,3 +403,51 @@ def test_threads_of_one_process_take_turns_with_the_file_instead_of_failing(
             thread.join()
         reader.close()
     assert failures == []
+
+
+READ_HOLDER = textwrap.dedent(
+    """
+    import sys, time
+    import duckdb
+    con = duckdb.connect(sys.argv[1], read_only=True)
+    print("open", flush=True)
+    time.sleep(float(sys.argv[2]))
+    con.close()
+    """
+)
+
+
+def test_a_reader_of_this_process_lets_a_waiting_writer_of_it_go_first(tmp_path: Path) -> None:
+    """While a thread of this process waits to open the index for writing (another process
+    reads it), a reader of this process that comes later waits for the writer's turn instead
+    of opening at once: readers serving requests back to back would otherwise take the file
+    back before each of the writer's retries and keep it out until its timeout."""
+    import threading
+
+    make_vault(tmp_path / "v").close()
+    path = index_of(tmp_path / "v")
+    other = subprocess.Popen(
+        [sys.executable, "-c", READ_HOLDER, str(path), "1.5"], stdout=subprocess.PIPE, text=True
+    )
+    events: list[str] = []
+    try:
+        assert other.stdout is not None and other.stdout.readline().strip() == "open"
+
+        def write() -> None:
+            con = store.connect(path, read_only=False, timeout_s=20)
+            events.append("writer opened")
+            time.sleep(0.2)
+            con.close()
+            events.append("writer closed")
+
+        writer = threading.Thread(target=write)
+        writer.start()
+        time.sleep(0.4)  # the writer is retrying: the other process holds its read lock
+        assert events == []
+        with store.reading(path, timeout_s=20) as con:
+            events.append("reader opened")
+            assert con.execute("SELECT count(*) FROM notes").fetchone() == (1,)
+        writer.join(30)
+    finally:
+        other.wait(30)
+    assert events == ["writer opened", "writer closed", "reader opened"]

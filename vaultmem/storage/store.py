@@ -58,6 +58,53 @@ file open the other way (its request or write takes milliseconds)."""
 Connection = duckdb.DuckDBPyConnection
 
 
+class _WriterTurns:
+    """The paths a thread of this process is waiting to open read-write (or sandboxed): a
+    new read-only connection to such a path waits for that open first.
+
+    DuckDB refuses a file to a thread of this process while another thread has it open the
+    other way, and readers that reopen between requests could otherwise take the file back
+    before every one of the writer's retries: two reader threads serving requests back to
+    back kept a writer out for its whole 10 s timeout under load. Writers go first; a reader
+    waits for them at most until its own deadline."""
+
+    def __init__(self) -> None:
+        self._waiting: dict[str, int] = {}
+        self._changed = threading.Condition()
+
+    @contextmanager
+    def writing(self, path: Path) -> Iterator[None]:
+        key = os.path.abspath(path)
+        with self._changed:
+            self._waiting[key] = self._waiting.get(key, 0) + 1
+        try:
+            yield
+        finally:
+            with self._changed:
+                left = self._waiting.pop(key) - 1
+                if left:
+                    self._waiting[key] = left
+                self._changed.notify_all()
+
+    def wait(self, path: Path, deadline: float) -> None:
+        """Until no thread of this process waits to open `path` the other way (or `deadline`).
+
+        Called before a reader takes any lock of its own: the waiting writer's
+        `SharedReader.release_all` takes the shared readers' locks."""
+        if not self._waiting:  # the common case, without the lock: no writer in this process
+            return
+        key = os.path.abspath(path)
+        with self._changed:
+            while key in self._waiting:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return
+                self._changed.wait(left)
+
+
+_WRITER_TURNS = _WriterTurns()
+
+
 class CorruptIndex(Exception):
     """The index file cannot be read as a DuckDB database. Internal: callers rebuild."""
 
@@ -107,11 +154,22 @@ def connect(
     a sandboxed connection write into its temp folder, so it gets none, and every write to a
     file is refused. Other connections spill into the private SPILL_FOLDER beside the index.
     """
-    if not read_only or sandboxed:
+    deadline = time.monotonic() + timeout_s
+    if read_only and not sandboxed:
+        return _connect(path, read_only=True, deadline=deadline, timeout_s=timeout_s)
+    with _WRITER_TURNS.writing(path):
         # DuckDB refuses a second connection to a file with another configuration inside one
         # process: this process's shared readers of the file let go first.
         SharedReader.release_all(path)
-    deadline = time.monotonic() + timeout_s
+        return _connect(
+            path, read_only=read_only, deadline=deadline, timeout_s=timeout_s, sandboxed=sandboxed
+        )
+
+
+def _connect(
+    path: Path, *, read_only: bool, deadline: float, timeout_s: float, sandboxed: bool = False
+) -> Connection:
+    """`connect`'s tries until `deadline`."""
     delay = 0.005
     config: dict[str, str | bool | int | float | list[str]] = (
         {"enable_external_access": False, "temp_directory": "", **SQL_SETTINGS} if sandboxed else {}
@@ -169,6 +227,8 @@ def reading(
     """A read-only connection for one request. Missing or unreadable index: a clear error."""
     if not path.exists():
         raise IndexUnavailableError(f"No index at {path} yet.")
+    if not sandboxed:
+        _WRITER_TURNS.wait(path, time.monotonic() + timeout_s)
     try:
         con = connect(path, read_only=True, timeout_s=timeout_s, sandboxed=sandboxed)
     except CorruptIndex as error:
@@ -242,6 +302,8 @@ class SharedReader:
         self._last_used = 0.0
         self._busy = 0
         self._watcher: threading.Thread | None = None
+        self._depth = threading.local()
+        """`n`: how many requests of the calling thread are inside `use` (nested calls)."""
         self.opened = 0
         """How many times a connection was opened (tests and benchmarks read it)."""
         SharedReader._instances.add(self)
@@ -256,19 +318,31 @@ class SharedReader:
         from it (`search/resident.py`) is valid while this stays the same."""
         return self._signature
 
+    def _writers_first(self) -> None:
+        """Wait while a thread of this process waits to open the file read-write
+        (`_WriterTurns`), unless this thread is inside a request already (its lock held)."""
+        if not getattr(self._depth, "n", 0):
+            _WRITER_TURNS.wait(self.path, time.monotonic() + self.timeout_s)
+
     @contextmanager
     def use(self) -> Iterator[Connection]:
         """The shared connection for one request (the same errors as `reading`)."""
+        self._writers_first()
         with self._lock:
-            con = self._open()
-            self._busy += 1
+            depth = self._depth
+            depth.n = getattr(depth, "n", 0) + 1
             try:
-                yield con
+                con = self._open()
+                self._busy += 1
+                try:
+                    yield con
+                finally:
+                    self._busy -= 1
+                    self._last_used = time.monotonic()
+                    if not self._busy and writer_waiting(self.lock_path):
+                        self._close()
             finally:
-                self._busy -= 1
-                self._last_used = time.monotonic()
-                if not self._busy and writer_waiting(self.lock_path):
-                    self._close()
+                depth.n -= 1
 
     @contextmanager
     def cursor(self) -> Iterator[Connection]:
@@ -276,6 +350,7 @@ class SharedReader:
         (the resident search index's load) while requests go on using the shared one.
         Closing the shared connection (a writer waiting, `close`, `release_all`) interrupts
         the cursor's statement and waits until it is handed back; idleness does not."""
+        self._writers_first()
         with self._lock:
             cursor = self._open().cursor()
             self._cursors.add(cursor)
