@@ -104,6 +104,10 @@ EXTERNAL_VAULTS: dict[str, tuple[str, str]] = {
         "VAULTMEM_OBSIDIAN_HELP_ID",
         "the id/ folder of a checkout of https://github.com/obsidianmd/obsidian-help",
     ),
+    "obsidian-help-ar": (
+        "VAULTMEM_OBSIDIAN_HELP_AR",
+        "the ar/ folder of a checkout of https://github.com/obsidianmd/obsidian-help",
+    ),
     "obsidian-help-th": (
         "VAULTMEM_OBSIDIAN_HELP_TH",
         "the th/ folder of a checkout of https://github.com/obsidianmd/obsidian-help",
