@@ -108,6 +108,10 @@ EXTERNAL_VAULTS: dict[str, tuple[str, str]] = {
         "VAULTMEM_OBSIDIAN_HELP_AR",
         "the ar/ folder of a checkout of https://github.com/obsidianmd/obsidian-help",
     ),
+    "obsidian-help-fa": (
+        "VAULTMEM_OBSIDIAN_HELP_FA",
+        "the fa/ folder of a checkout of https://github.com/obsidianmd/obsidian-help",
+    ),
     "obsidian-help-th": (
         "VAULTMEM_OBSIDIAN_HELP_TH",
         "the th/ folder of a checkout of https://github.com/obsidianmd/obsidian-help",
