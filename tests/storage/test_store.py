@@ -407,11 +407,11 @@ def test_threads_of_one_process_take_turns_with_the_file_instead_of_failing(
 
 READ_HOLDER = textwrap.dedent(
     """
-    import sys, time
+    import sys
     import duckdb
     con = duckdb.connect(sys.argv[1], read_only=True)
     print("open", flush=True)
-    time.sleep(float(sys.argv[2]))
+    sys.stdin.readline()  # hold the read lock until told to let go
     con.close()
     """
 )
@@ -421,33 +421,50 @@ def test_a_reader_of_this_process_lets_a_waiting_writer_of_it_go_first(tmp_path:
     """While a thread of this process waits to open the index for writing (another process
     reads it), a reader of this process that comes later waits for the writer's turn instead
     of opening at once: readers serving requests back to back would otherwise take the file
-    back before each of the writer's retries and keep it out until its timeout."""
+    back before each of the writer's retries and keep it out until its timeout. The other
+    process lets go only when told, so no step depends on how fast this machine is."""
     import threading
 
     make_vault(tmp_path / "v").close()
     path = index_of(tmp_path / "v")
     other = subprocess.Popen(
-        [sys.executable, "-c", READ_HOLDER, str(path), "1.5"], stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", READ_HOLDER, str(path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
     )
+    assert other.stdin is not None and other.stdout is not None
     events: list[str] = []
-    try:
-        assert other.stdout is not None and other.stdout.readline().strip() == "open"
 
-        def write() -> None:
-            con = store.connect(path, read_only=False, timeout_s=20)
-            events.append("writer opened")
-            time.sleep(0.2)
-            con.close()
-            events.append("writer closed")
+    def write() -> None:
+        con = store.connect(path, read_only=False, timeout_s=60)
+        events.append("writer opened")
+        time.sleep(0.2)
+        con.close()
+        events.append("writer closed")
 
-        writer = threading.Thread(target=write)
-        writer.start()
-        time.sleep(0.4)  # the writer is retrying: the other process holds its read lock
-        assert events == []
-        with store.reading(path, timeout_s=20) as con:
+    def read() -> None:
+        with store.reading(path, timeout_s=60) as con:
             events.append("reader opened")
             assert con.execute("SELECT count(*) FROM notes").fetchone() == (1,)
-        writer.join(30)
+
+    writer, reader = threading.Thread(target=write), threading.Thread(target=read)
+    try:
+        assert other.stdout.readline().strip() == "open"
+        writer.start()
+        deadline = time.monotonic() + 30
+        while not store._WRITER_TURNS.waiting(path):  # the writer is retrying
+            assert time.monotonic() < deadline, "the writer never started to wait"
+            time.sleep(0.01)
+        reader.start()
+        reader.join(0.5)
+        # Both could open now beside the other process's read lock only the reader could:
+        # it must not, while the writer waits.
+        assert events == [] and reader.is_alive()
     finally:
+        other.stdin.write("\n")
+        other.stdin.flush()
         other.wait(30)
+        writer.join(60)
+        reader.join(60)
     assert events == ["writer opened", "writer closed", "reader opened"]

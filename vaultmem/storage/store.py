@@ -86,6 +86,10 @@ class _WriterTurns:
                     self._waiting[key] = left
                 self._changed.notify_all()
 
+    def waiting(self, path: Path) -> bool:
+        """Whether a thread of this process is waiting to open `path` the other way."""
+        return os.path.abspath(path) in self._waiting
+
     def wait(self, path: Path, deadline: float) -> None:
         """Until no thread of this process waits to open `path` the other way (or `deadline`).
 
