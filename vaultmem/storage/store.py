@@ -97,9 +97,8 @@ class _WriterTurns:
         `SharedReader.release_all` takes the shared readers' locks."""
         if not self._waiting:  # the common case, without the lock: no writer in this process
             return
-        key = os.path.abspath(path)
         with self._changed:
-            while key in self._waiting:
+            while self.waiting(path):
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return
