@@ -315,6 +315,41 @@ def test_a_journal_of_moves_back_and_forth_is_compacted_and_keeps_the_ids(
     assert query(vault, "SELECT value FROM meta WHERE key = 'rename_journal'") == basis
 
 
+def test_an_edit_after_renames_reads_no_journal_and_keeps_the_ids(
+    vault: Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first write after a rename reads the journal and keeps its digest; an edit after
+    it takes that digest (its ids stand) and reads nothing, so its cost does not grow with
+    the renames on record; the next rename is read again. Every step equals a rebuild."""
+    from vaultmem.index import journal
+
+    (vault.root / "B.md").rename(vault.root / "sub/B2.md")
+    reconcile(vault)  # appends the rename
+    (vault.root / "A.md").write_text("# A\n\nfirst edit\n", encoding="utf-8")
+    reconcile(vault)  # reads the journal, keeps its facts
+    facts = (vault.state_dir / journal.FACTS_NAME).read_bytes()
+
+    def unread(*_: object) -> None:
+        raise AssertionError("the journal was read")
+
+    monkeypatch.setattr(journal, "read_renames", unread)
+    (vault.root / "A.md").write_text("# A\n\nsecond edit\n", encoding="utf-8")
+    assert counts(reconcile(vault))[1] == 1
+    monkeypatch.undo()
+    assert (vault.state_dir / journal.FACTS_NAME).read_bytes() == facts
+    assert_equals_rebuild(vault)
+
+    (vault.root / "sub/B2.md").rename(vault.root / "B.md")
+    reconcile(vault)
+    (vault.root / "A.md").write_text("# A\n\nthird edit\n", encoding="utf-8")
+    reconcile(vault)
+    assert (vault.state_dir / journal.FACTS_NAME).read_bytes() != facts
+    ids = dict(query(vault, "SELECT path, id FROM notes"))
+    assert journal.read_renames(vault.state_dir).ids == {"B.md": ids["B.md"]}
+    assert_equals_rebuild(vault)
+    assert dict(query(vault, "SELECT path, id FROM notes")) == ids
+
+
 def test_a_note_that_goes_gives_its_id_back_to_the_note_it_salted(vault: Config) -> None:
     """A clash salts the loser's id; when the winner goes, every id is assigned again and the
     loser takes its own back, as a rebuild gives it."""

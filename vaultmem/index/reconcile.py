@@ -54,7 +54,7 @@ from vaultmem.core.errors import IndexUnavailableError, LockedError
 from vaultmem.core.models import Problem
 from vaultmem.files.lock import writer_lock
 from vaultmem.index import upgrade
-from vaultmem.index.journal import append_renames, compact_renames, read_renames
+from vaultmem.index.journal import RenameJournal, append_renames, compact_renames
 from vaultmem.index.plan import ChangeSet, IndexedNotes, plan_changes
 from vaultmem.index.steps import (
     READ_CODES,
@@ -606,14 +606,14 @@ def _write(
     from vaultmem.index.transaction import transaction
 
     config = run.config
-    journal = read_renames(config.state_dir)
+    journal = RenameJournal(config.state_dir)  # read only if the kept digest will not do
     if journal.skipped:
         warnings += (
             f"Skipped {journal.skipped} unreadable line(s) of "
             f"{config.state_dir / 'renames.jsonl'}; those renames' ids are lost.",
         )
     compact_renames(config.state_dir, journal)  # under the writer lock, as appends are
-    ident = identities(state, survey, out, journal.ids)
+    ident = identities(state, survey, out, journal, journal.digest)
     write = Write(state, survey, prep, out, ident, link_work(state, survey, out))
     from vaultmem.storage.index_state import forget_before_write
 

@@ -360,14 +360,24 @@ def outcomes(changes: ChangeSet[Fingerprint], prep: Preparation, survey: Survey)
 
 
 def identities(
-    state: State, survey: Survey, out: Outcomes, journal_ids: Mapping[str, str]
+    state: State,
+    survey: Survey,
+    out: Outcomes,
+    journal_ids: Mapping[str, str],
+    journal: str | None = None,
 ) -> Identities:
     """Ids: a pure function of every live note's claim and the rename journal
-    (`journal_ids`: path -> id, as `journal.read_renames` gives them)."""
-    ids_journal = dict(journal_ids)
+    (`journal_ids`: path -> id, as `journal.read_renames` gives them). `journal`: their
+    digest when known (`journal.RenameJournal`): a run with no new rename whose stored ids
+    stand then looks up no entry, so it need not read the journal at all."""
     new_renames = tuple((old.id, old.path, new) for new, old in sorted(out.renames.items()))
-    replay(ids_journal, new_renames)
-    digest = journal_digest(ids_journal)
+    ids_journal: Mapping[str, str]
+    if journal is not None and not new_renames:
+        ids_journal, digest = journal_ids, journal
+    else:
+        ids_journal = dict(journal_ids)
+        replay(ids_journal, new_renames)
+        digest = journal_digest(ids_journal)
     indexed = survey.indexed
     if _ids_stand(state, out, digest):
         # Ids are a function of the live paths, their claims and the journal: all three
@@ -389,7 +399,7 @@ def identities(
             frozenset(indexed[p].id for p in out.parsed if p in indexed),
             ids_basis(digest, not basis_unsalted(state.journal)),
         )
-    if (moved := _moved_ids(state, out, journal_ids, ids_journal)) is not None:
+    if (moved := _moved_ids(state, out, journal_ids, ids_journal, journal)) is not None:
         # Notes went (renamed, perhaps) where no id is salted: the others keep theirs.
         gone = {n.id for n in out.changes.gone}
         return Identities(
@@ -604,7 +614,11 @@ def _added_ids(
 
 
 def _moved_ids(
-    state: State, out: Outcomes, journal_ids: Mapping[str, str], ids_journal: Mapping[str, str]
+    state: State,
+    out: Outcomes,
+    journal_ids: Mapping[str, str],
+    ids_journal: Mapping[str, str],
+    journal: str | None = None,
 ) -> dict[str, str] | None:
     """The new notes' ids when notes went, and maybe came (a rename is both), in an index
     whose ids no clash salted (`plan.basis_unsalted`): no parsed note claims another id than
@@ -617,7 +631,9 @@ def _moved_ids(
     its own ids, not a pass over every note (~0.5 s at 100,000 notes)."""
     if state.create or not out.changes.gone or not basis_unsalted(state.journal):
         return None
-    if basis_journal(state.journal) != journal_digest(journal_ids):
+    if journal is None:  # `journal_ids`' digest, unless known
+        journal = journal_digest(journal_ids)
+    if basis_journal(state.journal) != journal:
         return None
     notes = state.notes
     if (claims := _new_claims(notes, out)) is None:
