@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-quick lint bench bench-quick bench-100k docs clean install
+.PHONY: demo test test-quick lint bench bench-quick bench-100k docs clean install jieba-words
 PREFIX ?= $(HOME)/.local
 
 $(STAMP): pyproject.toml
@@ -83,6 +83,17 @@ docs: $(STAMP)
 	$(BIN)/python -m vaultmem.storage.schema > docs/schema.md
 	$(BIN)/python -m vaultmem.adapters.reference docs/cli.md
 	$(BIN)/python -m tests.integration.test_architecture
+
+# vaultmem/core/jieba-words.bin again from jieba 0.42.1's dict.txt (the dictionary rjieba builds
+# in; pip fetches the sdist from the package index, its hash checked): only if rjieba's changes.
+JIEBA_SHA256 := 055ca12f62674fafed09427f176506079bc135638a14e23e25be909131928db2
+jieba-words: $(STAMP)
+	tmp=$$(mktemp -d) && \
+	$(BIN)/python -m pip download --quiet --no-deps --no-binary :all: jieba==0.42.1 -d $$tmp && \
+	echo "$(JIEBA_SHA256)  $$tmp/jieba-0.42.1.tar.gz" | sha256sum -c - && \
+	tar -xzf $$tmp/jieba-0.42.1.tar.gz -C $$tmp jieba-0.42.1/jieba/dict.txt && \
+	$(BIN)/python -m vaultmem.core.jieba_slice $$tmp/jieba-0.42.1/jieba/dict.txt && \
+	rm -rf $$tmp
 
 clean:
 	rm -rf $(VENV) $(DEMO_VENV) .pytest_cache .mypy_cache .ruff_cache benchmarks/out
