@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -114,3 +115,22 @@ def test_a_damaged_word_list_falls_back_to_the_whole_dictionary(tmp_path: object
         "print(segment.words('同步笔记', 'zh'), 'rjieba' in sys.modules)\n"
     )
     assert _child(code) == "[(0, 2), (2, 4)] True"
+
+
+def test_threads_cutting_at_once_get_the_whole_dictionary_s_words() -> None:
+    """The MCP server cuts queries and snippets in threads: each text still gets the words
+    the whole dictionary gives (one cutter, one text at a time)."""
+    full = _full()
+    rng = random.Random(7)
+    words = _words(rng)
+    runs = ["".join(rng.choice(words) for _ in range(rng.randint(2, 12))) for _ in range(400)]
+    expected = [full(run) for run in runs]  # type: ignore[operator]
+    jieba_slice._cutter = None  # a fresh cutter: every thread adds words as it goes
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # threads take turns between any two steps
+    try:
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            got = list(pool.map(jieba_slice.tokenize, runs))
+    finally:
+        sys.setswitchinterval(interval)
+    assert got == expected

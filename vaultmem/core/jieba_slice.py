@@ -22,6 +22,7 @@ import importlib.machinery
 import importlib.util
 import struct
 import sys
+import threading
 from array import array
 from bisect import bisect_left
 from collections.abc import Iterator
@@ -150,8 +151,15 @@ class _Cutter:
         self._jieba = engine.Jieba.empty()
         self._added: set[str] = set()
         self._carried = 0
+        # The MCP server searches in threads: one text at a time adds its words, sets the
+        # filler and cuts, or a filler set from a stale sum would move the total.
+        self._lock = threading.Lock()
 
     def tokenize(self, run: str) -> list[tuple[str, int, int]]:
+        with self._lock:
+            return self._tokenize(run)
+
+    def _tokenize(self, run: str) -> list[tuple[str, int, int]]:
         slices, added, jieba = self._slices, self._added, self._jieba
         carried = self._carried
         for i, char in enumerate(run):
@@ -196,12 +204,17 @@ def _rjieba_engine() -> Any:
     return module
 
 
+_made = threading.Lock()
+
+
 def tokenize(run: str) -> list[tuple[str, int, int]]:
     """`rjieba.tokenize(run)` for a run of Han (`_FILLER` is in no such run), from the
     dictionary entries that occur in it."""
     global _cutter
     if _cutter is None:
-        _cutter = _Cutter(_Slices(DATA_PATH.read_bytes()), _rjieba_engine())
+        with _made:
+            if _cutter is None:
+                _cutter = _Cutter(_Slices(DATA_PATH.read_bytes()), _rjieba_engine())
     return _cutter.tokenize(run)
 
 
