@@ -71,17 +71,20 @@ def test_the_kept_digest_stands_for_the_journal_until_the_file_changes(tmp_path:
     the digest without reading the file, and an append (a new signature) is read again."""
     append_renames(tmp_path, [("n-1", "a.md", "b.md"), ("n-2", "c.md", "d.md")])
     first = RenameJournal(tmp_path)
-    assert first.digest == journal_digest({"b.md": "n-1", "d.md": "n-2"})
+    assert first.facts.digest == journal_digest({"b.md": "n-1", "d.md": "n-2"})
     assert (tmp_path / FACTS_NAME).exists()
 
     kept = RenameJournal(tmp_path)
-    assert (kept.digest, kept.lines, kept.entries, kept.skipped) == (first.digest, 2, 2, 0)
+    facts = kept.facts
+    assert facts.digest == first.facts.digest
+    assert (facts.lines, facts.entries, facts.skipped) == (2, 2, 0)
     assert kept._journal is None  # answered from the kept facts: the file was not read
     assert dict(kept) == {"b.md": "n-1", "d.md": "n-2"}  # entries, when asked for, are read
 
     append_renames(tmp_path, [("n-1", "b.md", "e.md")])
     moved = RenameJournal(tmp_path)
-    assert moved.digest == journal_digest({"e.md": "n-1", "d.md": "n-2"}) != first.digest
+    assert moved.facts.digest == journal_digest({"e.md": "n-1", "d.md": "n-2"})
+    assert moved.facts.digest != first.facts.digest
     assert moved._journal is not None
 
 
@@ -90,10 +93,10 @@ def test_damaged_facts_are_no_facts(tmp_path: Path, facts: bytes) -> None:
     append_renames(tmp_path, [("n-1", "a.md", "b.md")])
     (tmp_path / FACTS_NAME).write_bytes(facts)
     journal = RenameJournal(tmp_path)
-    assert journal.digest == journal_digest({"b.md": "n-1"})
+    assert journal.facts.digest == journal_digest({"b.md": "n-1"})
     assert journal._journal is not None
     again = RenameJournal(tmp_path)  # the facts kept by that reading replace the damaged
-    assert again.digest == journal.digest and again._journal is None
+    assert again.facts.digest == journal.facts.digest and again._journal is None
 
 
 def test_facts_kept_of_another_journal_are_not_taken(tmp_path: Path) -> None:
@@ -101,15 +104,15 @@ def test_facts_kept_of_another_journal_are_not_taken(tmp_path: Path) -> None:
     rewritten to the same size, its mtime set back, is read again."""
     append_renames(tmp_path, [("n-1", "a.md", "b.md")])
     path = tmp_path / JOURNAL_NAME
-    RenameJournal(tmp_path).digest  # noqa: B018 - keeps the facts
+    RenameJournal(tmp_path).facts.digest  # noqa: B018 - keeps the facts
     before = path.stat()
     path.write_bytes(path.read_bytes().replace(b"n-1", b"n-9"))
     os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
     assert path.stat().st_size == before.st_size
-    assert RenameJournal(tmp_path).digest == journal_digest({"b.md": "n-9"})
+    assert RenameJournal(tmp_path).facts.digest == journal_digest({"b.md": "n-9"})
 
 
 def test_no_journal_keeps_no_facts(tmp_path: Path) -> None:
     journal = RenameJournal(tmp_path)
-    assert journal.digest == journal_digest({}) and len(journal) == 0
+    assert journal.facts.digest == journal_digest({}) and len(journal) == 0
     assert not (tmp_path / FACTS_NAME).exists()

@@ -156,7 +156,8 @@ def _keep_facts(state_dir: Path, facts: JournalFacts) -> None:
 class RenameJournal(Mapping[str, str]):
     """The journal as a write uses it, under the writer lock: {current path: id}, read at the
     first lookup; its `digest`, `skipped` and `lines` from the kept facts while the file is the
-    one they describe, so a write whose ids stand never reads it (`steps.identities`)."""
+    one they describe (`facts`), so a write whose ids stand never reads it
+    (`steps.identities`)."""
 
     def __init__(self, state_dir: Path) -> None:
         self._dir = state_dir
@@ -174,28 +175,14 @@ class RenameJournal(Mapping[str, str]):
                     _keep_facts(self._dir, self._facts)
         return self._journal
 
-    def _known(self) -> JournalFacts:
+    @property
+    def facts(self) -> JournalFacts:
+        """The digest and counts: kept ones when they stand, else from reading the file."""
         if self._facts is None:
             self.replayed()
         if self._facts is None:  # the file moved while it was read: facts of this reading
             return _facts_of(None, self.replayed())
         return self._facts
-
-    @property
-    def digest(self) -> str:
-        return self._known().digest
-
-    @property
-    def skipped(self) -> int:
-        return self._known().skipped
-
-    @property
-    def lines(self) -> int:
-        return self._known().lines
-
-    @property
-    def entries(self) -> int:
-        return self._known().entries
 
     def __getitem__(self, path: str) -> str:
         return self.replayed().ids[path]
@@ -204,7 +191,7 @@ class RenameJournal(Mapping[str, str]):
         return iter(self.replayed().ids)
 
     def __len__(self) -> int:
-        return self._known().entries
+        return self.facts.entries
 
 
 def compact_renames(state_dir: Path, journal: Journal | RenameJournal) -> bool:
@@ -213,7 +200,8 @@ def compact_renames(state_dir: Path, journal: Journal | RenameJournal) -> bool:
     unreadable line is left as it is (what was lost stays on record). Under the writer lock:
     an append in between would be lost. Whether it was rewritten (a folder that cannot be
     written keeps the long journal: it costs time, not ids)."""
-    if journal.skipped or journal.lines <= max(COMPACT_LINES, 2 * journal.entries):
+    counts = journal.facts if isinstance(journal, RenameJournal) else journal
+    if counts.skipped or counts.lines <= max(COMPACT_LINES, 2 * counts.entries):
         return False
     entries = sorted((note_id, path, path) for path, note_id in journal.replayed().ids.items())
     try:

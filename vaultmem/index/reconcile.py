@@ -607,13 +607,13 @@ def _write(
 
     config = run.config
     journal = RenameJournal(config.state_dir)  # read only if the kept digest will not do
-    if journal.skipped:
+    if skipped := journal.facts.skipped:
         warnings += (
-            f"Skipped {journal.skipped} unreadable line(s) of "
+            f"Skipped {skipped} unreadable line(s) of "
             f"{config.state_dir / 'renames.jsonl'}; those renames' ids are lost.",
         )
     compact_renames(config.state_dir, journal)  # under the writer lock, as appends are
-    ident = identities(state, survey, out, journal, journal.digest)
+    ident = identities(state, survey, out, journal, journal.facts.digest)
     write = Write(state, survey, prep, out, ident, link_work(state, survey, out))
     from vaultmem.storage.index_state import forget_before_write
 
