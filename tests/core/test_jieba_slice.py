@@ -134,3 +134,15 @@ def test_threads_cutting_at_once_get_the_whole_dictionary_s_words() -> None:
     finally:
         sys.setswitchinterval(interval)
     assert got == expected
+
+
+def test_an_rjieba_release_not_compared_with_the_word_list_cuts_with_its_own() -> None:
+    """Another rjieba may build in another dictionary: its cuts are then rjieba's own, never
+    the slices' (which would differ from the notes a build cut with it)."""
+    code = (
+        "import sys\n"
+        "from vaultmem.core import jieba_slice, segment\n"
+        "jieba_slice.VERIFIED_RJIEBA = ('0.0.0',)\n"
+        "print(segment.words('同步笔记', 'zh'), 'rjieba' in sys.modules)\n"
+    )
+    assert _child(code) == "[(0, 2), (2, 4)] True"

@@ -183,6 +183,11 @@ class _Cutter:
 _cutter: _Cutter | None = None
 
 
+VERIFIED_RJIEBA = ("0.2.2",)
+"""rjieba releases whose built-in dictionary is the one `jieba-words.bin` holds (the tests
+compare their cuts): with another, the caller cuts with rjieba's own dictionary instead."""
+
+
 def _rjieba_engine() -> Any:
     """rjieba's compiled module, without the package's `__init__` (its default dictionary)."""
     module = sys.modules.get("rjieba.rjieba")
@@ -191,6 +196,9 @@ def _rjieba_engine() -> Any:
     spec = importlib.util.find_spec("rjieba")
     if spec is None or not spec.submodule_search_locations:
         raise ImportError("rjieba is not installed: pip install vaultmem again")
+    site = Path(spec.submodule_search_locations[0]).parent
+    if not any((site / f"rjieba-{v}.dist-info").is_dir() for v in VERIFIED_RJIEBA):
+        raise ImportError("an rjieba release whose dictionary was not compared with ours")
     finder = importlib.machinery.FileFinder(
         spec.submodule_search_locations[0],
         (importlib.machinery.ExtensionFileLoader, importlib.machinery.EXTENSION_SUFFIXES),
