@@ -187,6 +187,9 @@ class RenameJournal(Mapping[str, str]):
     def __getitem__(self, path: str) -> str:
         return self.replayed().ids[path]
 
+    def __contains__(self, path: object) -> bool:  # one dict lookup, not Mapping's try/except
+        return path in self.replayed().ids
+
     def __iter__(self) -> Iterator[str]:
         return iter(self.replayed().ids)
 
