@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import importlib.machinery
 import importlib.util
+import mmap
 import struct
 import sys
 import threading
@@ -27,7 +28,7 @@ from array import array
 from bisect import bisect_left
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 DATA_PATH = Path(__file__).with_name("jieba-words.bin")
 _MAGIC = b"VMJIEBA2"
@@ -64,35 +65,34 @@ def write_slices(dict_txt: Path, out: Path) -> None:
     offsets = array("I", [0])
     for blob in blobs:
         offsets.append(offsets[-1] + len(blob))
-    out.write_bytes(
-        b"".join(
-            [
-                _MAGIC,
-                _HEAD.pack(sum(freqs.values()), len(singles), len(keys)),  # each word once
-                array("I", [c for c, _ in singles]).tobytes(),
-                array("I", [f for _, f in singles]).tobytes(),
-                array("Q", keys).tobytes(),
-                offsets.tobytes(),
-                *blobs,
-            ]
-        )
-    )
+    arrays = [
+        array("I", [c for c, _ in singles]),
+        array("I", [f for _, f in singles]),
+        array("Q", keys),
+        offsets,
+    ]
+    if sys.byteorder != "little":  # the file is little-endian wherever it is made
+        for values in arrays:
+            values.byteswap()
+    head = _HEAD.pack(sum(freqs.values()), len(singles), len(keys))  # each word once
+    out.write_bytes(b"".join([_MAGIC, head, *(a.tobytes() for a in arrays), *blobs]))
 
 
 class _Slices:
-    """The data file's arrays, and each group of words parsed on its first use."""
+    """The data file's arrays, read in place (a memory map: nothing copied but the groups a
+    text parses, each on its first use)."""
 
-    def __init__(self, data: bytes) -> None:
-        if not data.startswith(_MAGIC):
-            raise ValueError(f"{DATA_PATH} is not a jieba word list: reinstall vaultmem")
-        self.total, singles, keys = _HEAD.unpack_from(data, len(_MAGIC))
+    def __init__(self, data: bytes | mmap.mmap) -> None:
+        view = memoryview(data)
+        if view[: len(_MAGIC)] != _MAGIC or sys.byteorder != "little":
+            raise ValueError(f"{DATA_PATH} is not a jieba word list here: reinstall vaultmem")
+        self.total, singles, keys = _HEAD.unpack_from(view, len(_MAGIC))
         at = len(_MAGIC) + _HEAD.size
 
-        def take(code: str, count: int) -> array[int]:
+        def take(code: Literal["I", "Q"], count: int) -> memoryview[int]:
             nonlocal at
-            values = array(code)
-            size = values.itemsize * count
-            values.frombytes(data[at : at + size])
+            size = struct.calcsize(code) * count
+            values = view[at : at + size].cast(code)
             at += size
             return values
 
@@ -100,9 +100,14 @@ class _Slices:
         self._single_freqs = take("I", singles)
         self._keys = take("Q", keys)
         self._offsets = take("I", keys + 1)
-        self._data = data
+        self._view = view
         self._base = at
         self._groups: dict[int, tuple[tuple[str, int], ...]] = {}
+
+    def _text(self, i: int) -> str:
+        """Group `i`'s lines."""
+        start, end = self._offsets[i], self._offsets[i + 1]
+        return str(self._view[self._base + start : self._base + end], "utf-8")
 
     def single(self, char: str) -> int | None:
         """The frequency of the one-character word `char`, if it is one."""
@@ -120,10 +125,8 @@ class _Slices:
             i = bisect_left(self._keys, key)
             group = ()
             if i < len(self._keys) and self._keys[i] == key:
-                start, end = self._offsets[i], self._offsets[i + 1]
-                text = self._data[self._base + start : self._base + end].decode()
                 prefix = first + second
-                pairs = (line.split("\t") for line in text.splitlines())
+                pairs = (line.split("\t") for line in self._text(i).splitlines())
                 group = tuple((prefix + rest, int(freq)) for rest, freq in pairs)
             self._groups[key] = group
         return group
@@ -133,9 +136,8 @@ class _Slices:
         for char, freq in zip(self._single_chars, self._single_freqs, strict=True):
             yield chr(char), freq
         for i, key in enumerate(self._keys):
-            start, end = self._offsets[i], self._offsets[i + 1]
             prefix = chr(key >> 21) + chr(key & (1 << 21) - 1)
-            for line in self._data[self._base + start : self._base + end].decode().splitlines():
+            for line in self._text(i).splitlines():
                 rest, count = line.split("\t")
                 yield prefix + rest, int(count)
 
@@ -222,7 +224,9 @@ def tokenize(run: str) -> list[tuple[str, int, int]]:
     if _cutter is None:
         with _made:
             if _cutter is None:
-                _cutter = _Cutter(_Slices(DATA_PATH.read_bytes()), _rjieba_engine())
+                with open(DATA_PATH, "rb") as handle:
+                    data = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+                _cutter = _Cutter(_Slices(data), _rjieba_engine())
     return _cutter.tokenize(run)
 
 
