@@ -8,7 +8,7 @@ from typing import BinaryIO
 import pytest
 
 from vaultmem.core.config import Config, FolderMapping, load_config
-from vaultmem.core.models import Problem
+from vaultmem.core.note_model import Problem
 from vaultmem.files import scan
 from vaultmem.files.scan import (
     Fingerprint,

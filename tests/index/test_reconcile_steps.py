@@ -11,7 +11,7 @@ import duckdb
 import pytest
 
 from vaultmem.core.config import Config
-from vaultmem.core.models import Heading, Problem, Resolution
+from vaultmem.core.note_model import Heading, Problem, Resolution
 from vaultmem.files.scan import Fingerprint
 from vaultmem.index import reconcile, survey, transaction
 from vaultmem.index import steps as rc

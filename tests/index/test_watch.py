@@ -316,7 +316,7 @@ def test_a_note_still_being_written_is_read_again(
     example_vault: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import vaultmem.index.parallel as parallel_module
-    from vaultmem.core.models import Problem
+    from vaultmem.core.note_model import Problem
 
     config = load_config(example_vault)
     reconcile(config)

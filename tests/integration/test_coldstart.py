@@ -65,6 +65,7 @@ NOT_FOR_SEARCH = (
     "vaultmem.search.vectors",  # a words search: the vector side loads for --mode vectors/hybrid
     "vaultmem.search.embedding",
     "vaultmem.storage.vector_queries",
+    "vaultmem.core.note_model",  # a search reads stored rows: it never builds a parsed note
     "shutil",  # the state folder moves files only when an old layout is found
     *SEGMENTERS,  # an English search segments nothing
 )
@@ -328,11 +329,15 @@ def test_a_small_edit_does_not_wait_for_a_busy_lock(
 
 # -- what a cold edit compiles and collects ----------------------------------------------------
 
-# The dataclasses a one-note edit may build at import: the public models (`vaultmem.core.models`,
-# `Config`: their dataclass behaviour is the Python API). Any other (~2.9M instructions each
+# The dataclasses a one-note edit may build at import: the public models (`core.models`,
+# `core.note_model`, `Config`: their dataclass behaviour is the Python API). Any other (~2.9M instructions each
 # at import, `dataclasses` compiles their methods) belongs in a named tuple or a plain class;
 # see benchmarks/HISTORY.md.
-EDIT_DATACLASS_MODULES = ("vaultmem.core.models", "vaultmem.core.config")
+EDIT_DATACLASS_MODULES = (
+    "vaultmem.core.models",
+    "vaultmem.core.note_model",
+    "vaultmem.core.config",
+)
 
 
 def test_a_one_note_edit_builds_no_other_dataclass(tmp_path: Path) -> None:
@@ -349,7 +354,7 @@ def test_a_one_note_edit_builds_no_other_dataclass(tmp_path: Path) -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root
     ).stdout
     built = json.loads(out.splitlines()[-1])
-    assert "vaultmem.core.models.Note" in built  # the check sees the edit's dataclasses
+    assert "vaultmem.core.note_model.Note" in built  # the check sees the edit's dataclasses
     assert [c for c in built if not c.startswith(EDIT_DATACLASS_MODULES)] == []
 
 
@@ -499,6 +504,7 @@ NOT_FOR_A_HOOK = (
     "vaultmem.index.reconcile",
     "vaultmem.memory.topic_store",
     "mistune",
+    "vaultmem.core.note_model",  # topics' properties are read, never a parsed note built
     "numpy",
     "tokenizers",
     "multiprocessing",

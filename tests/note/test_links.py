@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from vaultmem import Vault
 from vaultmem.core.errors import NotFoundError
-from vaultmem.core.models import Block, Heading, Link
+from vaultmem.core.note_model import Block, Heading, Link
 from vaultmem.note import links as links_module
 from vaultmem.note.links import (
     LazyLinkResolver,

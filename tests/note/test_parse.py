@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vaultmem.core.models import PROBLEM_CODES, ParsedNote
+from vaultmem.core.models import PROBLEM_CODES
+from vaultmem.core.note_model import ParsedNote
 from vaultmem.note.parse import parse_note
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "note-model.md"

@@ -28,11 +28,13 @@ from bisect import bisect_right
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from hashlib import blake2b
-from typing import NamedTuple, Protocol, cast
+from typing import TYPE_CHECKING, NamedTuple, Protocol, cast
 
 from vaultmem.core import segment
-from vaultmem.core.models import Note
 from vaultmem.core.tokenizer import DEFAULT_LANGUAGE, analyzer
+
+if TYPE_CHECKING:  # a search redacts and cuts stored text, never a parsed note
+    from vaultmem.core.note_model import Note
 
 Field = str
 FIELD_WEIGHTS: dict[Field, float] = {

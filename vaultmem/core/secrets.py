@@ -30,10 +30,12 @@ import unicodedata
 from collections.abc import Iterable, Sequence
 from hashlib import blake2b
 from pathlib import PurePath
-from typing import Any, NamedTuple, TypeVar, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar, cast
 
 from vaultmem.core.errors import ConfigError
-from vaultmem.core.models import Note
+
+if TYPE_CHECKING:  # a search redacts and cuts stored text, never a parsed note
+    from vaultmem.core.note_model import Note
 
 _T = TypeVar("_T")
 

@@ -35,7 +35,7 @@ from typing import Any, NamedTuple
 
 from vaultmem.core.atomic import replace_file
 from vaultmem.core.config import Config
-from vaultmem.core.models import Problem
+from vaultmem.core.note_model import Problem
 from vaultmem.core.secrets import builtin_digest
 
 RECORD_NAME = "folders.json"

@@ -42,8 +42,8 @@ from hashlib import blake2b
 from typing import BinaryIO, NamedTuple
 
 from vaultmem.core.config import Config
-from vaultmem.core.models import Problem
 from vaultmem.core.names import conflict_copy_original, default_note_id
+from vaultmem.core.note_model import Problem
 from vaultmem.core.secrets import SecretPattern, compile_patterns, redact, secret_names
 from vaultmem.files.folder_cache import FolderCache, Listing, folder_key
 from vaultmem.files.stat_pair import stat_folders

@@ -31,8 +31,9 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Final
 
 from vaultmem.core.config import Config
-from vaultmem.core.models import SCOPES, Problem
+from vaultmem.core.models import SCOPES
 from vaultmem.core.names import KEY_RE, conflict_copy_original
+from vaultmem.core.note_model import Problem
 from vaultmem.files.walked import in_folder
 
 if TYPE_CHECKING:

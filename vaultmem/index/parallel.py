@@ -45,7 +45,7 @@ from vaultmem.core.documents import (
     note_documents,
     postings_lines,
 )
-from vaultmem.core.models import ParsedNote, Problem, Resolution
+from vaultmem.core.note_model import ParsedNote, Problem, Resolution
 from vaultmem.core.secrets import compile_patterns, redact_value
 from vaultmem.files.scan import content_hash, read_note_fingerprinted
 from vaultmem.index.conflicts import marker_problem

@@ -10,7 +10,7 @@ from typing import Any
 
 from vaultmem.core.config import Config
 from vaultmem.core.errors import NotFoundError
-from vaultmem.core.models import ParsedNote, Problem, Resolution
+from vaultmem.core.note_model import ParsedNote, Problem, Resolution
 from vaultmem.core.secrets import compile_patterns
 from vaultmem.files.scan import read_note, scan_vault
 from vaultmem.note.links import LinkResolver, SubpathIndex, resolve_link

@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING
 from vaultmem.core.collector import collector_paused
 from vaultmem.core.config import Config
 from vaultmem.core.errors import IndexUnavailableError, LockedError
-from vaultmem.core.models import Problem
+from vaultmem.core.note_model import Problem
 from vaultmem.files.lock import writer_lock
 from vaultmem.index import upgrade
 from vaultmem.index.journal import RenameJournal, append_renames, compact_renames

@@ -26,8 +26,8 @@ from vaultmem.core.models import (
     PARSER_VERSION,
     SEGMENT_VERSION,
     TOKENIZER_VERSION,
-    Problem,
 )
+from vaultmem.core.note_model import Problem
 from vaultmem.core.version import __version__
 from vaultmem.files.scan import Fingerprint, notes_outside_mapping
 from vaultmem.index.journal import replay

@@ -16,7 +16,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from vaultmem.core.models import Link
+from vaultmem.core.note_model import Link
 from vaultmem.index.steps import (
     Identities,
     Outcomes,
@@ -30,7 +30,7 @@ from vaultmem.index.steps import (
 )
 
 if TYPE_CHECKING:
-    from vaultmem.core.models import Block, Heading, Resolution
+    from vaultmem.core.note_model import Block, Heading, Resolution
     from vaultmem.note.links import LinkResolver, SubpathIndex
     from vaultmem.storage.index_writes import StoredLink, StoredOutline
     from vaultmem.storage.store import Connection

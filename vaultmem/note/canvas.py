@@ -19,7 +19,8 @@ from __future__ import annotations
 import json
 import unicodedata
 
-from vaultmem.core.models import JSON, Link, Note, ParsedNote, Problem, Section
+from vaultmem.core.models import JSON
+from vaultmem.core.note_model import Link, Note, ParsedNote, Problem, Section
 from vaultmem.note.markdown import scan_body
 
 __all__ = ["CANVAS_SUFFIX", "is_canvas", "parse_canvas"]

@@ -18,7 +18,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Collection, Iterable, Sequence
 from itertools import accumulate
 
-from vaultmem.core.models import Block, Heading, Link, Resolution
+from vaultmem.core.note_model import Block, Heading, Link, Resolution
 
 __all__ = [
     "LazyLinkResolver",

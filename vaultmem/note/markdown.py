@@ -36,7 +36,8 @@ from vaultmem.core.compat import (
     replace_link_href,
     replace_list_break_scanner,
 )
-from vaultmem.core.models import Block, Heading, Link, LinkKind, Section
+from vaultmem.core.models import LinkKind
+from vaultmem.core.note_model import Block, Heading, Link, Section
 
 __all__ = [
     "BodyScan",

@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from vaultmem.core import models
-from vaultmem.core.models import JSON, FrontmatterStatus, Link, Note, ParsedNote, Problem
+from vaultmem.core.models import JSON, FrontmatterStatus
+from vaultmem.core.note_model import Link, Note, ParsedNote, Problem
 from vaultmem.core.secrets import SecretPattern, redact_note
 from vaultmem.note.canvas import is_canvas, parse_canvas
 from vaultmem.note.markdown import heading_anchor, property_link, scan_body

@@ -24,7 +24,10 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from yaml.resolver import BaseResolver
 
 from vaultmem.core.compat import yaml_c_parser
-from vaultmem.core.models import JSON, FrontmatterStatus, Problem, ProblemCode
+from vaultmem.core.models import JSON, FrontmatterStatus, ProblemCode
+
+if TYPE_CHECKING:  # made in `as_problems` only: a recall reads topics' properties, no problems
+    from vaultmem.core.note_model import Problem
 
 __all__ = [
     "Frontmatter",
@@ -473,4 +476,6 @@ def _shown(value: JSON) -> str:
 
 def as_problems(path: str, found: tuple[tuple[ProblemCode, str, int | None], ...]) -> list[Problem]:
     """Attach the note path to (code, message, line) triples."""
+    from vaultmem.core.note_model import Problem
+
     return [Problem(path, code, message, line) for code, message, line in found]

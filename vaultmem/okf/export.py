@@ -41,7 +41,8 @@ from pathlib import Path
 from vaultmem.core.atomic import replace_at, replace_file
 from vaultmem.core.config import Config
 from vaultmem.core.errors import FileAccessError, InvalidArgumentError, PathEscapeError
-from vaultmem.core.models import JSON, SCOPES, ExportFormat, Note
+from vaultmem.core.models import JSON, SCOPES, ExportFormat
+from vaultmem.core.note_model import Note
 from vaultmem.core.secrets import (
     SecretPattern,
     compile_patterns,

@@ -27,7 +27,8 @@ from typing import Any, Literal
 
 from vaultmem.core.config import Config
 from vaultmem.core.errors import InvalidArgumentError, NotFoundError, QueryError
-from vaultmem.core.models import JSON, READ_MAX_BYTES, Heading, Problem
+from vaultmem.core.models import JSON, READ_MAX_BYTES
+from vaultmem.core.note_model import Heading, Problem
 from vaultmem.core.secrets import SecretPattern, redact
 from vaultmem.files.scan import is_eligible_note, read_note, secret_named_note
 from vaultmem.note.markdown import heading_anchor

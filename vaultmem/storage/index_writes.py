@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from vaultmem.core.documents import note_key
-from vaultmem.core.models import Block, Heading, Problem
+from vaultmem.core.note_model import Block, Heading, Problem
 from vaultmem.storage.rows import (
     COLUMNS,
     NOTE_KEY,

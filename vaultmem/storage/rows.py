@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from vaultmem.core.documents import SearchDocument
-from vaultmem.core.models import Note, Resolution, Scope
+from vaultmem.core.models import Scope
+from vaultmem.core.note_model import Note, Resolution
 from vaultmem.note.links import file_name_key, fold_name, link_name_key
 from vaultmem.storage.schema import table_docs
 from vaultmem.storage.staged_files import part_path
