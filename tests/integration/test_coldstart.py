@@ -330,9 +330,9 @@ def test_a_small_edit_does_not_wait_for_a_busy_lock(
 # -- what a cold edit compiles and collects ----------------------------------------------------
 
 # The dataclasses a one-note edit may build at import: the public models (`core.models`,
-# `core.note_model`, `Config`: their dataclass behaviour is the Python API). Any other (~2.9M instructions each
-# at import, `dataclasses` compiles their methods) belongs in a named tuple or a plain class;
-# see benchmarks/HISTORY.md.
+# `core.note_model`, `Config`: their dataclass behaviour is the Python API). Any other
+# (~2.9M instructions each at import, `dataclasses` compiles their methods) belongs in a named
+# tuple or a plain class; see benchmarks/HISTORY.md.
 EDIT_DATACLASS_MODULES = (
     "vaultmem.core.models",
     "vaultmem.core.note_model",
