@@ -34,10 +34,10 @@ def test_a_long_journal_is_compacted_to_what_it_replays_to(
     append_renames(tmp_path, moves)
     before = read_renames(tmp_path)
     assert before.lines == 11 and before.ids == {"a.md": "n-1", "d.md": "n-2"}
-    assert compact_renames(tmp_path, before)
+    assert compact_renames(tmp_path, RenameJournal(tmp_path))
     after = read_renames(tmp_path)
     assert after.ids == before.ids and after.lines == 2
-    assert not compact_renames(tmp_path, after)  # short enough now
+    assert not compact_renames(tmp_path, RenameJournal(tmp_path))  # short enough now
     append_renames(tmp_path, [("n-2", "d.md", "e.md")])  # appends go on after it
     assert read_renames(tmp_path).ids == {"a.md": "n-1", "e.md": "n-2"}
 
@@ -51,7 +51,7 @@ def test_a_journal_with_an_unreadable_line_is_not_compacted(
     path.write_bytes(path.read_bytes() + b'{"id": "n-')
     damaged = read_renames(tmp_path)
     assert damaged.skipped == 1
-    assert not compact_renames(tmp_path, damaged)
+    assert not compact_renames(tmp_path, RenameJournal(tmp_path))
     assert path.read_bytes().endswith(b'{"id": "n-')
 
 

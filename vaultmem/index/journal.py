@@ -47,13 +47,6 @@ class Journal(NamedTuple):  # not a dataclass: nothing compiled at import (index
     skipped: int = 0
     lines: int = 0
 
-    @property
-    def entries(self) -> int:
-        return len(self.ids)
-
-    def replayed(self) -> Journal:
-        return self
-
 
 def read_renames(state_dir: Path) -> Journal:
     """Replay the journal into {current path: id} for every path that inherited an id.
@@ -124,7 +117,7 @@ class JournalFacts(NamedTuple):
 
 def _facts_of(signature: Signature | None, journal: Journal) -> JournalFacts:
     return JournalFacts(
-        signature, journal_digest(journal.ids), journal.skipped, journal.lines, journal.entries
+        signature, journal_digest(journal.ids), journal.skipped, journal.lines, len(journal.ids)
     )
 
 
@@ -165,13 +158,15 @@ class RenameJournal(Mapping[str, str]):
         self._journal: Journal | None = None
 
     def replayed(self) -> Journal:
-        """The journal read and replayed (once), and its facts kept for the next write."""
+        """The journal read and replayed (once); its facts, when none stood, taken from this
+        reading and kept for the next write (unless the file moved while it was read)."""
         if self._journal is None:
             signature = _signature(self._dir / JOURNAL_NAME)
             self._journal = read_renames(self._dir)
-            if self._facts is None and _signature(self._dir / JOURNAL_NAME) == signature:
-                self._facts = _facts_of(signature, self._journal)
-                if signature is not None:  # no journal: nothing to read, nothing to keep
+            if self._facts is None:
+                stable = _signature(self._dir / JOURNAL_NAME) == signature
+                self._facts = _facts_of(signature if stable else None, self._journal)
+                if stable and signature is not None:  # no journal: nothing to keep
                     _keep_facts(self._dir, self._facts)
         return self._journal
 
@@ -180,8 +175,7 @@ class RenameJournal(Mapping[str, str]):
         """The digest and counts: kept ones when they stand, else from reading the file."""
         if self._facts is None:
             self.replayed()
-        if self._facts is None:  # the file moved while it was read: facts of this reading
-            return _facts_of(None, self.replayed())
+        assert self._facts is not None  # `replayed` sets them
         return self._facts
 
     def __getitem__(self, path: str) -> str:
@@ -197,14 +191,14 @@ class RenameJournal(Mapping[str, str]):
         return self.facts.entries
 
 
-def compact_renames(state_dir: Path, journal: Journal | RenameJournal) -> bool:
+def compact_renames(state_dir: Path, journal: RenameJournal) -> bool:
     """Rewrite a journal grown past `COMPACT_LINES` and twice its entries as one line per
     entry (a path that inherited an id, "moved" from itself), atomically; a journal with an
     unreadable line is left as it is (what was lost stays on record). Under the writer lock:
     an append in between would be lost. Whether it was rewritten (a folder that cannot be
     written keeps the long journal: it costs time, not ids)."""
-    counts = journal.facts if isinstance(journal, RenameJournal) else journal
-    if counts.skipped or counts.lines <= max(COMPACT_LINES, 2 * counts.entries):
+    facts = journal.facts
+    if facts.skipped or facts.lines <= max(COMPACT_LINES, 2 * facts.entries):
         return False
     entries = sorted((note_id, path, path) for path, note_id in journal.replayed().ids.items())
     try:
