@@ -10,10 +10,11 @@ cuts the text exactly as the full one does (tests/core/test_jieba_slice.py compa
 
 The entries come from `jieba-words.bin` beside this module: jieba 0.42.1's `dict.txt`
 (MIT licence, (c) 2013 Sun Junyi), the dictionary jieba-rs builds into rjieba, grouped by
-first character so that a text reads the groups of its own characters only. `write_slices`
-makes it (`make jieba-words`). rjieba's engine is loaded from its extension module without
-running the package's `__init__` (which would build the default dictionary); importing
-`rjieba` later reuses that module.
+first two characters so that a text parses the groups at its own positions only, and read
+through a memory map. `write_slices` makes it (`make jieba-words`). rjieba's engine is loaded
+from its extension module without running the package's `__init__` (which would build the
+default dictionary); importing `rjieba` later reuses that module. Only with the rjieba
+releases the tests compared (`VERIFIED_RJIEBA`).
 """
 
 from __future__ import annotations
@@ -48,8 +49,8 @@ def write_slices(dict_txt: Path, out: Path) -> None:
     it: the total frequency; the one-character words (code points, frequencies); the first
     two characters of the longer words as sorted keys, each with its group's offset; then
     each group's `rest<TAB>freq` lines (a word less its first two characters). A text then
-    finds the words at a position with two
-    binary searches (`bisect` on the arrays, in C) and parses only those groups."""
+    finds the words at a position with two binary searches (`bisect` on the arrays, in C)
+    and parses only those groups."""
     freqs: dict[str, int] = {}
     for line in dict_txt.read_text(encoding="utf-8").splitlines():
         parts = line.split()
